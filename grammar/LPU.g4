@@ -1,0 +1,255 @@
+// The .lpu language: the one grammar, source of the lexer and parser.
+//
+// Comments live on the HIDDEN channel (never skipped) so that the formatter
+// can recover every one of them. Tokens that are lexical errors (stray
+// characters, malformed numbers, unterminated strings and block comments) are
+// real tokens here; frontend/ reports them and repairs the token stream before
+// the parser sees it, so one lexical slip does not cascade into syntax errors.
+//
+// Expression precedence, loosest to tightest (docs/language.md):
+//   ||   &&   comparisons (== != < <= > >=, not chainable)   + -
+//   * / % @   unary - !   ** (right-associative)   postfix: call, index, member
+grammar LPU;
+
+// ---------------------------------------------------------------- modules
+
+module : item* EOF ;
+
+item
+  : importDecl
+  | constDecl
+  | fnDecl
+  | modelDecl
+  | entryDecl
+  ;
+
+importDecl
+  : IMPORT dottedName (AS IDENT)?       # importModule
+  | IMPORT STRING AS IDENT              # importFile
+  ;
+
+dottedName : IDENT (DOT IDENT)* ;
+
+constDecl : CONST IDENT (COLON typeExpr)? ASSIGN expr ;
+
+fnDecl
+  : FN IDENT genericParams? LPAREN (fnParam (COMMA fnParam)* COMMA?)? RPAREN
+    ARROW typeExpr whereClause? block
+  ;
+
+fnParam : IDENT COLON typeExpr ;
+
+genericParams : LT genericParam (COMMA genericParam)* COMMA? GT ;
+
+genericParam
+  : DOTDOT IDENT                        # packParam
+  | IDENT COLON IDENT                   # kindedParam
+  | IDENT (ASSIGN sizeExpr)?            # sizeParam
+  ;
+
+whereClause : WHERE constraint (COMMA constraint)* ;
+
+constraint : sizeExpr compareOp sizeExpr ;
+
+compareOp : EQ | NE | LT | LE | GT | GE ;
+
+modelDecl : MODEL IDENT genericParams? LBRACE modelMember* RBRACE ;
+
+modelMember
+  : paramDecl
+  | fnDecl
+  | constDecl
+  ;
+
+paramDecl : PARAM IDENT COLON typeExpr ;
+
+entryDecl : ENTRY IDENT ASSIGN pathSegment (DOT pathSegment)* ;
+
+pathSegment : IDENT genericArgs? ;
+
+// ---------------------------------------------------------------- types
+
+typeExpr
+  : LBRACK sizeExpr RBRACK typeExpr                       # arrayType
+  | IDENT (DOT IDENT)* genericArgs? dims?                 # namedType
+  ;
+
+dims : LBRACK (dim (COMMA dim)* COMMA?)? RBRACK ;
+
+dim
+  : DOTDOT IDENT                        # packDim
+  | sizeExpr                            # sizeDim
+  ;
+
+genericArgs : LT (genericArg (COMMA genericArg)* COMMA?)? GT ;
+
+genericArg
+  : IDENT ASSIGN genericValue                                         # namedGenericArg
+  | IDENT IN LBRACE sizeExpr (COMMA sizeExpr)* COMMA? RBRACE          # bucketGenericArg
+  | genericValue                                                      # positionalGenericArg
+  ;
+
+// A bare name is read as a size; the checker reinterprets it as a dtype where
+// the parameter is `T: dtype`. Anything with dots, generic arguments or
+// dimensions is a type.
+genericValue
+  : sizeExpr
+  | typeExpr
+  ;
+
+// Size expressions: integers, size names, + - * / %, min/max/floordiv/ceildiv.
+sizeExpr : sizeTerm ((PLUS | MINUS) sizeTerm)* ;
+
+sizeTerm : sizeAtom ((STAR | SLASH | PERCENT) sizeAtom)* ;
+
+sizeAtom
+  : INT                                                    # sizeInt
+  | IDENT LPAREN sizeExpr (COMMA sizeExpr)* COMMA? RPAREN  # sizeCall
+  | IDENT                                                  # sizeName
+  | LPAREN sizeExpr RPAREN                                 # sizeParen
+  ;
+
+// ---------------------------------------------------------------- statements
+
+block : LBRACE stmt* RBRACE ;
+
+stmt
+  : LET IDENT (COLON typeExpr)? ASSIGN expr               # letStmt
+  | VAR IDENT (COLON typeExpr)? ASSIGN expr               # varStmt
+  | IDENT ASSIGN expr                                     # assignStmt
+  | RETURN expr                                           # returnStmt
+  | ASSERT expr (COMMA STRING)?                           # assertStmt
+  | FOR IDENT IN expr DOTDOT expr block                   # forStmt
+  | ifStmt                                                # ifStatement
+  | expr                                                  # exprStmt
+  ;
+
+ifStmt : IF expr block (ELSE (ifStmt | block))? ;
+
+// ---------------------------------------------------------------- expressions
+
+expr : orExpr ;
+
+orExpr : andExpr (OROR andExpr)* ;
+
+andExpr : compareExpr (ANDAND compareExpr)* ;
+
+compareExpr : addExpr (compareOp addExpr)* ;
+
+addExpr : mulExpr ((PLUS | MINUS) mulExpr)* ;
+
+mulExpr : unaryExpr ((STAR | SLASH | PERCENT | AT) unaryExpr)* ;
+
+unaryExpr
+  : (MINUS | BANG) unaryExpr                              # prefixExpr
+  | powerExpr                                             # powerExpression
+  ;
+
+powerExpr : postfixExpr (POW unaryExpr)? ;
+
+postfixExpr : primaryExpr postfixOp* ;
+
+postfixOp
+  : genericArgs? LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN     # callOp
+  | LBRACK indexItem (COMMA indexItem)* COMMA? RBRACK                 # indexOp
+  | DOT IDENT                                                         # memberOp
+  ;
+
+callArg : (IDENT ASSIGN)? expr ;
+
+indexItem
+  : expr? COLON expr?                                     # sliceItem
+  | expr                                                  # exprItem
+  ;
+
+primaryExpr
+  : INT                                                   # intLit
+  | FLOAT                                                 # floatLit
+  | (TRUE | FALSE)                                        # boolLit
+  | STRING                                                # stringLit
+  | IDENT                                                 # nameExpr
+  | LPAREN expr RPAREN                                    # parenExpr
+  | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK            # listExpr
+  ;
+
+// ---------------------------------------------------------------- lexer
+
+IMPORT : 'import' ;
+AS     : 'as' ;
+MODEL  : 'model' ;
+PARAM  : 'param' ;
+FN     : 'fn' ;
+LET    : 'let' ;
+VAR    : 'var' ;
+RETURN : 'return' ;
+FOR    : 'for' ;
+IN     : 'in' ;
+IF     : 'if' ;
+ELSE   : 'else' ;
+ENTRY  : 'entry' ;
+WHERE  : 'where' ;
+CONST  : 'const' ;
+ASSERT : 'assert' ;
+TRUE   : 'true' ;
+FALSE  : 'false' ;
+
+ARROW   : '->' ;
+DOTDOT  : '..' ;
+DOT     : '.' ;
+COMMA   : ',' ;
+COLON   : ':' ;
+ASSIGN  : '=' ;
+EQ      : '==' ;
+NE      : '!=' ;
+LE      : '<=' ;
+GE      : '>=' ;
+LT      : '<' ;
+GT      : '>' ;
+OROR    : '||' ;
+ANDAND  : '&&' ;
+BANG    : '!' ;
+PLUS    : '+' ;
+MINUS   : '-' ;
+POW     : '**' ;
+STAR    : '*' ;
+SLASH   : '/' ;
+PERCENT : '%' ;
+AT      : '@' ;
+LPAREN  : '(' ;
+RPAREN  : ')' ;
+LBRACK  : '[' ;
+RBRACK  : ']' ;
+LBRACE  : '{' ;
+RBRACE  : '}' ;
+
+// Numbers. Order matters on ties: a well-formed literal wins over BAD_NUMBER.
+FLOAT
+  : DIGITS '.' DIGITS EXPONENT?
+  | DIGITS EXPONENT
+  ;
+HEX_INT : '0' [xX] [0-9a-fA-F] [0-9a-fA-F_]* ;
+INT     : DIGITS ;
+// A number run into letters or a dangling exponent: `12ab`, `1e`, `0x`, `1.5e+`.
+BAD_NUMBER
+  : DIGITS ('.' DIGITS)? [eE] [+-]?
+  | [0-9] [0-9_]* ('.' [0-9_]+)? [a-zA-Z_] [a-zA-Z0-9_]*
+  ;
+
+fragment DIGITS   : [0-9] [0-9_]* ;
+fragment EXPONENT : [eE] [+-]? [0-9] [0-9_]* ;
+
+IDENT : [A-Za-z_] [A-Za-z0-9_]* ;
+
+STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* ;
+
+DOC_COMMENT   : '///' ~[\r\n]* -> channel(HIDDEN) ;
+LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN) ;
+BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
+UNTERMINATED_BLOCK_COMMENT : '/*' .*? EOF -> channel(HIDDEN) ;
+
+NEWLINE : ('\r\n' | '\n' | '\r') -> channel(HIDDEN) ;
+WS      : [ \t\f]+ -> channel(HIDDEN) ;
+
+// Anything else is a stray character, reported by frontend/.
+STRAY : . ;

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds one tree. Usage: scripts/build.sh [--sanitize]
+# The plain tree is build/, the AddressSanitizer+UBSan tree is build-asan/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if [ "${1:-}" = "--sanitize" ]; then
+  dir=build-asan; extra=(-DLPU_SANITIZE=ON)
+else
+  dir=build; extra=()
+fi
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}" >/dev/null
+cmake --build "$dir"

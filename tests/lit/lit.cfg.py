@@ -1,0 +1,25 @@
+# lit configuration for the file tests. Tests sit in folders by feature; a
+# test is any .lpu, .test, .lpuasm or .mlir-like .ir file with RUN lines.
+import os
+import lit.formats
+
+config.name = "lpu"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".lpu", ".test", ".lpuasm", ".ir"]
+config.excludes = ["Inputs", "lit.cfg.py", "README.md"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.lpu_obj_root, "tests", "lit")
+
+# Tools: ours first, then FileCheck, not, count, split-file from LLVM 14.
+config.environment["PATH"] = os.pathsep.join(
+    [config.lpu_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+# Diagnostics must not depend on the terminal or the user's environment.
+config.environment["NO_COLOR"] = "1"
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%src_root", config.lpu_src_root))
+config.substitutions.append(("%examples", os.path.join(config.lpu_src_root, "examples")))
+config.substitutions.append(("%stdlib", os.path.join(config.lpu_src_root, "stdlib")))

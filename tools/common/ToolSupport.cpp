@@ -1,0 +1,60 @@
+#include "tools/common/ToolSupport.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/WithColor.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace lpu::tools {
+
+std::string versionLine(llvm::StringRef tool) {
+  return (tool + " " + LPU_VERSION).str();
+}
+
+void addCommonOptions(CLI::App &app, llvm::StringRef tool) {
+  app.set_version_flag("--version", versionLine(tool));
+  app.footer("Exit status: 0 success, 1 errors in the input, 2 usage or I/O error.");
+}
+
+int parseCommandLine(CLI::App &app, int argc, char **argv, llvm::StringRef tool) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    reportToolError(tool, e.what());
+    llvm::errs() << "Run '" << tool << " --help' for the options.\n";
+    return kExitUsageError;
+  }
+  return -1;
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readInputFile(llvm::StringRef path) {
+  if (path != "-") {
+    llvm::sys::fs::file_status status;
+    if (std::error_code ec = llvm::sys::fs::status(path, status))
+      return llvm::createStringError(ec, "cannot read '%s': %s", path.str().c_str(),
+                                     ec.message().c_str());
+    if (llvm::sys::fs::is_directory(status))
+      return llvm::createStringError(std::make_error_code(std::errc::is_a_directory),
+                                     "cannot read '%s': it is a directory",
+                                     path.str().c_str());
+  }
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
+                                                   /*RequiresNullTerminator=*/true);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot read '%s': %s",
+                                   path.str().c_str(), buffer.getError().message().c_str());
+  return std::move(*buffer);
+}
+
+void reportToolError(llvm::StringRef tool, const llvm::Twine &message) {
+  llvm::errs() << tool << ": ";
+  llvm::WithColor::error(llvm::errs(), "", /*DisableColors=*/std::getenv("NO_COLOR") != nullptr)
+      << message << "\n";
+}
+
+} // namespace lpu::tools
