@@ -1,0 +1,116 @@
+#include "frontend/Diagnostics.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace lpu {
+
+namespace {
+const DiagKindInfo kCatalogue[] = {
+#define DIAG(code, severity, name, format, explanation)                                  \
+  {#code, Severity::severity, #name, format, explanation},
+#include "frontend/Diagnostics.def"
+};
+} // namespace
+
+llvm::StringRef severityName(Severity severity) {
+  switch (severity) {
+  case Severity::Error: return "error";
+  case Severity::Warning: return "warning";
+  case Severity::Remark: return "remark";
+  case Severity::Note: return "note";
+  }
+  return "error";
+}
+
+const DiagKindInfo &diagKindInfo(DiagID id) { return kCatalogue[static_cast<size_t>(id)]; }
+
+const DiagKindInfo *findDiagKind(llvm::StringRef code) {
+  for (const DiagKindInfo &info : kCatalogue)
+    if (code.equals_insensitive(info.code))
+      return &info;
+  return nullptr;
+}
+
+llvm::ArrayRef<DiagKindInfo> allDiagKinds() { return kCatalogue; }
+
+DiagnosticConsumer::~DiagnosticConsumer() = default;
+
+DiagnosticBuilder::~DiagnosticBuilder() {
+  if (engine_)
+    engine_->emit(std::move(diag_));
+}
+
+DiagnosticBuilder &DiagnosticBuilder::primaryLabel(std::string text) {
+  diag_.primaryLabel = std::move(text);
+  return *this;
+}
+
+DiagnosticBuilder &DiagnosticBuilder::label(llvm::SMRange range, std::string text) {
+  diag_.secondary.push_back({range, std::move(text)});
+  return *this;
+}
+
+DiagnosticBuilder &DiagnosticBuilder::note(std::string text, llvm::SMRange range) {
+  diag_.notes.push_back({std::move(text), range});
+  return *this;
+}
+
+DiagnosticBuilder &DiagnosticBuilder::help(std::string text) {
+  diag_.helps.push_back(std::move(text));
+  return *this;
+}
+
+DiagnosticBuilder &DiagnosticBuilder::fixit(llvm::SMRange range, std::string replacement) {
+  diag_.fixits.push_back({range, std::move(replacement)});
+  return *this;
+}
+
+void DiagnosticEngine::endBatch() {
+  if (batchDepth_ == 0 || --batchDepth_ != 0)
+    return;
+  std::vector<Diagnostic> pending = std::move(batch_);
+  batch_.clear();
+  std::stable_sort(pending.begin(), pending.end(), [](const Diagnostic &a, const Diagnostic &b) {
+    return std::less<const char *>()(a.primary.Start.getPointer(), b.primary.Start.getPointer());
+  });
+  for (Diagnostic &d : pending)
+    emit(std::move(d));
+}
+
+void DiagnosticEngine::emit(Diagnostic diag) {
+  if (batchDepth_ > 0) {
+    batch_.push_back(std::move(diag));
+    return;
+  }
+  if (diag.severity == Severity::Error) {
+    if (errorLimitReached()) {
+      ++errors_;
+      if (!toldLimit_ && consumer_)
+        consumer_->errorLimitReached(errorLimit_);
+      toldLimit_ = true;
+      return;
+    }
+    ++errors_;
+  } else if (diag.severity == Severity::Warning) {
+    ++warnings_;
+  }
+  if (consumer_)
+    consumer_->handle(diag);
+}
+
+LineColumn lineColumn(const llvm::SourceMgr &sources, llvm::SMLoc loc) {
+  if (!loc.isValid())
+    return {};
+  auto [line, column] = sources.getLineAndColumn(loc);
+  return {line, column};
+}
+
+std::string formatLineColumn(const llvm::SourceMgr &sources, llvm::SMLoc loc) {
+  LineColumn lc = lineColumn(sources, loc);
+  return std::to_string(lc.line) + ":" + std::to_string(lc.column);
+}
+
+} // namespace lpu

@@ -1,0 +1,537 @@
+// The parser driver: UTF-8 decoding, the lexical pass, ANTLR in two stages
+// (fast SLL first, full LL with our error strategy only when that fails), and
+// syntax errors in our own words.
+#include "frontend/Parser.h"
+
+#include "frontend/ParserInternals.h"
+
+#include "LPULexer.h"
+#include "LPUParser.h"
+
+#include <llvm/ADT/APFloat.h>
+#include <llvm/ADT/APInt.h>
+#include <llvm/ADT/StringExtras.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace lpu {
+
+using lpu_antlr::LPULexer;
+using lpu_antlr::LPUParser;
+
+namespace detail {
+
+SourceText::SourceText(llvm::StringRef buffer) : buffer_(buffer) {
+  bool ascii = std::all_of(buffer.begin(), buffer.end(),
+                           [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  codePoints_.reserve(buffer.size());
+  if (ascii) {
+    codePoints_.assign(buffer.begin(), buffer.end());
+    return;
+  }
+  byteOffsets_.reserve(buffer.size() + 1);
+  const auto *s = reinterpret_cast<const unsigned char *>(buffer.data());
+  size_t n = buffer.size();
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    unsigned len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    char32_t cp = 0xFFFD;
+    bool ok = len != 0 && i + len <= n;
+    if (ok) {
+      cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+      for (unsigned k = 1; k < len; ++k) {
+        if ((s[i + k] & 0xC0) != 0x80) {
+          ok = false;
+          break;
+        }
+        cp = (cp << 6) | (s[i + k] & 0x3F);
+      }
+      // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+      static const char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+      if (ok && (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
+        ok = false;
+    }
+    if (!ok) {
+      invalidOffsets_.push_back(i);
+      cp = 0xFFFD;
+      len = 1;
+    }
+    codePoints_.push_back(cp);
+    byteOffsets_.push_back(i);
+    i += len;
+  }
+  byteOffsets_.push_back(n);
+}
+
+std::string decodeStringLiteral(llvm::StringRef quoted) {
+  llvm::StringRef body = quoted;
+  if (body.startswith("\""))
+    body = body.drop_front();
+  if (body.endswith("\"") && !body.endswith("\\\""))
+    body = body.drop_back();
+  std::string out;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '\\' || i + 1 == body.size()) {
+      out.push_back(body[i]);
+      continue;
+    }
+    char e = body[++i];
+    switch (e) {
+    case 'n': out.push_back('\n'); break;
+    case 't': out.push_back('\t'); break;
+    case '\\': out.push_back('\\'); break;
+    case '"': out.push_back('"'); break;
+    default: out.push_back('\\'); out.push_back(e); break;
+    }
+  }
+  return out;
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::Locator;
+using detail::SourceText;
+
+/// Feeds ANTLR our own decoding of the buffer, so that invalid UTF-8 is a
+/// diagnostic rather than an exception inside the runtime.
+class CodePointStream : public antlr4::ANTLRInputStream {
+public:
+  CodePointStream(const std::u32string &codePoints, std::string sourceName) {
+    _data = codePoints;
+    name = std::move(sourceName);
+  }
+};
+
+/// Describes tokens and expected sets for messages.
+class TokenWords {
+public:
+  explicit TokenWords(const antlr4::dfa::Vocabulary &vocabulary) : vocabulary_(vocabulary) {}
+
+  std::string found(const antlr4::Token *t, const Locator &locator) const {
+    if (!t || t->getType() == antlr4::Token::EOF)
+      return "end of file";
+    std::string text = locator.text(t).str();
+    switch (t->getType()) {
+    case LPULexer::IDENT: return "name '" + text + "'";
+    case LPULexer::INT:
+    case LPULexer::HEX_INT:
+    case LPULexer::FLOAT:
+    case LPULexer::BAD_NUMBER: return "number '" + text + "'";
+    case LPULexer::STRING:
+    case LPULexer::UNTERMINATED_STRING: return "a string";
+    default: break;
+    }
+    if (isKeyword(t->getType()))
+      return "keyword '" + text + "'";
+    return "'" + text + "'";
+  }
+
+  std::string expected(size_t type) const {
+    switch (type) {
+    case antlr4::Token::EOF: return "end of file";
+    case LPULexer::IDENT: return "a name";
+    case LPULexer::INT:
+    case LPULexer::HEX_INT: return "an integer";
+    case LPULexer::FLOAT: return "a float";
+    case LPULexer::STRING: return "a string";
+    default: return vocabulary_.getLiteralName(type);
+    }
+  }
+
+  static bool isKeyword(size_t type) { return type >= LPULexer::IMPORT && type <= LPULexer::FALSE; }
+
+private:
+  const antlr4::dfa::Vocabulary &vocabulary_;
+};
+
+/// What to call the thing a rule was parsing, for "expected X" when the set
+/// of expected tokens is too large to list.
+const char *ruleWords(size_t rule) {
+  switch (rule) {
+  case LPUParser::RuleModule:
+  case LPUParser::RuleItem: return "a declaration (import, const, fn, model or entry)";
+  case LPUParser::RuleModelMember: return "a model member (param, fn or const)";
+  case LPUParser::RuleBlock:
+  case LPUParser::RuleStmt: return "a statement";
+  case LPUParser::RuleTypeExpr:
+  case LPUParser::RuleDims: return "a type";
+  case LPUParser::RuleDim:
+  case LPUParser::RuleSizeExpr:
+  case LPUParser::RuleSizeTerm:
+  case LPUParser::RuleSizeAtom:
+  case LPUParser::RuleConstraint: return "a size expression";
+  case LPUParser::RuleGenericArgs:
+  case LPUParser::RuleGenericArg:
+  case LPUParser::RuleGenericValue: return "a generic argument";
+  case LPUParser::RuleGenericParams:
+  case LPUParser::RuleGenericParam: return "a generic parameter";
+  case LPUParser::RuleFnParam: return "a parameter";
+  case LPUParser::RuleCallArg: return "an argument";
+  case LPUParser::RuleIndexItem: return "an index or slice";
+  default: return "an expression";
+  }
+}
+
+/// Reports syntax errors into the diagnostics engine in our words. ANTLR's
+/// own recovery (single-token insertion and deletion, resynchronisation) is
+/// kept; only the reporting is replaced, plus a guard against a second
+/// report at the token of the previous one.
+class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
+public:
+  SyntaxErrorStrategy(DiagnosticEngine &diags, const Locator &locator,
+                      antlr4::BufferedTokenStream &tokens, const TokenWords &words)
+      : diags_(diags), locator_(locator), tokens_(tokens), words_(words) {}
+
+protected:
+  void reportNoViableAlternative(antlr4::Parser *parser,
+                                 const antlr4::NoViableAltException &e) override {
+    report(parser, e.getOffendingToken(), e.getExpectedTokens());
+  }
+  void reportInputMismatch(antlr4::Parser *parser,
+                           const antlr4::InputMismatchException &e) override {
+    report(parser, e.getOffendingToken(), e.getExpectedTokens());
+  }
+  void reportFailedPredicate(antlr4::Parser *parser,
+                             const antlr4::FailedPredicateException &e) override {
+    report(parser, e.getOffendingToken(), e.getExpectedTokens());
+  }
+  void reportUnwantedToken(antlr4::Parser *parser) override {
+    if (inErrorRecoveryMode(parser))
+      return;
+    beginErrorCondition(parser);
+    antlr4::Token *t = parser->getCurrentToken();
+    if (!claim(t))
+      return;
+    if (unmatchedCloser(t))
+      return;
+    diags_.report(DiagID::UnexpectedToken, locator_.range(t), words_.found(t, locator_));
+  }
+  void reportMissingToken(antlr4::Parser *parser) override {
+    if (inErrorRecoveryMode(parser))
+      return;
+    beginErrorCondition(parser);
+    antlr4::Token *t = parser->getCurrentToken();
+    if (!claim(t))
+      return;
+    describe(parser, t, getExpectedTokens(parser));
+  }
+
+private:
+  void report(antlr4::Parser *parser, antlr4::Token *t, const antlr4::misc::IntervalSet &set) {
+    // DefaultErrorStrategy::reportError already checked and began the
+    // error condition before calling the report* hook.
+    if (!claim(t))
+      return;
+    if (unmatchedCloser(t))
+      return;
+    describe(parser, t, set);
+  }
+
+  /// One report per offending token, whatever path led there.
+  bool claim(antlr4::Token *t) {
+    size_t index = t ? t->getTokenIndex() : 0;
+    if (reported_ && index == lastIndex_)
+      return false;
+    reported_ = true;
+    lastIndex_ = index;
+    return true;
+  }
+
+  /// The innermost bracket still open before token `index`.
+  const antlr4::Token *openBracketBefore(size_t index) {
+    std::vector<const antlr4::Token *> stack;
+    for (size_t i = 0; i < index && i < tokens_.size(); ++i) {
+      const antlr4::Token *t = tokens_.get(i);
+      if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+        continue;
+      switch (t->getType()) {
+      case LPULexer::LPAREN:
+      case LPULexer::LBRACK:
+      case LPULexer::LBRACE: stack.push_back(t); break;
+      case LPULexer::RPAREN:
+      case LPULexer::RBRACK:
+      case LPULexer::RBRACE:
+        if (!stack.empty() && closerOf(stack.back()->getType()) == t->getType())
+          stack.pop_back();
+        break;
+      default: break;
+      }
+    }
+    return stack.empty() ? nullptr : stack.back();
+  }
+
+  static size_t closerOf(size_t open) {
+    return open == LPULexer::LPAREN   ? LPULexer::RPAREN
+           : open == LPULexer::LBRACK ? LPULexer::RBRACK
+                                      : LPULexer::RBRACE;
+  }
+
+  /// A closing bracket with nothing open of its kind: say exactly that.
+  bool unmatchedCloser(antlr4::Token *t) {
+    if (!t)
+      return false;
+    size_t type = t->getType();
+    if (type != LPULexer::RPAREN && type != LPULexer::RBRACK && type != LPULexer::RBRACE)
+      return false;
+    std::vector<size_t> stack;
+    for (size_t i = 0; i < t->getTokenIndex(); ++i) {
+      const antlr4::Token *u = tokens_.get(i);
+      if (u->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+        continue;
+      size_t k = u->getType();
+      if (k == LPULexer::LPAREN || k == LPULexer::LBRACK || k == LPULexer::LBRACE)
+        stack.push_back(k);
+      else if ((k == LPULexer::RPAREN || k == LPULexer::RBRACK || k == LPULexer::RBRACE) &&
+               !stack.empty() && closerOf(stack.back()) == k)
+        stack.pop_back();
+    }
+    for (size_t open : stack)
+      if (closerOf(open) == type)
+        return false;
+    const char *opener = type == LPULexer::RPAREN ? "(" : type == LPULexer::RBRACK ? "[" : "{";
+    diags_.report(DiagID::UnmatchedClosingDelimiter, locator_.range(t), locator_.text(t), opener);
+    return true;
+  }
+
+  /// Where a missing token belongs: just after the previous token when the
+  /// offending one is on a later line (a missing ')' at the end of a line is
+  /// shown there, not at the start of the next statement).
+  llvm::SMRange missingAt(const antlr4::Token *t) {
+    llvm::SMRange at = locator_.range(t);
+    if (!t || t->getTokenIndex() == 0)
+      return at;
+    for (size_t i = t->getTokenIndex(); i-- > 0;) {
+      const antlr4::Token *prev = tokens_.get(i);
+      if (prev->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+        continue;
+      if (prev->getLine() != t->getLine() || t->getType() == antlr4::Token::EOF) {
+        llvm::SMLoc end = locator_.range(prev).End;
+        return {end, end};
+      }
+      break;
+    }
+    return at;
+  }
+
+  void describe(antlr4::Parser *parser, antlr4::Token *t, const antlr4::misc::IntervalSet &set) {
+    std::vector<size_t> types;
+    for (ssize_t type : set.toList())
+      if (type >= 0 || type == static_cast<ssize_t>(antlr4::Token::EOF))
+        types.push_back(static_cast<size_t>(type));
+    std::string found = words_.found(t, locator_);
+
+    // A closing bracket that would have been accepted: name the opener.
+    if (const antlr4::Token *open = openBracketBefore(t ? t->getTokenIndex() : 0)) {
+      size_t closer = closerOf(open->getType());
+      if (std::find(types.begin(), types.end(), closer) != types.end()) {
+        llvm::SMRange at = missingAt(t);
+        std::string closeText = closer == LPULexer::RPAREN   ? ")"
+                                : closer == LPULexer::RBRACK ? "]"
+                                                             : "}";
+        auto diag = diags_.report(DiagID::UnclosedDelimiter, at, closeText,
+                                  locator_.text(open), formatLineColumn(diags_.sources(),
+                                                                        locator_.range(open).Start));
+        diag.label(locator_.range(open), "unclosed delimiter");
+        if (at.Start != locator_.range(t).Start)
+          diag.note("found " + found + " instead", locator_.range(t));
+        return;
+      }
+    }
+
+    std::string expected;
+    if (types.size() <= 3) {
+      for (size_t i = 0; i < types.size(); ++i) {
+        if (i)
+          expected += i + 1 == types.size() ? " or " : ", ";
+        expected += words_.expected(types[i]);
+      }
+    }
+    if (expected.empty() || types.size() > 3)
+      expected = ruleWords(parser->getContext() ? parser->getContext()->getRuleIndex()
+                                                : size_t(LPUParser::RuleModule));
+    diags_.report(DiagID::ExpectedToken, missingAt(t), expected, found);
+  }
+
+  DiagnosticEngine &diags_;
+  const Locator &locator_;
+  antlr4::BufferedTokenStream &tokens_;
+  const TokenWords &words_;
+  bool reported_ = false;
+  size_t lastIndex_ = 0;
+};
+
+/// The lexical pass: reports every lexical error token and repairs the
+/// stream so that the parser sees a plausible token instead.
+void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
+                 DiagnosticEngine &diags, std::set<size_t> &bad) {
+  for (antlr4::Token *t : tokens.getTokens()) {
+    auto *w = dynamic_cast<antlr4::WritableToken *>(t);
+    llvm::StringRef text = locator.text(t);
+    llvm::SMRange range = locator.range(t);
+    switch (t->getType()) {
+    case LPULexer::STRAY: {
+      std::string shown = text.str();
+      if (text.size() == 1 && !llvm::isPrint(text[0]))
+        shown = "U+" + llvm::utohexstr(static_cast<unsigned char>(text[0]), /*LowerCase=*/false, 4);
+      else
+        shown = "'" + shown + "'";
+      auto diag = diags.report(DiagID::StrayCharacter, range, shown);
+      if (text == ";")
+        diag.help("statements end at the end of the line; remove the ';'")
+            .fixit(range, "");
+      bad.insert(t->getTokenIndex());
+      w->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+      break;
+    }
+    case LPULexer::BAD_NUMBER: {
+      auto diag = diags.report(DiagID::MalformedNumber, range, text);
+      // `2D` is most likely a product of a number and a size.
+      size_t digits = text.find_first_not_of("0123456789_");
+      if (digits != llvm::StringRef::npos && digits > 0 && llvm::isAlpha(text[digits]) &&
+          text[digits] != 'e' && text[digits] != 'E' && text[digits] != 'x' && text[digits] != 'X')
+        diag.help(("write '" + text.substr(0, digits) + " * " + text.substr(digits) +
+                   "' for a product")
+                      .str());
+      bad.insert(t->getTokenIndex());
+      w->setType(text.contains('.') ? size_t(LPULexer::FLOAT) : size_t(LPULexer::INT));
+      break;
+    }
+    case LPULexer::INT:
+    case LPULexer::HEX_INT: {
+      std::string digits;
+      for (char c : text)
+        if (c != '_')
+          digits.push_back(c);
+      bool hex = t->getType() == LPULexer::HEX_INT;
+      if (!hex && text.endswith("_")) {
+        diags.report(DiagID::MalformedNumber, range, text)
+            .help("a number cannot end with '_'");
+        bad.insert(t->getTokenIndex());
+        break;
+      }
+      llvm::APInt value;
+      if (llvm::StringRef(digits).substr(hex ? 2 : 0).getAsInteger(hex ? 16 : 10, value) ||
+          value.getActiveBits() > 63) {
+        diags.report(DiagID::IntegerOverflow, range, text);
+        bad.insert(t->getTokenIndex());
+      }
+      if (hex)
+        w->setType(LPULexer::INT);
+      break;
+    }
+    case LPULexer::FLOAT: {
+      std::string digits;
+      for (char c : text)
+        if (c != '_')
+          digits.push_back(c);
+      errno = 0;
+      double v = std::strtod(digits.c_str(), nullptr);
+      if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL)) {
+        diags.report(DiagID::FloatOutOfRange, range, text);
+        bad.insert(t->getTokenIndex());
+      }
+      break;
+    }
+    case LPULexer::UNTERMINATED_STRING:
+      diags.report(DiagID::UnterminatedString, range).primaryLabel("the string starts here");
+      bad.insert(t->getTokenIndex());
+      w->setType(LPULexer::STRING);
+      break;
+    case LPULexer::STRING:
+      for (size_t i = 1; i + 1 < text.size(); ++i) {
+        if (text[i] != '\\')
+          continue;
+        char e = text[i + 1];
+        if (e != 'n' && e != 't' && e != '\\' && e != '"') {
+          const char *at = text.data() + i;
+          diags.report(DiagID::InvalidEscape,
+                       {llvm::SMLoc::getFromPointer(at), llvm::SMLoc::getFromPointer(at + 2)},
+                       std::string(1, e));
+        }
+        ++i;
+      }
+      break;
+    case LPULexer::UNTERMINATED_BLOCK_COMMENT: {
+      llvm::SMRange open{range.Start, llvm::SMLoc::getFromPointer(range.Start.getPointer() + 2)};
+      diags.report(DiagID::UnterminatedBlockComment, open)
+          .primaryLabel("the comment starts here and runs to the end of the file");
+      break;
+    }
+    default: break;
+    }
+  }
+}
+
+/// Keeps ANTLR from printing to stderr; our strategy reports everything.
+class SilentListener : public antlr4::BaseErrorListener {};
+
+} // namespace
+
+std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId) {
+  return parseModule(diags, bufferId, nullptr);
+}
+
+std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId,
+                                         ParseStats *stats) {
+  const llvm::MemoryBuffer *buffer = diags.sources().getMemoryBuffer(bufferId);
+  diags.beginBatch();
+  SourceText text(buffer->getBuffer());
+  for (size_t offset : text.invalidOffsets()) {
+    const char *p = buffer->getBufferStart() + offset;
+    diags.report(DiagID::InvalidUtf8,
+                 {llvm::SMLoc::getFromPointer(p), llvm::SMLoc::getFromPointer(p + 1)});
+  }
+  Locator locator(text);
+
+  CodePointStream input(text.codePoints(), buffer->getBufferIdentifier().str());
+  LPULexer lexer(&input);
+  lexer.removeErrorListeners();
+  SilentListener silent;
+  lexer.addErrorListener(&silent);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  std::set<size_t> bad;
+  checkTokens(tokens, locator, diags, bad);
+  if (stats)
+    stats->tokens = tokens.size();
+
+  LPUParser parser(&tokens);
+  parser.removeErrorListeners();
+  parser.addErrorListener(&silent);
+
+  // Stage 1: SLL prediction, bail out at the first error. Nearly every
+  // correct file parses here, and SLL is much faster than full LL.
+  LPUParser::ModuleContext *tree = nullptr;
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  try {
+    tree = parser.module();
+  } catch (const antlr4::ParseCancellationException &) {
+    tree = nullptr;
+  }
+
+  // Stage 2: full LL with our error strategy, for the real diagnostics.
+  TokenWords words(parser.getVocabulary());
+  if (!tree) {
+    if (stats)
+      stats->usedFullLL = true;
+    tokens.seek(0);
+    parser.reset();
+    parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(diags, locator, tokens, words));
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    tree = parser.module();
+  }
+
+  auto module = detail::buildModule(tree, tokens, locator, diags, bad);
+  module->fileName = buffer->getBufferIdentifier().str();
+  module->bufferId = bufferId;
+  diags.endBatch();
+  return module;
+}
+
+} // namespace lpu

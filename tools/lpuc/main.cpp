@@ -1,0 +1,106 @@
+// lpuc: the .lpu compiler driver. Flags in, library calls, exit code out.
+#include "frontend/ASTPrinter.h"
+#include "frontend/DiagnosticRender.h"
+#include "frontend/Parser.h"
+#include "frontend/Verify.h"
+#include "tools/common/ToolSupport.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <map>
+
+using namespace lpu;
+
+int main(int argc, char **argv) {
+  // LLVM-style single-dash long flags that users and tests write.
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string &a : args)
+    if (a == "-verify" || a == "-verify-diagnostics")
+      a = "--verify";
+  std::vector<char *> argvFixed;
+  for (std::string &a : args)
+    argvFixed.push_back(a.data());
+
+  CLI::App app{"lpuc: compiles .lpu models for the LPU"};
+  tools::addCommonOptions(app, "lpuc");
+  std::string input;
+  std::string emit;
+  std::string explain;
+  bool verify = false;
+  std::string format = "text";
+  std::string color = "auto";
+  unsigned errorLimit = 20;
+  app.add_option("file", input, "the .lpu source file ('-' reads stdin)");
+  app.add_option("--emit", emit, "print a stage of the compilation: ast")
+      ->check(CLI::IsMember({"ast"}));
+  app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
+  app.add_flag("--verify,-V", verify,
+               "check the diagnostics against 'expected-...' comments in the file "
+               "(also spelled -verify)");
+  app.add_option("--diagnostics-format", format, "text or json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--color", color, "colour diagnostics: auto, always or never (NO_COLOR honoured)")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--error-limit", errorLimit, "stop after this many errors (0: no limit)")
+      ->capture_default_str();
+  if (int code = tools::parseCommandLine(app, static_cast<int>(argvFixed.size()),
+                                         argvFixed.data(), "lpuc");
+      code >= 0)
+    return code;
+
+  if (!explain.empty()) {
+    if (!printExplanation(explain, llvm::outs())) {
+      tools::reportToolError("lpuc", "unknown diagnostic code '" + explain + "'");
+      return tools::kExitUsageError;
+    }
+    return tools::kExitSuccess;
+  }
+  if (input.empty()) {
+    tools::reportToolError("lpuc", "no input file");
+    llvm::errs() << "Run 'lpuc --help' for the options.\n";
+    return tools::kExitUsageError;
+  }
+
+  auto buffer = tools::readInputFile(input);
+  if (!buffer) {
+    tools::reportToolError("lpuc", llvm::toString(buffer.takeError()));
+    return tools::kExitUsageError;
+  }
+  bool empty = (*buffer)->getBufferSize() == 0;
+
+  llvm::SourceMgr sources;
+  unsigned bufferId = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  DiagnosticEngine diags(sources);
+  diags.setErrorLimit(verify ? 0 : errorLimit);
+
+  CollectingConsumer collected;
+  TextDiagnosticRenderer text(sources, llvm::errs(),
+                              shouldUseColor(color == "always"  ? ColorMode::Always
+                                             : color == "never" ? ColorMode::Never
+                                                                : ColorMode::Auto,
+                                             llvm::errs()));
+  JsonDiagnosticRenderer json(sources, llvm::errs());
+  if (verify)
+    diags.setConsumer(&collected);
+  else if (format == "json")
+    diags.setConsumer(&json);
+  else
+    diags.setConsumer(&text);
+
+  const char *start = sources.getMemoryBuffer(bufferId)->getBufferStart();
+  if (empty)
+    diags.report(DiagID::EmptyFile, {llvm::SMLoc::getFromPointer(start),
+                                     llvm::SMLoc::getFromPointer(start)},
+                 sources.getMemoryBuffer(bufferId)->getBufferIdentifier());
+  auto module = parseModule(diags, bufferId);
+
+  if (verify)
+    return verifyDiagnostics(sources, bufferId, collected.diagnostics, llvm::errs())
+               ? tools::kExitSuccess
+               : tools::kExitInputError;
+  if (diags.hasErrors())
+    return tools::kExitInputError;
+  if (emit == "ast")
+    printAST(*module, sources, llvm::outs());
+  return tools::kExitSuccess;
+}
