@@ -104,9 +104,10 @@ void TextDiagnosticRenderer::header(llvm::SMLoc loc, Severity severity, llvm::St
   os_ << ":";
   if (color_)
     os_.changeColor(llvm::raw_ostream::SAVEDCOLOR, true);
-  os_ << " " << message << "\n";
+  os_ << " " << message;
   if (color_)
     os_.resetColor();
+  os_ << "\n";
 }
 
 void TextDiagnosticRenderer::snippet(const Diagnostic *diag, llvm::SMRange primary,
@@ -198,13 +199,19 @@ void TextDiagnosticRenderer::snippet(const Diagnostic *diag, llvm::SMRange prima
 
     gutter(std::nullopt);
     os_ << " ";
+    // Runs of markers of one kind share one colour change.
     size_t trimmed = row.find_last_not_of(' ');
-    for (size_t c = 0; c < row.size() && c <= trimmed; ++c) {
+    for (size_t c = 0; c < row.size() && c <= trimmed;) {
+      size_t end = c + 1;
+      while (end <= trimmed && (row[end] == ' ') == (row[c] == ' ') &&
+             rowPrimary[end] == rowPrimary[c])
+        ++end;
       if (row[c] != ' ')
         markerColour(rowPrimary[c]);
-      os_ << row[c];
+      os_ << llvm::StringRef(row).slice(c, end);
       if (row[c] != ' ' && color_)
         os_.resetColor();
+      c = end;
     }
     // The rightmost label sits on the marker row when it starts at or after
     // every other span; the others hang below on connector lines.
@@ -249,16 +256,18 @@ void TextDiagnosticRenderer::snippet(const Diagnostic *diag, llvm::SMRange prima
       gutter(std::nullopt);
       os_ << " " << text;
       markerColour(s->primary);
-      os_ << s->label << "\n";
+      os_ << s->label;
       if (color_)
         os_.resetColor();
+      os_ << "\n";
     }
   }
 
   // Fix-its on the primary line: the replacement text under the spot it goes.
   if (diag)
     for (const DiagFixIt &fix : diag->fixits) {
-      if (!fix.range.Start.isValid() ||
+      // A deletion has nothing to show under the line; its help says so.
+      if (fix.replacement.empty() || !fix.range.Start.isValid() ||
           sources_.FindBufferContainingLoc(fix.range.Start) != buffer)
         continue;
       llvm::StringRef line = lineAt(sources_, fix.range.Start, nullptr);

@@ -278,6 +278,9 @@ private:
         for (auto *s : c->sizeExpr())
           if (SizeExprPtr e = sizeExpr(s))
             arg.bucket.push_back(std::move(e));
+        if (c->sizeExpr().empty() && c->LBRACE() && c->RBRACE())
+          diags_.report(DiagID::EmptyBucketSet,
+                        {range(c->LBRACE()).Start, range(c->RBRACE()).End}, arg.name.name);
       } else if (auto *c = dynamic_cast<LPUParser::PositionalGenericArgContext *>(a)) {
         value = c->genericValue();
       }

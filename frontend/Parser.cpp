@@ -182,8 +182,9 @@ const char *ruleWords(size_t rule) {
 class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
 public:
   SyntaxErrorStrategy(DiagnosticEngine &diags, const Locator &locator,
-                      antlr4::BufferedTokenStream &tokens, const TokenWords &words)
-      : diags_(diags), locator_(locator), tokens_(tokens), words_(words) {}
+                      antlr4::BufferedTokenStream &tokens, const TokenWords &words,
+                      const std::set<size_t> &lexicallyBad)
+      : diags_(diags), locator_(locator), tokens_(tokens), words_(words), bad_(lexicallyBad) {}
 
 protected:
   void reportNoViableAlternative(antlr4::Parser *parser,
@@ -207,6 +208,13 @@ protected:
       return;
     if (unmatchedCloser(t))
       return;
+    // A token ANTLR would delete may still be best explained as a missing
+    // closing bracket ("f16[4, 8)"), and end of file never is "unexpected".
+    antlr4::misc::IntervalSet expected = getExpectedTokens(parser);
+    if (t->getType() == antlr4::Token::EOF || closesInnermost(t, expected)) {
+      describe(parser, t, expected);
+      return;
+    }
     diags_.report(DiagID::UnexpectedToken, locator_.range(t), words_.found(t, locator_));
   }
   void reportMissingToken(antlr4::Parser *parser) override {
@@ -230,14 +238,47 @@ private:
     describe(parser, t, set);
   }
 
-  /// One report per offending token, whatever path led there.
+  /// Decides whether an error is worth reporting. One report per offending
+  /// token; and since one slip usually derails the parser for a moment,
+  /// nothing more on the same line or within a few tokens of the previous
+  /// error, and no complaint about the end of file after an earlier error
+  /// (an unbalanced bracket there is the earlier error's echo).
   bool claim(antlr4::Token *t) {
     size_t index = t ? t->getTokenIndex() : 0;
-    if (reported_ && index == lastIndex_)
+    // A lexical error earlier on the same line is the root cause.
+    if (t && lexicalErrorBefore(t))
       return false;
+    if (reported_) {
+      if (index == lastIndex_)
+        return false;
+      if (!t || t->getType() == antlr4::Token::EOF)
+        return false;
+      if (t->getLine() == lastLine_)
+        return false;
+      size_t between = 0;
+      for (size_t i = lastIndex_ + 1; i < index && i < tokens_.size(); ++i)
+        if (tokens_.get(i)->getChannel() == antlr4::Token::DEFAULT_CHANNEL)
+          ++between;
+      if (index > lastIndex_ && between < kQuietTokens)
+        return false;
+    }
     reported_ = true;
     lastIndex_ = index;
+    lastLine_ = t ? t->getLine() : 0;
     return true;
+  }
+
+  bool lexicalErrorBefore(antlr4::Token *t) const {
+    for (auto it = bad_.begin(); it != bad_.end() && *it < t->getTokenIndex(); ++it)
+      if (tokens_.get(*it)->getLine() == t->getLine())
+        return true;
+    return false;
+  }
+
+  /// Does `expected` hold the closer of the innermost open bracket?
+  bool closesInnermost(antlr4::Token *t, const antlr4::misc::IntervalSet &expected) {
+    const antlr4::Token *open = openBracketBefore(t->getTokenIndex());
+    return open && expected.contains(closerOf(open->getType()));
   }
 
   /// The innermost bracket still open before token `index`.
@@ -337,30 +378,48 @@ private:
         diag.label(locator_.range(open), "unclosed delimiter");
         if (at.Start != locator_.range(t).Start)
           diag.note("found " + found + " instead", locator_.range(t));
+        else
+          diag.primaryLabel("found " + found);
         return;
       }
     }
 
+    // A short list of tokens reads well ("expected ',' or '>'"); once a name
+    // is among several choices, what is wanted is a whole construct.
+    bool wantsConstruct =
+        types.size() > 3 ||
+        (types.size() > 1 &&
+         std::find(types.begin(), types.end(), size_t(LPULexer::IDENT)) != types.end());
     std::string expected;
-    if (types.size() <= 3) {
+    if (wantsConstruct) {
+      expected = ruleWords(parser->getContext() ? parser->getContext()->getRuleIndex()
+                                                : size_t(LPUParser::RuleModule));
+    } else {
       for (size_t i = 0; i < types.size(); ++i) {
         if (i)
           expected += i + 1 == types.size() ? " or " : ", ";
         expected += words_.expected(types[i]);
       }
     }
-    if (expected.empty() || types.size() > 3)
-      expected = ruleWords(parser->getContext() ? parser->getContext()->getRuleIndex()
-                                                : size_t(LPUParser::RuleModule));
-    diags_.report(DiagID::ExpectedToken, missingAt(t), expected, found);
+    if (expected.empty())
+      expected = ruleWords(LPUParser::RuleModule);
+    bool keywordForName = t && TokenWords::isKeyword(t->getType()) &&
+                          std::find(types.begin(), types.end(), size_t(LPULexer::IDENT)) != types.end();
+    auto diag = diags_.report(DiagID::ExpectedToken, missingAt(t), expected, found);
+    if (keywordForName)
+      diag.help("'" + locator_.text(t).str() + "' is a keyword and cannot be used as a name");
+
   }
 
   DiagnosticEngine &diags_;
   const Locator &locator_;
   antlr4::BufferedTokenStream &tokens_;
   const TokenWords &words_;
+  const std::set<size_t> &bad_;
+  static constexpr size_t kQuietTokens = 3;
   bool reported_ = false;
   size_t lastIndex_ = 0;
+  size_t lastLine_ = 0;
 };
 
 /// The lexical pass: reports every lexical error token and repairs the
@@ -521,7 +580,7 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
       stats->usedFullLL = true;
     tokens.seek(0);
     parser.reset();
-    parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(diags, locator, tokens, words));
+    parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(diags, locator, tokens, words, bad));
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::LL);
     tree = parser.module();

@@ -116,7 +116,10 @@ private:
         e.line = lineNo;
         if (!m[6].empty()) {
           int value = 0;
-          m[6].getAsInteger(10, value);
+          llvm::StringRef number = m[6];
+          if (number.startswith("+"))
+            number = number.drop_front(); // getAsInteger takes '-' but not '+'
+          number.getAsInteger(10, value);
           e.line = (m[6][0] == '+' || m[6][0] == '-') ? static_cast<unsigned>(lineNo + value)
                                                        : static_cast<unsigned>(value);
         }

@@ -85,7 +85,7 @@ genericArgs : LT (genericArg (COMMA genericArg)* COMMA?)? GT ;
 
 genericArg
   : IDENT ASSIGN genericValue                                         # namedGenericArg
-  | IDENT IN LBRACE sizeExpr (COMMA sizeExpr)* COMMA? RBRACE          # bucketGenericArg
+  | IDENT IN LBRACE (sizeExpr (COMMA sizeExpr)* COMMA?)? RBRACE       # bucketGenericArg
   | genericValue                                                      # positionalGenericArg
   ;
 

@@ -6,7 +6,7 @@ import lit.formats
 config.name = "lpu"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".lpu", ".test", ".lpuasm", ".ir"]
-config.excludes = ["Inputs", "lit.cfg.py", "README.md"]
+config.excludes = ["Inputs", "lit.cfg.py", "README.md", "expect_exit.py", "update_checks.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.lpu_obj_root, "tests", "lit")
 
@@ -19,7 +19,12 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_S
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
+config.substitutions.append(("%expect_exit", config.python_executable + " " +
+                              os.path.join(config.lpu_src_root, "tests", "lit", "expect_exit.py")))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%src_root", config.lpu_src_root))
 config.substitutions.append(("%examples", os.path.join(config.lpu_src_root, "examples")))
 config.substitutions.append(("%stdlib", os.path.join(config.lpu_src_root, "stdlib")))
+
+if os.getuid() != 0:
+    config.available_features.add("non-root")
