@@ -21,8 +21,8 @@ namespace {
 class Adapter {
 public:
   Adapter(antlr4::BufferedTokenStream &tokens, const Locator &locator, DiagnosticEngine &diags,
-          const std::set<size_t> &bad)
-      : tokens_(tokens), locator_(locator), diags_(diags), bad_(bad) {}
+          const std::set<size_t> &bad, bool wellFormed)
+      : tokens_(tokens), locator_(locator), diags_(diags), bad_(bad), wellFormed_(wellFormed) {}
 
   std::unique_ptr<Module> module(LPUParser::ModuleContext *ctx) {
     auto m = std::make_unique<Module>();
@@ -334,6 +334,8 @@ private:
   /// Rebuilds a left-associative chain `a op b op c` from a flat rule.
   template <typename Operand, typename Node, typename MakeOperand, typename MapOp>
   std::unique_ptr<Node> chain(antlr4::ParserRuleContext *ctx, MakeOperand make, MapOp mapOp) {
+    if (wellFormed_ && ctx->children.size() == 1)
+      return make(static_cast<Operand *>(ctx->children[0]));
     std::unique_ptr<Node> acc;
     antlr4::tree::TerminalNode *pendingOp = nullptr;
     for (antlr4::tree::ParseTree *child : ctx->children) {
@@ -524,6 +526,8 @@ private:
   }
 
   ExprPtr compareExpr(LPUParser::CompareExprContext *ctx) {
+    if (wellFormed_ && ctx->children.size() == 1)
+      return addExpr(static_cast<LPUParser::AddExprContext *>(ctx->children[0]));
     auto operands = ctx->addExpr();
     auto ops = ctx->compareOp();
     if (operands.empty())
@@ -556,6 +560,8 @@ private:
   }
 
   ExprPtr unaryExpr(LPUParser::UnaryExprContext *ctx) {
+    if (wellFormed_ && ctx->children.size() == 1)
+      return powerExpr(static_cast<LPUParser::PowerExprContext *>(ctx->children[0]));
     if (auto *c = dynamic_cast<LPUParser::PrefixExprContext *>(ctx)) {
       ExprPtr operand = unaryExpr(c->unaryExpr());
       if (!operand)
@@ -572,6 +578,8 @@ private:
   ExprPtr powerExpr(LPUParser::PowerExprContext *ctx) {
     if (!ctx)
       return nullptr;
+    if (wellFormed_ && ctx->children.size() == 1)
+      return postfixExpr(static_cast<LPUParser::PostfixExprContext *>(ctx->children[0]));
     ExprPtr base = postfixExpr(ctx->postfixExpr());
     if (!ctx->POW())
       return base;
@@ -585,6 +593,8 @@ private:
   ExprPtr postfixExpr(LPUParser::PostfixExprContext *ctx) {
     if (!ctx)
       return nullptr;
+    if (wellFormed_ && ctx->children.size() == 1)
+      return primaryExpr(static_cast<LPUParser::PrimaryExprContext *>(ctx->children[0]));
     ExprPtr e = primaryExpr(ctx->primaryExpr());
     for (auto *op : ctx->postfixOp()) {
       if (!e)
@@ -634,6 +644,17 @@ private:
     if (!ctx)
       return nullptr;
     SMRange r = range(ctx);
+    if (wellFormed_) {
+      antlr4::Token *first = ctx->getStart();
+      switch (first->getType()) {
+      case LPUParser::IDENT:
+        return std::make_unique<NameExpr>(locator_.text(first).str(), r);
+      case LPUParser::INT:
+        return std::make_unique<IntLit>(
+            intValue(static_cast<LPUParser::IntLitContext *>(ctx)->INT()), r);
+      default: break; // the rarer kinds take the general path
+      }
+    }
     if (auto *c = dynamic_cast<LPUParser::IntLitContext *>(ctx))
       return std::make_unique<IntLit>(intValue(c->INT()), r);
     if (auto *c = dynamic_cast<LPUParser::FloatLitContext *>(ctx)) {
@@ -670,6 +691,10 @@ private:
   const Locator &locator_;
   DiagnosticEngine &diags_;
   const std::set<size_t> &bad_;
+  /// The tree came from a parse without syntax errors, so every node has
+  /// all its children and the kind of a node follows from its first token:
+  /// the hot paths below use that instead of trying dynamic_casts in turn.
+  bool wellFormed_;
   std::set<size_t> claimedDocs_;
 };
 
@@ -677,8 +702,9 @@ private:
 
 std::unique_ptr<Module> buildModule(antlr4::ParserRuleContext *moduleCtx,
                                     antlr4::BufferedTokenStream &tokens, const Locator &locator,
-                                    DiagnosticEngine &diags, const std::set<size_t> &lexicallyBad) {
-  Adapter adapter(tokens, locator, diags, lexicallyBad);
+                                    DiagnosticEngine &diags, const std::set<size_t> &lexicallyBad,
+                                    bool wellFormed) {
+  Adapter adapter(tokens, locator, diags, lexicallyBad, wellFormed);
   return adapter.module(dynamic_cast<LPUParser::ModuleContext *>(moduleCtx));
 }
 

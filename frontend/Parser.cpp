@@ -13,6 +13,7 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 
 namespace lpu {
@@ -427,10 +428,16 @@ private:
 void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
                  DiagnosticEngine &diags, std::set<size_t> &bad) {
   for (antlr4::Token *t : tokens.getTokens()) {
-    auto *w = dynamic_cast<antlr4::WritableToken *>(t);
+    size_t type = t->getType();
+    if (type != LPULexer::STRAY && type != LPULexer::BAD_NUMBER && type != LPULexer::INT &&
+        type != LPULexer::HEX_INT && type != LPULexer::FLOAT && type != LPULexer::STRING &&
+        type != LPULexer::UNTERMINATED_STRING && type != LPULexer::UNTERMINATED_BLOCK_COMMENT)
+      continue;
+    // The lexer's token factory makes CommonTokens, which are writable.
+    auto *w = static_cast<antlr4::CommonToken *>(t);
     llvm::StringRef text = locator.text(t);
     llvm::SMRange range = locator.range(t);
-    switch (t->getType()) {
+    switch (type) {
     case LPULexer::STRAY: {
       std::string shown = text.str();
       if (text.size() == 1 && !llvm::isPrint(text[0]))
@@ -533,8 +540,45 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
   return parseModule(diags, bufferId, nullptr);
 }
 
+namespace {
+class PhaseClock;
+}
+static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, unsigned bufferId,
+                                                     ParseStats &stats, PhaseClock &clock);
+
+namespace {
+/// Adds the seconds since the last lap to `*slot` (when timing is wanted).
+class PhaseClock {
+public:
+  explicit PhaseClock(ParseStats *stats) : on_(stats != nullptr) {}
+  void lap(double *slot) {
+    if (!on_)
+      return;
+    auto now = std::chrono::steady_clock::now();
+    *slot += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+
+private:
+  bool on_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+} // namespace
+
 std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId,
                                          ParseStats *stats) {
+  ParseStats ignored;
+  PhaseClock clock(stats);
+  if (!stats)
+    stats = &ignored;
+  auto module = parseModuleTimed(diags, bufferId, *stats, clock);
+  clock.lap(&stats->teardownSeconds);
+  return module;
+}
+
+static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, unsigned bufferId,
+                                                     ParseStats &statsRef, PhaseClock &clock) {
+  ParseStats *stats = &statsRef;
   const llvm::MemoryBuffer *buffer = diags.sources().getMemoryBuffer(bufferId);
   diags.beginBatch();
   SourceText text(buffer->getBuffer());
@@ -554,8 +598,8 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
   tokens.fill();
   std::set<size_t> bad;
   checkTokens(tokens, locator, diags, bad);
-  if (stats)
-    stats->tokens = tokens.size();
+  stats->tokens = tokens.size();
+  clock.lap(&stats->lexSeconds);
 
   LPUParser parser(&tokens);
   parser.removeErrorListeners();
@@ -575,9 +619,9 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
 
   // Stage 2: full LL with our error strategy, for the real diagnostics.
   TokenWords words(parser.getVocabulary());
+  bool wellFormed = tree != nullptr;
   if (!tree) {
-    if (stats)
-      stats->usedFullLL = true;
+    stats->usedFullLL = true;
     tokens.seek(0);
     parser.reset();
     parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(diags, locator, tokens, words, bad));
@@ -586,7 +630,9 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
     tree = parser.module();
   }
 
-  auto module = detail::buildModule(tree, tokens, locator, diags, bad);
+  clock.lap(&stats->parseSeconds);
+  auto module = detail::buildModule(tree, tokens, locator, diags, bad, wellFormed);
+  clock.lap(&stats->buildSeconds);
   module->fileName = buffer->getBufferIdentifier().str();
   module->bufferId = bufferId;
   diags.endBatch();

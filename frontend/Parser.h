@@ -19,6 +19,8 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
 struct ParseStats {
   bool usedFullLL = false; // the fast SLL pass failed and the full LL pass ran
   size_t tokens = 0;
+  // Wall-clock seconds of each phase.
+  double lexSeconds = 0, parseSeconds = 0, buildSeconds = 0, teardownSeconds = 0;
 };
 std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId,
                                          ParseStats *stats);

@@ -84,11 +84,12 @@ private:
 
 /// Converts the parse tree to the AST. Reports the syntax rules the grammar
 /// leaves to it (chained comparisons, size functions, packs, doc comments).
-/// `lexicallyBad` holds token indices already reported by the lexical pass.
+/// `lexicallyBad` holds token indices already reported by the lexical pass;
+/// `wellFormed` says the parse had no syntax error (the tree is complete).
 std::unique_ptr<ast::Module> buildModule(antlr4::ParserRuleContext *moduleCtx,
                                          antlr4::BufferedTokenStream &tokens,
                                          const Locator &locator, DiagnosticEngine &diags,
-                                         const std::set<size_t> &lexicallyBad);
+                                         const std::set<size_t> &lexicallyBad, bool wellFormed);
 
 /// Decodes the escapes of a string token's text (quotes included). Unknown
 /// escapes are kept as written (the lexical pass reported them).
