@@ -246,7 +246,9 @@ UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* ;
 DOC_COMMENT   : '///' ~[\r\n]* -> channel(HIDDEN) ;
 LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN) ;
 BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
-UNTERMINATED_BLOCK_COMMENT : '/*' .*? EOF -> channel(HIDDEN) ;
+// Only a comment with no '*/' anywhere after it: a longest-match lexer would
+// otherwise prefer this rule (to EOF) over a closed BLOCK_COMMENT.
+UNTERMINATED_BLOCK_COMMENT : '/*' (~'*' | '*'+ ~[*/])* '*'* EOF -> channel(HIDDEN) ;
 
 NEWLINE : ('\r\n' | '\n' | '\r') -> channel(HIDDEN) ;
 WS      : [ \t\f]+ -> channel(HIDDEN) ;
