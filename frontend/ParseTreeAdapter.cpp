@@ -495,149 +495,185 @@ private:
 
   // ---------------------------------------------------------------- expressions
 
-  ExprPtr expr(LPUParser::ExprContext *ctx) { return ctx ? orExpr(ctx->orExpr()) : nullptr; }
+  enum class ExprAlt { Primary, Call, Index, Member, Power, Prefix, Mul, Add, Compare, And, Or };
 
-  static ExprPtr binary(antlr4::tree::TerminalNode *op, ExprPtr lhs, ExprPtr rhs, SMRange whole,
-                        SMRange opRange) {
-    BinaryOp bop;
-    switch (op->getSymbol()->getType()) {
-    case LPUParser::OROR: bop = BinaryOp::Or; break;
-    case LPUParser::ANDAND: bop = BinaryOp::And; break;
-    case LPUParser::PLUS: bop = BinaryOp::Add; break;
-    case LPUParser::MINUS: bop = BinaryOp::Sub; break;
-    case LPUParser::STAR: bop = BinaryOp::Mul; break;
-    case LPUParser::SLASH: bop = BinaryOp::Div; break;
-    case LPUParser::PERCENT: bop = BinaryOp::Mod; break;
-    case LPUParser::AT: bop = BinaryOp::MatMul; break;
-    default: bop = BinaryOp::Pow; break;
-    }
-    return std::make_unique<BinaryExpr>(bop, std::move(lhs), std::move(rhs), whole, opRange);
-  }
-
-  ExprPtr orExpr(LPUParser::OrExprContext *ctx) {
-    if (!ctx)
-      return nullptr;
-    return chain<LPUParser::AndExprContext, Expr>(ctx, [&](auto *c) { return andExpr(c); }, binary);
-  }
-
-  ExprPtr andExpr(LPUParser::AndExprContext *ctx) {
-    return chain<LPUParser::CompareExprContext, Expr>(
-        ctx, [&](auto *c) { return compareExpr(c); }, binary);
-  }
-
-  ExprPtr compareExpr(LPUParser::CompareExprContext *ctx) {
-    if (wellFormed_ && ctx->children.size() == 1)
-      return addExpr(static_cast<LPUParser::AddExprContext *>(ctx->children[0]));
-    auto operands = ctx->addExpr();
-    auto ops = ctx->compareOp();
-    if (operands.empty())
-      return nullptr;
-    ExprPtr lhs = addExpr(operands[0]);
-    if (ops.empty() || operands.size() < 2)
-      return lhs;
-    if (ops.size() > 1) {
-      diags_.report(DiagID::ChainedComparison, range(ops[1]))
-          .label(range(ops[0]), "first comparison")
-          .help("join the comparisons with '&&': 'a < b && b < c'");
-    }
-    ExprPtr rhs = addExpr(operands[1]);
-    static const BinaryOp kOps[] = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,
-                                    BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge};
-    BinaryOp op = kOps[static_cast<int>(compareOp(ops[0]))];
-    SMRange whole = join(lhs ? lhs->range : SMRange(), rhs ? rhs->range : SMRange());
-    if (!lhs || !rhs)
-      return nullptr;
-    return std::make_unique<BinaryExpr>(op, std::move(lhs), std::move(rhs), whole, range(ops[0]));
-  }
-
-  ExprPtr addExpr(LPUParser::AddExprContext *ctx) {
-    return chain<LPUParser::MulExprContext, Expr>(ctx, [&](auto *c) { return mulExpr(c); }, binary);
-  }
-
-  ExprPtr mulExpr(LPUParser::MulExprContext *ctx) {
-    return chain<LPUParser::UnaryExprContext, Expr>(ctx, [&](auto *c) { return unaryExpr(c); },
-                                                    binary);
-  }
-
-  ExprPtr unaryExpr(LPUParser::UnaryExprContext *ctx) {
-    if (wellFormed_ && ctx->children.size() == 1)
-      return powerExpr(static_cast<LPUParser::PowerExprContext *>(ctx->children[0]));
-    if (auto *c = dynamic_cast<LPUParser::PrefixExprContext *>(ctx)) {
-      ExprPtr operand = unaryExpr(c->unaryExpr());
-      if (!operand)
-        return nullptr;
-      UnaryOp op = c->BANG() ? UnaryOp::Not : UnaryOp::Neg;
-      SMRange opRange = range(c->BANG() ? c->BANG() : c->MINUS());
-      return std::make_unique<UnaryExpr>(op, std::move(operand), range(ctx), opRange);
-    }
-    if (auto *c = dynamic_cast<LPUParser::PowerExpressionContext *>(ctx))
-      return powerExpr(c->powerExpr());
-    return nullptr;
-  }
-
-  ExprPtr powerExpr(LPUParser::PowerExprContext *ctx) {
-    if (!ctx)
-      return nullptr;
-    if (wellFormed_ && ctx->children.size() == 1)
-      return postfixExpr(static_cast<LPUParser::PostfixExprContext *>(ctx->children[0]));
-    ExprPtr base = postfixExpr(ctx->postfixExpr());
-    if (!ctx->POW())
-      return base;
-    ExprPtr exponent = unaryExpr(ctx->unaryExpr());
-    if (!base || !exponent)
-      return nullptr;
-    return std::make_unique<BinaryExpr>(BinaryOp::Pow, std::move(base), std::move(exponent),
-                                        range(ctx), range(ctx->POW()));
-  }
-
-  ExprPtr postfixExpr(LPUParser::PostfixExprContext *ctx) {
-    if (!ctx)
-      return nullptr;
-    if (wellFormed_ && ctx->children.size() == 1)
-      return primaryExpr(static_cast<LPUParser::PrimaryExprContext *>(ctx->children[0]));
-    ExprPtr e = primaryExpr(ctx->primaryExpr());
-    for (auto *op : ctx->postfixOp()) {
-      if (!e)
-        return nullptr;
-      SMRange whole = join(e->range, range(op));
-      if (auto *c = dynamic_cast<LPUParser::CallOpContext *>(op)) {
-        auto call = std::make_unique<CallExpr>(std::move(e), whole);
-        if (c->genericArgs()) {
-          call->hasGenericArgs = true;
-          call->genericArgs = genericArgs(c->genericArgs());
-        }
-        for (auto *a : c->callArg()) {
-          CallArg arg;
-          arg.name = ident(a->IDENT());
-          arg.value = expr(a->expr());
-          arg.range = range(a);
-          call->args.push_back(std::move(arg));
-        }
-        e = std::move(call);
-      } else if (auto *c = dynamic_cast<LPUParser::IndexOpContext *>(op)) {
-        auto index = std::make_unique<IndexExpr>(std::move(e), whole);
-        for (auto *item : c->indexItem()) {
-          IndexItem ii;
-          ii.range = range(item);
-          if (auto *s = dynamic_cast<LPUParser::SliceItemContext *>(item)) {
-            ii.isSlice = true;
-            // `lo:hi`, `:hi`, `lo:`, `:`: the bounds sit on either side of ':'.
-            size_t colon = s->COLON() ? s->COLON()->getSymbol()->getTokenIndex() : 0;
-            for (auto *bound : s->expr()) {
-              bool before = bound->getStart()->getTokenIndex() < colon;
-              (before ? ii.lo : ii.hi) = expr(bound);
-            }
-          } else if (auto *x = dynamic_cast<LPUParser::ExprItemContext *>(item)) {
-            ii.index = expr(x->expr());
-          }
-          index->items.push_back(std::move(ii));
-        }
-        e = std::move(index);
-      } else if (auto *c = dynamic_cast<LPUParser::MemberOpContext *>(op)) {
-        e = std::make_unique<MemberExpr>(std::move(e), ident(c->IDENT()), whole);
+  /// Which alternative of `expr` a node is. A well-formed tree tells by the
+  /// kinds of its first two children; otherwise each labelled class is tried.
+  ExprAlt exprAlt(LPUParser::ExprContext *ctx) const {
+    if (wellFormed_) {
+      const auto &kids = ctx->children;
+      if (kids.size() == 1)
+        return ExprAlt::Primary;
+      if (dynamic_cast<antlr4::tree::TerminalNode *>(kids[0]))
+        return ExprAlt::Prefix;
+      if (auto *rule = dynamic_cast<antlr4::RuleContext *>(kids[1]))
+        return rule->getRuleIndex() == LPUParser::RuleCompareOp ? ExprAlt::Compare : ExprAlt::Call;
+      switch (static_cast<antlr4::tree::TerminalNode *>(kids[1])->getSymbol()->getType()) {
+      case LPUParser::LPAREN: return ExprAlt::Call;
+      case LPUParser::LBRACK: return ExprAlt::Index;
+      case LPUParser::DOT: return ExprAlt::Member;
+      case LPUParser::POW: return ExprAlt::Power;
+      case LPUParser::PLUS:
+      case LPUParser::MINUS: return ExprAlt::Add;
+      case LPUParser::ANDAND: return ExprAlt::And;
+      case LPUParser::OROR: return ExprAlt::Or;
+      default: return ExprAlt::Mul;
       }
     }
-    return e;
+    if (dynamic_cast<LPUParser::PrimaryContext *>(ctx)) return ExprAlt::Primary;
+    if (dynamic_cast<LPUParser::CallExprContext *>(ctx)) return ExprAlt::Call;
+    if (dynamic_cast<LPUParser::IndexExprContext *>(ctx)) return ExprAlt::Index;
+    if (dynamic_cast<LPUParser::MemberExprContext *>(ctx)) return ExprAlt::Member;
+    if (dynamic_cast<LPUParser::PowerExprContext *>(ctx)) return ExprAlt::Power;
+    if (dynamic_cast<LPUParser::PrefixExprContext *>(ctx)) return ExprAlt::Prefix;
+    if (dynamic_cast<LPUParser::MulExprContext *>(ctx)) return ExprAlt::Mul;
+    if (dynamic_cast<LPUParser::AddExprContext *>(ctx)) return ExprAlt::Add;
+    if (dynamic_cast<LPUParser::CompareExprContext *>(ctx)) return ExprAlt::Compare;
+    if (dynamic_cast<LPUParser::AndExprContext *>(ctx)) return ExprAlt::And;
+    return ExprAlt::Or;
+  }
+
+  /// The i-th child, when it is an expression.
+  static LPUParser::ExprContext *exprChild(LPUParser::ExprContext *ctx, size_t i) {
+    return i < ctx->children.size() ? dynamic_cast<LPUParser::ExprContext *>(ctx->children[i])
+                                    : nullptr;
+  }
+
+  static BinaryOp binaryOp(size_t tokenType) {
+    switch (tokenType) {
+    case LPUParser::OROR: return BinaryOp::Or;
+    case LPUParser::ANDAND: return BinaryOp::And;
+    case LPUParser::PLUS: return BinaryOp::Add;
+    case LPUParser::MINUS: return BinaryOp::Sub;
+    case LPUParser::STAR: return BinaryOp::Mul;
+    case LPUParser::SLASH: return BinaryOp::Div;
+    case LPUParser::PERCENT: return BinaryOp::Mod;
+    case LPUParser::AT: return BinaryOp::MatMul;
+    default: return BinaryOp::Pow;
+    }
+  }
+
+  ExprPtr expr(LPUParser::ExprContext *ctx) {
+    if (!ctx)
+      return nullptr;
+    switch (ExprAlt alt = exprAlt(ctx)) {
+    case ExprAlt::Primary:
+      return primaryExpr(static_cast<LPUParser::PrimaryContext *>(ctx)->primaryExpr());
+    case ExprAlt::Call: return callExpr(static_cast<LPUParser::CallExprContext *>(ctx));
+    case ExprAlt::Index: return indexExpr(static_cast<LPUParser::IndexExprContext *>(ctx));
+    case ExprAlt::Member: {
+      auto *c = static_cast<LPUParser::MemberExprContext *>(ctx);
+      ExprPtr base = expr(exprChild(ctx, 0));
+      if (!base)
+        return nullptr;
+      return std::make_unique<MemberExpr>(std::move(base), ident(c->IDENT()), range(ctx));
+    }
+    case ExprAlt::Prefix: {
+      auto *op = dynamic_cast<antlr4::tree::TerminalNode *>(ctx->children[0]);
+      ExprPtr operand = expr(exprChild(ctx, 1));
+      if (!op || !operand)
+        return nullptr;
+      UnaryOp uop = op->getSymbol()->getType() == LPUParser::BANG ? UnaryOp::Not : UnaryOp::Neg;
+      return std::make_unique<UnaryExpr>(uop, std::move(operand), range(ctx), range(op));
+    }
+    case ExprAlt::Compare: {
+      auto *c = static_cast<LPUParser::CompareExprContext *>(ctx);
+      auto *lhsCtx = exprChild(ctx, 0);
+      // `a < b < c` parses as `(a < b) < c`; parentheses would make the
+      // left side a primary, so a comparison there was written unparenthesised.
+      if (lhsCtx && exprAlt(lhsCtx) == ExprAlt::Compare)
+        diags_.report(DiagID::ChainedComparison, range(c->compareOp()))
+            .label(range(static_cast<LPUParser::CompareExprContext *>(lhsCtx)->compareOp()),
+                   "first comparison")
+            .help("join the comparisons with '&&': 'a < b && b < c'");
+      ExprPtr lhs = expr(lhsCtx);
+      ExprPtr rhs = expr(exprChild(ctx, 2));
+      if (!lhs || !rhs)
+        return nullptr;
+      static const BinaryOp kOps[] = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt,
+                                      BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge};
+      return std::make_unique<BinaryExpr>(kOps[static_cast<int>(compareOp(c->compareOp()))],
+                                          std::move(lhs), std::move(rhs), range(ctx),
+                                          range(c->compareOp()));
+    }
+    default: {
+      (void)alt;
+      auto *op = ctx->children.size() > 1
+                     ? dynamic_cast<antlr4::tree::TerminalNode *>(ctx->children[1])
+                     : nullptr;
+      ExprPtr lhs = expr(exprChild(ctx, 0));
+      ExprPtr rhs = expr(exprChild(ctx, 2));
+      if (!op || !lhs || !rhs)
+        return nullptr;
+      return std::make_unique<BinaryExpr>(binaryOp(op->getSymbol()->getType()), std::move(lhs),
+                                          std::move(rhs), range(ctx), range(op));
+    }
+    }
+  }
+
+  ExprPtr callExpr(LPUParser::CallExprContext *c) {
+    ExprPtr callee = expr(exprChild(c, 0));
+    if (!callee)
+      return nullptr;
+    auto call = std::make_unique<CallExpr>(std::move(callee), range(c));
+    call->args = callArgs(c->callArg());
+    return call;
+  }
+
+  std::vector<CallArg> callArgs(const std::vector<LPUParser::CallArgContext *> &contexts) {
+    std::vector<CallArg> args;
+    for (auto *a : contexts) {
+      CallArg arg;
+      arg.name = ident(a->IDENT());
+      arg.value = expr(a->expr());
+      arg.range = range(a);
+      args.push_back(std::move(arg));
+    }
+    return args;
+  }
+
+  /// `nn.split_heads<H = 4>(x)`: the callee is the dotted name.
+  ExprPtr genericCall(LPUParser::GenericCallContext *c) {
+    ExprPtr callee;
+    for (auto *part : c->IDENT()) {
+      Ident id = ident(part);
+      if (!callee)
+        callee = std::make_unique<NameExpr>(id.name, id.range);
+      else
+        callee = std::make_unique<MemberExpr>(std::move(callee), id,
+                                              SMRange(callee->range.Start, id.range.End));
+    }
+    if (!callee)
+      return nullptr;
+    auto call = std::make_unique<CallExpr>(std::move(callee), range(c));
+    call->hasGenericArgs = true;
+    call->genericArgs = genericArgs(c->genericArgs());
+    call->args = callArgs(c->callArg());
+    return call;
+  }
+
+  ExprPtr indexExpr(LPUParser::IndexExprContext *c) {
+    ExprPtr base = expr(exprChild(c, 0));
+    if (!base)
+      return nullptr;
+    auto index = std::make_unique<IndexExpr>(std::move(base), range(c));
+    for (auto *item : c->indexItem()) {
+      IndexItem ii;
+      ii.range = range(item);
+      if (auto *s = dynamic_cast<LPUParser::SliceItemContext *>(item)) {
+        ii.isSlice = true;
+        // `lo:hi`, `:hi`, `lo:`, `:`: the bounds sit on either side of ':'.
+        size_t colon = s->COLON() ? s->COLON()->getSymbol()->getTokenIndex() : 0;
+        for (auto *bound : s->expr()) {
+          bool before = bound->getStart()->getTokenIndex() < colon;
+          (before ? ii.lo : ii.hi) = expr(bound);
+        }
+      } else if (auto *x = dynamic_cast<LPUParser::ExprItemContext *>(item)) {
+        ii.index = expr(x->expr());
+      }
+      index->items.push_back(std::move(ii));
+    }
+    return index;
   }
 
   ExprPtr primaryExpr(LPUParser::PrimaryExprContext *ctx) {
@@ -648,13 +684,17 @@ private:
       antlr4::Token *first = ctx->getStart();
       switch (first->getType()) {
       case LPUParser::IDENT:
-        return std::make_unique<NameExpr>(locator_.text(first).str(), r);
+        if (ctx->children.size() == 1)
+          return std::make_unique<NameExpr>(locator_.text(first).str(), r);
+        return genericCall(static_cast<LPUParser::GenericCallContext *>(ctx));
       case LPUParser::INT:
         return std::make_unique<IntLit>(
             intValue(static_cast<LPUParser::IntLitContext *>(ctx)->INT()), r);
       default: break; // the rarer kinds take the general path
       }
     }
+    if (auto *c = dynamic_cast<LPUParser::GenericCallContext *>(ctx))
+      return genericCall(c);
     if (auto *c = dynamic_cast<LPUParser::IntLitContext *>(ctx))
       return std::make_unique<IntLit>(intValue(c->INT()), r);
     if (auto *c = dynamic_cast<LPUParser::FloatLitContext *>(ctx)) {

@@ -590,10 +590,8 @@ static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, un
   Locator locator(text);
 
   CodePointStream input(text.codePoints(), buffer->getBufferIdentifier().str());
-  LPULexer lexer(&input);
-  lexer.removeErrorListeners();
+  detail::FastLexer lexer(text.codePoints(), &input);
   SilentListener silent;
-  lexer.addErrorListener(&silent);
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
   std::set<size_t> bad;

@@ -128,31 +128,22 @@ ifStmt : IF expr block (ELSE (ifStmt | block))? ;
 
 // ---------------------------------------------------------------- expressions
 
-expr : orExpr ;
-
-orExpr : andExpr (OROR andExpr)* ;
-
-andExpr : compareExpr (ANDAND compareExpr)* ;
-
-compareExpr : addExpr (compareOp addExpr)* ;
-
-addExpr : mulExpr ((PLUS | MINUS) mulExpr)* ;
-
-mulExpr : unaryExpr ((STAR | SLASH | PERCENT | AT) unaryExpr)* ;
-
-unaryExpr
-  : (MINUS | BANG) unaryExpr                              # prefixExpr
-  | powerExpr                                             # powerExpression
-  ;
-
-powerExpr : postfixExpr (POW unaryExpr)? ;
-
-postfixExpr : primaryExpr postfixOp* ;
-
-postfixOp
-  : genericArgs? LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN     # callOp
-  | LBRACK indexItem (COMMA indexItem)* COMMA? RBRACK                 # indexOp
-  | DOT IDENT                                                         # memberOp
+// One left-recursive rule: ANTLR turns it into precedence climbing, so a
+// name costs one rule invocation instead of one per precedence level.
+// Earlier alternatives bind tighter. A prefix operator's operand is parsed at
+// the prefix level, so `-x ** 2` is `-(x ** 2)` and `-a * b` is `(-a) * b`.
+expr
+  : primaryExpr                                                           # primary
+  | expr LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN                  # callExpr
+  | expr LBRACK indexItem (COMMA indexItem)* COMMA? RBRACK                # indexExpr
+  | expr DOT IDENT                                                        # memberExpr
+  | <assoc=right> expr POW expr                                           # powerExpr
+  | (MINUS | BANG) expr                                                   # prefixExpr
+  | expr (STAR | SLASH | PERCENT | AT) expr                               # mulExpr
+  | expr (PLUS | MINUS) expr                                              # addExpr
+  | expr compareOp expr                                                   # compareExpr
+  | expr ANDAND expr                                                      # andExpr
+  | expr OROR expr                                                        # orExpr
   ;
 
 callArg : (IDENT ASSIGN)? expr ;
@@ -162,8 +153,12 @@ indexItem
   | expr                                                  # exprItem
   ;
 
+// A call with generic arguments names its function directly: `iota<N>()`,
+// `nn.split_heads<H = 4>(x)`. Listed before a plain name, it wins where both
+// readings parse (`f < a > (b)`); docs/language.md says so.
 primaryExpr
-  : INT                                                   # intLit
+  : IDENT (DOT IDENT)* genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN  # genericCall
+  | INT                                                   # intLit
   | FLOAT                                                 # floatLit
   | (TRUE | FALSE)                                        # boolLit
   | STRING                                                # stringLit
