@@ -331,31 +331,29 @@ void JsonDiagnosticRenderer::handle(const Diagnostic &diag) {
   obj["message"] = diag.message;
   if (!diag.primaryLabel.empty())
     obj["label"] = diag.primaryLabel;
-  llvm::json::Array labels;
-  for (const DiagLabel &label : diag.secondary) {
-    llvm::json::Object l = jsonLocation(sources_, label.range);
-    l["message"] = label.message;
-    labels.push_back(std::move(l));
-  }
-  obj["labels"] = std::move(labels);
-  llvm::json::Array notes;
-  for (const DiagNote &note : diag.notes) {
-    llvm::json::Object n = jsonLocation(sources_, note.range);
-    n["message"] = note.message;
-    notes.push_back(std::move(n));
-  }
-  obj["notes"] = std::move(notes);
+  // Labels, notes and fix-its: a location plus one text field each.
+  auto located = [&](const auto &items, auto range, auto text, const char *key) {
+    llvm::json::Array out;
+    for (const auto &item : items) {
+      llvm::json::Object o = jsonLocation(sources_, range(item));
+      o[key] = text(item);
+      out.push_back(std::move(o));
+    }
+    return out;
+  };
+  obj["labels"] = located(
+      diag.secondary, [](const DiagLabel &l) { return l.range; },
+      [](const DiagLabel &l) { return l.message; }, "message");
+  obj["notes"] = located(
+      diag.notes, [](const DiagNote &n) { return n.range; },
+      [](const DiagNote &n) { return n.message; }, "message");
   llvm::json::Array helps;
   for (const std::string &help : diag.helps)
     helps.push_back(help);
   obj["help"] = std::move(helps);
-  llvm::json::Array fixits;
-  for (const DiagFixIt &fix : diag.fixits) {
-    llvm::json::Object f = jsonLocation(sources_, fix.range);
-    f["replacement"] = fix.replacement;
-    fixits.push_back(std::move(f));
-  }
-  obj["fixits"] = std::move(fixits);
+  obj["fixits"] = located(
+      diag.fixits, [](const DiagFixIt &f) { return f.range; },
+      [](const DiagFixIt &f) { return f.replacement; }, "replacement");
   os_ << llvm::json::Value(std::move(obj)) << "\n";
 }
 

@@ -201,13 +201,8 @@ protected:
     report(parser, e.getOffendingToken(), e.getExpectedTokens());
   }
   void reportUnwantedToken(antlr4::Parser *parser) override {
-    if (inErrorRecoveryMode(parser))
-      return;
-    beginErrorCondition(parser);
-    antlr4::Token *t = parser->getCurrentToken();
-    if (!claim(t))
-      return;
-    if (unmatchedCloser(t))
+    antlr4::Token *t = beginReport(parser);
+    if (!t || unmatchedCloser(t))
       return;
     // A token ANTLR would delete may still be best explained as a missing
     // closing bracket ("f16[4, 8)"), and end of file never is "unexpected".
@@ -219,16 +214,21 @@ protected:
     diags_.report(DiagID::UnexpectedToken, locator_.range(t), words_.found(t, locator_));
   }
   void reportMissingToken(antlr4::Parser *parser) override {
-    if (inErrorRecoveryMode(parser))
-      return;
-    beginErrorCondition(parser);
-    antlr4::Token *t = parser->getCurrentToken();
-    if (!claim(t))
-      return;
-    describe(parser, t, getExpectedTokens(parser));
+    if (antlr4::Token *t = beginReport(parser))
+      describe(parser, t, getExpectedTokens(parser));
   }
 
 private:
+  /// The single-token hooks start an error condition themselves; returns the
+  /// offending token, or null when this error is not to be reported.
+  antlr4::Token *beginReport(antlr4::Parser *parser) {
+    if (inErrorRecoveryMode(parser))
+      return nullptr;
+    beginErrorCondition(parser);
+    antlr4::Token *t = parser->getCurrentToken();
+    return claim(t) ? t : nullptr;
+  }
+
   void report(antlr4::Parser *parser, antlr4::Token *t, const antlr4::misc::IntervalSet &set) {
     // DefaultErrorStrategy::reportError already checked and began the
     // error condition before calling the report* hook.
