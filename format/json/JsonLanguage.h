@@ -1,0 +1,13 @@
+// JSON (with `//` and `/* */` comments, as JSONC allows) for the formatter:
+// a small tokenizer and recursive-descent parser into the engine's syntax
+// tree, and the rules that lay it out. It exists to keep the engine honest
+// about knowing no language, and because JSON files sit next to models.
+#pragma once
+
+#include "format/engine/Pipeline.h"
+
+namespace lpu::format {
+
+const Language &jsonLanguage();
+
+} // namespace lpu::format

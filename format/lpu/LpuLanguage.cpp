@@ -1,0 +1,213 @@
+#include "format/lpu/LpuLanguage.h"
+
+#include "LPULexer.h"
+#include "LPUParser.h"
+
+#include <antlr4-runtime.h>
+
+namespace lpu::format {
+namespace {
+
+using lpu_antlr::LPULexer;
+using lpu_antlr::LPUParser;
+
+/// Collects syntax errors instead of printing them (ANTLR's default).
+class ErrorCollector : public antlr4::BaseErrorListener {
+public:
+  explicit ErrorCollector(std::vector<SyntaxError> &errors) : errors_(errors) {}
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t column,
+                   const std::string &message, std::exception_ptr) override {
+    errors_.push_back({static_cast<uint32_t>(line), static_cast<uint32_t>(column + 1), message});
+  }
+
+private:
+  std::vector<SyntaxError> &errors_;
+};
+
+/// ANTLR counts code points; the syntax tree counts bytes.
+std::vector<uint32_t> codePointOffsets(llvm::StringRef src) {
+  std::vector<uint32_t> offsets;
+  offsets.reserve(src.size() + 1);
+  for (uint32_t i = 0; i < src.size(); ++i)
+    if ((static_cast<unsigned char>(src[i]) & 0xC0) != 0x80)
+      offsets.push_back(i);
+  offsets.push_back(static_cast<uint32_t>(src.size()));
+  return offsets;
+}
+
+const char *lexicalError(size_t type) {
+  switch (type) {
+  case LPULexer::STRAY: return "unexpected character";
+  case LPULexer::BAD_NUMBER: return "malformed number";
+  case LPULexer::UNTERMINATED_STRING: return "unterminated string";
+  case LPULexer::UNTERMINATED_BLOCK_COMMENT: return "unterminated block comment";
+  default: return nullptr;
+  }
+}
+
+RawToken::Category categoryOf(size_t type) {
+  switch (type) {
+  case LPULexer::LINE_COMMENT:
+  case LPULexer::DOC_COMMENT: return RawToken::LineComment;
+  case LPULexer::BLOCK_COMMENT:
+  case LPULexer::UNTERMINATED_BLOCK_COMMENT: return RawToken::BlockComment;
+  case LPULexer::NEWLINE:
+  case LPULexer::WS: return RawToken::Whitespace;
+  default: return RawToken::Significant;
+  }
+}
+
+/// Runs the lexer to the end. Works around the grammar's
+/// UNTERMINATED_BLOCK_COMMENT rule, which (being the longest match) also
+/// swallows every terminated block comment and the rest of the file after
+/// it: such a token is cut after its first `*/` and lexing resumes there.
+std::vector<std::unique_ptr<antlr4::Token>> lexAll(LPULexer &lexer, antlr4::CharStream &input) {
+  std::vector<std::unique_ptr<antlr4::Token>> tokens;
+  for (;;) {
+    std::unique_ptr<antlr4::Token> t = lexer.nextToken();
+    size_t type = t->getType();
+    if (type == LPULexer::UNTERMINATED_BLOCK_COMMENT) {
+      std::string text = t->getText();
+      size_t close = text.find("*/");
+      if (close != std::string::npos) {
+        llvm::StringRef comment = llvm::StringRef(text).substr(0, close + 2);
+        size_t codePoints = 0, line = t->getLine(), column = t->getCharPositionInLine();
+        for (char c : comment) {
+          if ((static_cast<unsigned char>(c) & 0xC0) == 0x80)
+            continue;
+          ++codePoints;
+          if (c == '\n') {
+            ++line;
+            column = 0;
+          } else {
+            ++column;
+          }
+        }
+        auto fixed = std::make_unique<antlr4::CommonToken>(t.get());
+        fixed->setType(LPULexer::BLOCK_COMMENT);
+        fixed->setText(comment.str());
+        fixed->setStopIndex(t->getStartIndex() + codePoints - 1);
+        tokens.push_back(std::move(fixed));
+        input.seek(t->getStartIndex() + codePoints);
+        lexer.setLine(line);
+        lexer.setCharPositionInLine(column);
+        lexer.hitEOF = false; // the cut token had reached the end of input
+        continue;
+      }
+    }
+    tokens.push_back(std::move(t));
+    if (type == antlr4::Token::EOF)
+      return tokens;
+  }
+}
+
+class TreeConverter {
+public:
+  TreeConverter(SyntaxTree &tree, const std::vector<uint32_t> &tokenMap)
+      : build_(tree), tokenMap_(tokenMap) {}
+
+  uint32_t convert(antlr4::ParserRuleContext *ctx) {
+    size_t mark = build_.start();
+    for (antlr4::tree::ParseTree *child : ctx->children) {
+      if (auto *rule = dynamic_cast<antlr4::ParserRuleContext *>(child))
+        convert(rule);
+      else if (auto *terminal = dynamic_cast<antlr4::tree::TerminalNode *>(child))
+        build_.addToken(tokenMap_[terminal->getSymbol()->getTokenIndex()]);
+    }
+    return build_.finish(mark, static_cast<int>(ctx->getRuleIndex()));
+  }
+
+private:
+  SyntaxTreeBuilder build_;
+  const std::vector<uint32_t> &tokenMap_;
+};
+
+bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
+  try {
+    antlr4::ANTLRInputStream input(tree.source);
+    LPULexer lexer(&input);
+    lexer.removeErrorListeners();
+    ErrorCollector collector(errors);
+    lexer.addErrorListener(&collector);
+    antlr4::ListTokenSource source(lexAll(lexer, input));
+    antlr4::CommonTokenStream stream(&source);
+    stream.fill();
+
+    std::vector<uint32_t> offsets = codePointOffsets(tree.source);
+    std::vector<RawToken> raw;
+    std::vector<uint32_t> tokenMap(stream.size(), UINT32_MAX); // ANTLR index -> ours
+    uint32_t significant = 0;
+    for (antlr4::Token *t : stream.getTokens()) {
+      size_t type = t->getType();
+      uint32_t begin = offsets[std::min(t->getStartIndex(), offsets.size() - 1)];
+      uint32_t end = type == antlr4::Token::EOF ? begin : offsets[t->getStopIndex() + 1];
+      if (const char *what = lexicalError(type)) {
+        errors.push_back({static_cast<uint32_t>(t->getLine()),
+                          static_cast<uint32_t>(t->getCharPositionInLine() + 1),
+                          std::string(what) + " '" +
+                              llvm::StringRef(tree.source).slice(begin, end).str() + "'"});
+        continue;
+      }
+      RawToken r;
+      r.kind = static_cast<int>(type);
+      r.category = type == antlr4::Token::EOF ? RawToken::Significant : categoryOf(type);
+      r.offset = begin;
+      r.length = end - begin;
+      if (r.category == RawToken::Significant)
+        tokenMap[t->getTokenIndex()] = significant++;
+      raw.push_back(r);
+    }
+    if (!errors.empty())
+      return false;
+    attachTrivia(tree, raw);
+
+    // Two-stage parsing: the fast SLL prediction first; full LL with error
+    // reporting only when SLL fails.
+    LPUParser parser(&stream);
+    parser.removeErrorListeners();
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::SLL);
+    LPUParser::ModuleContext *module = nullptr;
+    try {
+      module = parser.module();
+    } catch (const antlr4::ParseCancellationException &) {
+      stream.seek(0);
+      parser.reset();
+      parser.addErrorListener(&collector);
+      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+          antlr4::atn::PredictionMode::LL);
+      module = parser.module();
+    }
+    if (!errors.empty() || parser.getNumberOfSyntaxErrors() > 0) {
+      if (errors.empty())
+        errors.push_back({1, 1, "syntax error"});
+      return false;
+    }
+    tree.nodes.clear();
+    tree.children.clear();
+    tree.root = TreeConverter(tree, tokenMap).convert(module);
+    return true;
+  } catch (const std::exception &e) {
+    errors.push_back({1, 1, std::string("parser failure: ") + e.what()});
+    return false;
+  }
+}
+
+} // namespace
+
+bool lpuIsOptionalToken(const SyntaxTree &tree, uint32_t token) {
+  if (tree.tokens[token].kind != LPULexer::COMMA || token + 1 >= tree.tokens.size())
+    return false;
+  int next = tree.tokens[token + 1].kind;
+  return next == LPULexer::RPAREN || next == LPULexer::RBRACK || next == LPULexer::RBRACE ||
+         next == LPULexer::GT;
+}
+
+const Language &lpuLanguage() {
+  static const Language language{"lpu", {"lpu"}, parseLpu, lpuRules, lpuIsOptionalToken};
+  return language;
+}
+
+} // namespace lpu::format

@@ -1,0 +1,293 @@
+// The canonical .lpu style as document templates, one per grammar rule.
+// Most rules are token sequences whose spacing follows from the neighbouring
+// tokens (`spaced`); the rest are the structures that can break: brace
+// blocks, bracketed comma lists, operator chains and `where` clauses.
+//
+// Style: blocks always open onto new lines; a bracketed list stays on one
+// line if it fits, else one element per line with a trailing comma; an
+// operator chain that does not fit breaks after its operators; `where` moves
+// to its own line when the signature does not fit.
+#include "format/lpu/LpuLanguage.h"
+
+#include "LPUParser.h"
+
+namespace lpu::format {
+namespace {
+
+using P = lpu_antlr::LPUParser;
+
+bool isClosing(int kind) { return kind == P::RPAREN || kind == P::RBRACK || kind == P::RBRACE; }
+
+/// Whether a space goes between two neighbouring tokens inside the simple
+/// rules (the rules below handle every place where this would be wrong).
+bool spaceBetween(int prev, int next) {
+  if (next == P::COMMA || next == P::COLON || next == P::DOT || next == P::DOTDOT ||
+      isClosing(next))
+    return false;
+  if (prev == P::LPAREN || prev == P::LBRACK || prev == P::DOT || prev == P::DOTDOT ||
+      prev == P::BANG)
+    return false;
+  // Generic arguments and dimensions hug the name they follow: nn.Linear<D>, f16[B].
+  if ((next == P::LT || next == P::LBRACK) && (prev == P::IDENT || prev == P::GT))
+    return false;
+  return true;
+}
+
+Doc spaced(FormatContext &cx, uint32_t node) {
+  std::vector<Doc> parts;
+  uint32_t prevLast = UINT32_MAX;
+  for (SyntaxChild c : cx.childrenOf(node)) {
+    uint32_t first = cx.firstToken(c);
+    if (first == UINT32_MAX)
+      continue;
+    if (prevLast != UINT32_MAX &&
+        spaceBetween(cx.tree().tokens[prevLast].kind, cx.tree().tokens[first].kind))
+      parts.push_back(cx.doc().text(" "));
+    parts.push_back(cx.child(c));
+    prevLast = cx.lastToken(c);
+  }
+  return cx.doc().concat(parts);
+}
+
+Doc tight(FormatContext &cx, uint32_t node) {
+  std::vector<Doc> parts;
+  for (SyntaxChild c : cx.childrenOf(node))
+    parts.push_back(cx.child(c));
+  return cx.doc().concat(parts);
+}
+
+bool isToken(const SyntaxChild &c, const FormatContext &cx, int kind) {
+  return !c.isNode && cx.tree().tokens[c.index].kind == kind;
+}
+
+/// `open elem, elem, ... close` from kids[openAt] to the matching close at
+/// kids[closeAt]: flat if it fits, else one element per line with a
+/// trailing comma. A trailing comma in the input is dropped (its comments
+/// are kept).
+Doc commaList(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt,
+              size_t closeAt) {
+  DocArena &d = cx.doc();
+  uint32_t open = kids[openAt].index, close = kids[closeAt].index;
+  if (closeAt == openAt + 1 && !cx.hasLeadingComments(close))
+    return d.concat({cx.token(open), cx.token(close)});
+  std::vector<Doc> parts;
+  Doc dropped;
+  for (size_t k = openAt + 1; k < closeAt; ++k) {
+    if (!isToken(kids[k], cx, P::COMMA)) {
+      parts.push_back(cx.child(kids[k]));
+    } else if (k + 1 == closeAt) {
+      dropped = cx.dropToken(kids[k].index);
+    } else {
+      parts.push_back(cx.token(kids[k].index));
+      parts.push_back(d.line());
+    }
+  }
+  if (closeAt > openAt + 1) {
+    parts.push_back(d.ifBreak(d.text(","), Doc{}));
+    parts.push_back(dropped);
+  }
+  if (cx.hasLeadingComments(close))
+    parts.push_back(cx.leadingComments(close));
+  return d.group(d.concat({cx.token(open), d.indent(d.concat({d.softline(), d.concat(parts)})),
+                           d.softline(), cx.token(close)}));
+}
+
+size_t findToken(FormatContext &cx, const std::vector<SyntaxChild> &kids, int kind, size_t from = 0) {
+  for (size_t k = from; k < kids.size(); ++k)
+    if (isToken(kids[k], cx, kind))
+      return k;
+  return kids.size();
+}
+
+/// `{ items }` with items one per line; `{}` when empty.
+Doc braceBlock(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt) {
+  DocArena &d = cx.doc();
+  size_t closeAt = kids.size() - 1;
+  uint32_t open = kids[openAt].index, close = kids[closeAt].index;
+  std::vector<SyntaxChild> items(kids.begin() + openAt + 1, kids.begin() + closeAt);
+  if (items.empty() && !cx.hasLeadingComments(close))
+    return d.concat({cx.token(open), cx.token(close)});
+  Doc openDoc = cx.token(open);
+  Doc body = cx.lines(items, close);
+  return d.concat({openDoc, d.indent(d.concat({d.hardline(), body})), d.hardline(), cx.token(close)});
+}
+
+// ---------------------------------------------------------------- rules
+
+Doc moduleRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  uint32_t eof = kids.back().index;
+  kids.pop_back();
+  bool empty = kids.empty() && !cx.hasLeadingComments(eof);
+  Doc body = cx.lines(kids, eof);
+  return d.concat({body, cx.token(eof), empty ? Doc{} : d.hardline()});
+}
+
+Doc blockRule(FormatContext &cx, uint32_t node) { return braceBlock(cx, cx.childrenOf(node), 0); }
+
+Doc modelRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  size_t brace = findToken(cx, kids, P::LBRACE);
+  std::vector<Doc> head;
+  for (size_t k = 0; k < brace; ++k) {
+    if (k == 1)
+      head.push_back(d.text(" "));
+    head.push_back(cx.child(kids[k]));
+  }
+  return d.concat({d.concat(head), d.text(" "), braceBlock(cx, kids, brace)});
+}
+
+Doc fnRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  std::vector<Doc> parts{cx.child(kids[0]), d.text(" "), cx.child(kids[1])};
+  size_t k = 2;
+  if (kids[k].isNode) // generic parameters
+    parts.push_back(cx.child(kids[k++]));
+  size_t close = findToken(cx, kids, P::RPAREN, k);
+  parts.push_back(commaList(cx, kids, k, close));
+  k = close + 1;
+  parts.push_back(d.text(" "));
+  parts.push_back(cx.child(kids[k++])); // ->
+  parts.push_back(d.text(" "));
+  parts.push_back(cx.child(kids[k++])); // result type
+  if (k + 1 < kids.size()) // where clause
+    parts.push_back(d.group(d.indent(d.concat({d.line(), cx.child(kids[k++])}))));
+  parts.push_back(d.text(" "));
+  parts.push_back(cx.child(kids[k]));
+  return d.concat(parts);
+}
+
+Doc whereRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<Doc> parts;
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  for (size_t k = 0; k < kids.size(); ++k) {
+    parts.push_back(cx.child(kids[k]));
+    if (k == 0)
+      parts.push_back(d.text(" "));
+    else if (isToken(kids[k], cx, P::COMMA))
+      parts.push_back(d.line());
+  }
+  return d.group(d.indent(d.concat(parts)));
+}
+
+/// `operand (op operand)*`: flat, or broken after each operator.
+Doc chainRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  if (kids.size() == 1)
+    return cx.child(kids[0]);
+  std::vector<Doc> rest;
+  for (size_t k = 1; k + 1 < kids.size(); k += 2) {
+    rest.push_back(d.text(" "));
+    rest.push_back(cx.child(kids[k]));
+    rest.push_back(d.line());
+    rest.push_back(cx.child(kids[k + 1]));
+  }
+  return d.group(d.concat({cx.child(kids[0]), d.indent(d.concat(rest))}));
+}
+
+/// A rule whose first bracket (of `openKind`) opens a comma list closing at
+/// the last child, e.g. `min(a, b)`, `[a, b]`, `<B, S>`, `S in {1, 2}`.
+template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  size_t open = findToken(cx, kids, OpenKind);
+  if (open == kids.size())
+    return spaced(cx, node);
+  std::vector<Doc> parts;
+  for (size_t k = 0; k < open; ++k) {
+    // `S in {..}` is spaced; `name<..>`, `name(..)` and `<..>(..)` are tight.
+    if (k > 0)
+      parts.push_back(d.text(" "));
+    parts.push_back(cx.child(kids[k]));
+  }
+  if (OpenKind == P::LBRACE)
+    parts.push_back(d.text(" "));
+  parts.push_back(commaList(cx, kids, open, kids.size() - 1));
+  return d.concat(parts);
+}
+
+Doc sizeAtomRule(FormatContext &cx, uint32_t node) {
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  if (kids.size() > 3 && isToken(kids[1], cx, P::LPAREN)) // min(a, b)
+    return listRule<P::LPAREN>(cx, node);
+  return spaced(cx, node);
+}
+
+Doc genericArgRule(FormatContext &cx, uint32_t node) {
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  if (findToken(cx, kids, P::LBRACE) != kids.size())
+    return listRule<P::LBRACE>(cx, node);
+  return spaced(cx, node);
+}
+
+Doc postfixOpRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  size_t k = 0;
+  std::vector<Doc> parts;
+  if (kids[0].isNode) // generic arguments of a call: iota<N>()
+    parts.push_back(cx.child(kids[k++]));
+  if (isToken(kids[k], cx, P::DOT))
+    return tight(cx, node);
+  parts.push_back(commaList(cx, kids, k, kids.size() - 1));
+  return d.concat(parts);
+}
+
+Doc primaryRule(FormatContext &cx, uint32_t node) {
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  if (isToken(kids[0], cx, P::LBRACK))
+    return commaList(cx, kids, 0, kids.size() - 1);
+  return spaced(cx, node);
+}
+
+Doc constraintRule(FormatContext &cx, uint32_t node) {
+  DocArena &d = cx.doc();
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  return d.concat({cx.child(kids[0]), d.text(" "), cx.child(kids[1]), d.text(" "), cx.child(kids[2])});
+}
+
+Doc passThrough(FormatContext &cx, uint32_t node) {
+  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  return kids.size() == 1 ? cx.child(kids[0]) : spaced(cx, node);
+}
+
+} // namespace
+
+const RuleTable &lpuRules() {
+  static const RuleTable table{
+      {
+          {P::RuleModule, moduleRule},
+          {P::RuleFnDecl, fnRule},
+          {P::RuleModelDecl, modelRule},
+          {P::RuleBlock, blockRule},
+          {P::RuleWhereClause, whereRule},
+          {P::RuleConstraint, constraintRule},
+          {P::RuleGenericParams, listRule<P::LT>},
+          {P::RuleGenericArgs, listRule<P::LT>},
+          {P::RuleDims, listRule<P::LBRACK>},
+          {P::RuleGenericArg, genericArgRule},
+          {P::RuleSizeAtom, sizeAtomRule},
+          {P::RuleSizeExpr, chainRule},
+          {P::RuleSizeTerm, chainRule},
+          {P::RuleOrExpr, chainRule},
+          {P::RuleAndExpr, chainRule},
+          {P::RuleCompareExpr, chainRule},
+          {P::RuleAddExpr, chainRule},
+          {P::RuleMulExpr, chainRule},
+          {P::RuleUnaryExpr, tight},
+          {P::RulePostfixExpr, tight},
+          {P::RulePostfixOp, postfixOpRule},
+          {P::RuleIndexItem, tight},
+          {P::RuleDottedName, tight},
+          {P::RulePrimaryExpr, primaryRule},
+      },
+      passThrough};
+  return table;
+}
+
+} // namespace lpu::format
