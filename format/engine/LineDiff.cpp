@@ -53,10 +53,10 @@ std::vector<Edit> editScript(const std::vector<llvm::StringRef> &a,
     while (i < n || j < m) {
       if (i < n && j < m && a[pre + i] == b[pre + j]) {
         edits.push_back({Op::Equal, pre + i++, pre + j++});
-      } else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) {
-        edits.push_back({Op::Insert, pre + i, pre + j++});
+      } else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) {
+        edits.push_back({Op::Delete, pre + i++, pre + j}); // deletions first, as diff(1) does
       } else {
-        edits.push_back({Op::Delete, pre + i++, pre + j});
+        edits.push_back({Op::Insert, pre + i, pre + j++});
       }
     }
   } else {

@@ -110,6 +110,8 @@ FormatResult formatSource(const Language &language, llvm::StringRef source,
   std::string details;
   if (!renderTree(language, input, options.layout, result.output, details))
     return fail("a token or comment was not printed exactly once", details);
+  if (options.corruptOutputForTesting)
+    result.output += "\n// injected by --debug-corrupt-output\n";
   if (!options.verify)
     return result;
 

@@ -28,6 +28,9 @@ struct Language {
 struct FormatOptions {
   LayoutOptions layout;
   bool verify = true; // the safety checks; only tests and benchmarks turn them off
+  /// For tests of the safety net only: the first pass's output gets an extra
+  /// comment, which the checks must catch.
+  bool corruptOutputForTesting = false;
 };
 
 struct FormatResult {

@@ -7,8 +7,7 @@
 namespace lpu::format {
 namespace {
 
-enum TokenKind : int { LBrace = 1, RBrace, LBrack, RBrack, Colon, Comma, String, Number, Keyword, Eof };
-enum NodeKind : int { Document = 1, Object, Member, Array };
+using namespace json;
 
 struct Lexer {
   llvm::StringRef src;

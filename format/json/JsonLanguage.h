@@ -8,6 +8,12 @@
 
 namespace lpu::format {
 
+namespace json {
+/// The kinds of JSON tokens and syntax-tree nodes (for rules and tests).
+enum TokenKind : int { LBrace = 1, RBrace, LBrack, RBrack, Colon, Comma, String, Number, Keyword, Eof };
+enum NodeKind : int { Document = 1, Object, Member, Array };
+} // namespace json
+
 const Language &jsonLanguage();
 
 } // namespace lpu::format

@@ -45,6 +45,22 @@ const char *lexicalError(size_t type) {
   }
 }
 
+/// Control characters shown as \xNN, so that a message stays readable.
+std::string printable(llvm::StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F) {
+      const char *hex = "0123456789ABCDEF";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 RawToken::Category categoryOf(size_t type) {
   switch (type) {
   case LPULexer::LINE_COMMENT:
@@ -145,7 +161,7 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
         errors.push_back({static_cast<uint32_t>(t->getLine()),
                           static_cast<uint32_t>(t->getCharPositionInLine() + 1),
                           std::string(what) + " '" +
-                              llvm::StringRef(tree.source).slice(begin, end).str() + "'"});
+                              printable(llvm::StringRef(tree.source).slice(begin, end)) + "'"});
         continue;
       }
       RawToken r;

@@ -64,12 +64,28 @@ bool isToken(const SyntaxChild &c, const FormatContext &cx, int kind) {
 /// kids[closeAt]: flat if it fits, else one element per line with a
 /// trailing comma. A trailing comma in the input is dropped (its comments
 /// are kept).
-Doc commaList(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt,
+/// Lists of plain values (`[0, 2, 1, 3]`, `{128, 256}`) fill lines instead of
+/// taking one line per element.
+bool fillable(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt,
               size_t closeAt) {
+  for (size_t k = openAt + 1; k < closeAt; ++k) {
+    uint32_t first = cx.firstToken(kids[k]), last = cx.lastToken(kids[k]);
+    if (first == UINT32_MAX || last > first + 1 || cx.hasLeadingComments(first))
+      return false;
+    const Token &t = cx.tree().tokens[last];
+    if (t.trailEnd > t.trailBegin)
+      return false;
+  }
+  return closeAt > openAt + 1;
+}
+
+Doc commaList(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt,
+              size_t closeAt, bool mayFill = false) {
   DocArena &d = cx.doc();
   uint32_t open = kids[openAt].index, close = kids[closeAt].index;
   if (closeAt == openAt + 1 && !cx.hasLeadingComments(close))
     return d.concat({cx.token(open), cx.token(close)});
+  bool fill = mayFill && fillable(cx, kids, openAt, closeAt);
   std::vector<Doc> parts;
   Doc dropped;
   for (size_t k = openAt + 1; k < closeAt; ++k) {
@@ -77,11 +93,15 @@ Doc commaList(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t op
       parts.push_back(cx.child(kids[k]));
     } else if (k + 1 == closeAt) {
       dropped = cx.dropToken(kids[k].index);
+    } else if (fill) {
+      parts.push_back(d.concat({cx.token(kids[k].index), d.line()})); // a fill separator
     } else {
       parts.push_back(cx.token(kids[k].index));
       parts.push_back(d.line());
     }
   }
+  if (fill)
+    parts = {d.fill(parts)};
   if (closeAt > openAt + 1) {
     parts.push_back(d.ifBreak(d.text(","), Doc{}));
     parts.push_back(dropped);
@@ -207,7 +227,7 @@ template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
   }
   if (OpenKind == P::LBRACE)
     parts.push_back(d.text(" "));
-  parts.push_back(commaList(cx, kids, open, kids.size() - 1));
+  parts.push_back(commaList(cx, kids, open, kids.size() - 1, OpenKind == P::LBRACE));
   return d.concat(parts);
 }
 
@@ -241,7 +261,7 @@ Doc postfixOpRule(FormatContext &cx, uint32_t node) {
 Doc primaryRule(FormatContext &cx, uint32_t node) {
   std::vector<SyntaxChild> kids = cx.childrenOf(node);
   if (isToken(kids[0], cx, P::LBRACK))
-    return commaList(cx, kids, 0, kids.size() - 1);
+    return commaList(cx, kids, 0, kids.size() - 1, /*mayFill=*/true);
   return spaced(cx, node);
 }
 

@@ -31,7 +31,7 @@ constexpr const char *kTool = "lpufmt";
 
 struct Flags {
   std::vector<std::string> files;
-  bool inPlace = false, check = false, diff = false, noVerify = false;
+  bool inPlace = false, check = false, diff = false, noVerify = false, corrupt = false;
   std::string stdinPath, language;
   unsigned width = 100, indent = 2;
 };
@@ -72,6 +72,13 @@ llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef contents) {
 int formatOne(const Flags &flags, llvm::StringRef path) {
   bool isStdin = path == "-";
   std::string name = isStdin ? (flags.stdinPath.empty() ? "<stdin>" : flags.stdinPath) : path.str();
+  auto buffer = tools::readInputFile(path);
+  if (!buffer) {
+    tools::reportToolError(kTool, llvm::toString(buffer.takeError()));
+    return kExitUsage;
+  }
+  llvm::StringRef source = (*buffer)->getBuffer();
+
   const format::Language *language = nullptr;
   if (!flags.language.empty())
     language = format::languageByName(flags.language);
@@ -86,17 +93,11 @@ int formatOne(const Flags &flags, llvm::StringRef path) {
     return kExitUsage;
   }
 
-  auto buffer = tools::readInputFile(path);
-  if (!buffer) {
-    tools::reportToolError(kTool, llvm::toString(buffer.takeError()));
-    return kExitUsage;
-  }
-  llvm::StringRef source = (*buffer)->getBuffer();
-
   format::FormatOptions options;
   options.layout.width = flags.width;
   options.layout.indent = flags.indent;
   options.verify = !flags.noVerify;
+  options.corruptOutputForTesting = flags.corrupt;
   format::FormatResult result = format::formatSource(*language, source, options);
   if (result.status == format::FormatResult::SyntaxErrors) {
     format::printSyntaxErrors(llvm::errs(), name, source, result.errors, colorsWanted());
@@ -159,6 +160,8 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"lpu", "json"}));
   app.add_flag("--no-verify", flags.noVerify,
                "Skip the safety checks (re-parse, compare, format again); for debugging");
+  // Hidden: lets the tests prove that a failed check exits 4 and writes nothing.
+  app.add_flag("--debug-corrupt-output", flags.corrupt)->group("");
   if (int code = tools::parseCommandLine(app, argc, argv, kTool); code >= 0)
     return code;
 
