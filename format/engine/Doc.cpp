@@ -44,18 +44,25 @@ Doc DocArena::freshline() { return freshline_; }
 Doc DocArena::breakParent() { return breakParent_; }
 
 Doc DocArena::concat(const std::vector<Doc> &parts) {
-  // Flattening empties keeps the arena small: rules concatenate a lot of
+  // Dropping empties keeps the arena small: rules concatenate a lot of
   // optional pieces.
-  std::vector<Doc> kept;
-  kept.reserve(parts.size());
+  uint32_t kept = 0;
+  Doc only;
+  for (Doc d : parts)
+    if (d.id != 0) {
+      ++kept;
+      only = d;
+    }
+  if (kept <= 1)
+    return only;
+  DocNode n = make(DocKind::Concat);
+  n.first = static_cast<uint32_t>(kids_.size());
+  n.count = kept;
   for (Doc d : parts)
     if (d.id != 0)
-      kept.push_back(d);
-  if (kept.empty())
-    return Doc{};
-  if (kept.size() == 1)
-    return kept[0];
-  return add(make(DocKind::Concat), kept);
+      kids_.push_back(d);
+  nodes_.push_back(std::move(n));
+  return Doc{static_cast<uint32_t>(nodes_.size() - 1)};
 }
 
 Doc DocArena::group(Doc d, bool forceBreak) {

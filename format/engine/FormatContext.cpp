@@ -6,12 +6,24 @@ namespace lpu::format {
 
 FormatContext::FormatContext(const SyntaxTree &tree, const RuleTable &rules, DocArena &arena)
     : tree_(tree), rules_(rules), arena_(arena), tokenUses_(tree.tokens.size(), 0),
-      commentUses_(tree.comments.size(), 0), trailingDeferred_(tree.tokens.size(), 0) {}
+      commentUses_(tree.comments.size(), 0), trailingDeferred_(tree.tokens.size(), 0) {
+  for (const auto &[kind, rule] : rules.byKind)
+    if (kind >= 0 && kind < 4096) {
+      if (ruleByKind_.size() <= static_cast<size_t>(kind))
+        ruleByKind_.resize(kind + 1, nullptr);
+      ruleByKind_[kind] = rule;
+    }
+}
 
 Doc FormatContext::node(uint32_t index) {
-  auto it = rules_.byKind.find(tree_.nodes[index].kind);
-  Rule rule = it != rules_.byKind.end() ? it->second : rules_.fallback;
   const SyntaxNode &n = tree_.nodes[index];
+  Rule rule = nullptr;
+  if (n.kind >= 0 && static_cast<size_t>(n.kind) < ruleByKind_.size())
+    rule = ruleByKind_[n.kind];
+  else if (auto it = rules_.byKind.find(n.kind); it != rules_.byKind.end())
+    rule = it->second;
+  if (!rule)
+    rule = rules_.fallback;
   bool defer = n.firstToken <= n.lastToken && !trailingDeferred_[n.lastToken] &&
                tree_.tokens[n.lastToken].trailEnd > tree_.tokens[n.lastToken].trailBegin;
   if (!defer)
@@ -35,9 +47,8 @@ int FormatContext::kindOf(SyntaxChild c) const {
   return c.isNode ? tree_.nodes[c.index].kind : tree_.tokens[c.index].kind;
 }
 
-std::vector<SyntaxChild> FormatContext::childrenOf(uint32_t node) const {
-  const SyntaxChild *b = tree_.childrenOf(node);
-  return std::vector<SyntaxChild>(b, b + tree_.nodes[node].childCount);
+llvm::ArrayRef<SyntaxChild> FormatContext::childrenOf(uint32_t node) const {
+  return llvm::ArrayRef<SyntaxChild>(tree_.childrenOf(node), tree_.nodes[node].childCount);
 }
 
 Doc FormatContext::commentText(uint32_t comment) {
@@ -165,7 +176,7 @@ void FormatContext::markPrinted(uint32_t begin, uint32_t end) {
       ++commentUses_[i];
 }
 
-Doc FormatContext::lines(const std::vector<SyntaxChild> &items, uint32_t closeToken,
+Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
                          const std::vector<uint32_t> *separators) {
   std::vector<Doc> parts;
   auto firstPieceBlank = [&](uint32_t tok) {
@@ -209,7 +220,7 @@ Doc FormatContext::lines(const std::vector<SyntaxChild> &items, uint32_t closeTo
   return arena_.concat(parts);
 }
 
-Doc FormatContext::offRegion(const std::vector<SyntaxChild> &items, size_t &i,
+Doc FormatContext::offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i,
                              uint32_t offComment, uint32_t closeToken) {
   std::vector<Doc> parts;
   uint32_t first = firstToken(items[i]);

@@ -8,6 +8,8 @@
 #include "format/engine/Doc.h"
 #include "format/engine/Syntax.h"
 
+#include <llvm/ADT/ArrayRef.h>
+
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,13 +55,13 @@ public:
   /// the sequence: its leading comments are printed as part of the sequence.
   /// `separators`, if given, holds for each item the token printed right
   /// after it (a comma), or UINT32_MAX.
-  Doc lines(const std::vector<SyntaxChild> &items, uint32_t closeToken,
+  Doc lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
             const std::vector<uint32_t> *separators = nullptr);
 
   uint32_t firstToken(SyntaxChild c) const;
   uint32_t lastToken(SyntaxChild c) const;
   int kindOf(SyntaxChild c) const;
-  std::vector<SyntaxChild> childrenOf(uint32_t node) const;
+  llvm::ArrayRef<SyntaxChild> childrenOf(uint32_t node) const;
 
   /// After rendering: every token and comment printed exactly once? On
   /// failure `details` names the first offenders.
@@ -70,7 +72,7 @@ private:
   Doc trailingComments(uint32_t token);
   bool isOffComment(uint32_t comment) const;
   bool isOnComment(uint32_t comment) const;
-  Doc offRegion(const std::vector<SyntaxChild> &items, size_t &i, uint32_t offComment,
+  Doc offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i, uint32_t offComment,
                 uint32_t closeToken);
   void markPrinted(uint32_t begin, uint32_t end);
 
@@ -83,6 +85,7 @@ private:
   // whole document (outside its groups), so that `f(x) // why` does not
   // force the call's arguments onto separate lines.
   std::vector<uint8_t> trailingDeferred_;
+  std::vector<Rule> ruleByKind_; // rules_ as a dense table: node() runs for every node
 };
 
 } // namespace lpu::format

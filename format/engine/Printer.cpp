@@ -1,5 +1,7 @@
 #include "format/engine/Printer.h"
 
+#include <initializer_list>
+#include <iterator>
 #include <vector>
 
 namespace lpu::format {
@@ -174,8 +176,9 @@ private:
 
   /// Whether `first` (in order), then the pending commands up to the next
   /// line break, fit in `width` columns.
-  bool fits(std::vector<Cmd> first, int width, bool mustBeFlat) {
-    std::vector<Cmd> stack(first.rbegin(), first.rend());
+  bool fits(std::initializer_list<Cmd> first, int width, bool mustBeFlat) {
+    std::vector<Cmd> &stack = fitsStack_; // reused: fits runs once per group
+    stack.assign(std::rbegin(first), std::rend(first));
     size_t restIdx = cmds_.size();
     while (width >= 0) {
       if (stack.empty()) {
@@ -239,6 +242,7 @@ private:
   const LayoutOptions &opt_;
   std::vector<Cmd> cmds_;
   std::vector<Cmd> suffixes_;
+  std::vector<Cmd> fitsStack_;
   std::string out_;
   int pos_ = 0;
   bool lineHasContent_ = false;

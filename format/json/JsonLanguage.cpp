@@ -235,7 +235,7 @@ bool parseJson(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
 // ---------------------------------------------------------------- rules
 
 Doc documentRule(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   uint32_t eof = kids.back().index;
   DocArena &d = cx.doc();
   return d.concat({cx.lines({kids[0]}, eof), cx.token(eof), d.hardline()});
@@ -243,7 +243,7 @@ Doc documentRule(FormatContext &cx, uint32_t node) {
 
 /// Objects and arrays: the elements (every other child, commas between).
 Doc containerRule(FormatContext &cx, uint32_t node, bool alwaysBreak) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   DocArena &d = cx.doc();
   uint32_t open = kids.front().index, close = kids.back().index;
   if (kids.size() == 2 && !cx.hasLeadingComments(close))
@@ -277,7 +277,7 @@ Doc objectRule(FormatContext &cx, uint32_t node) { return containerRule(cx, node
 Doc arrayRule(FormatContext &cx, uint32_t node) { return containerRule(cx, node, false); }
 
 Doc memberRule(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   DocArena &d = cx.doc();
   return d.concat({cx.child(kids[0]), cx.child(kids[1]), d.text(" "), cx.child(kids[2])});
 }

@@ -73,48 +73,80 @@ RawToken::Category categoryOf(size_t type) {
   }
 }
 
-/// Runs the lexer to the end. Works around the grammar's
-/// UNTERMINATED_BLOCK_COMMENT rule, which (being the longest match) also
-/// swallows every terminated block comment and the rest of the file after
-/// it: such a token is cut after its first `*/` and lexing resumes there.
-std::vector<std::unique_ptr<antlr4::Token>> lexAll(LPULexer &lexer, antlr4::CharStream &input) {
-  std::vector<std::unique_ptr<antlr4::Token>> tokens;
-  for (;;) {
-    std::unique_ptr<antlr4::Token> t = lexer.nextToken();
-    size_t type = t->getType();
-    if (type == LPULexer::UNTERMINATED_BLOCK_COMMENT) {
-      std::string text = t->getText();
-      size_t close = text.find("*/");
-      if (close != std::string::npos) {
-        llvm::StringRef comment = llvm::StringRef(text).substr(0, close + 2);
-        size_t codePoints = 0, line = t->getLine(), column = t->getCharPositionInLine();
-        for (char c : comment) {
-          if ((static_cast<unsigned char>(c) & 0xC0) == 0x80)
-            continue;
-          ++codePoints;
-          if (c == '\n') {
-            ++line;
-            column = 0;
-          } else {
-            ++column;
-          }
-        }
-        auto fixed = std::make_unique<antlr4::CommonToken>(t.get());
-        fixed->setType(LPULexer::BLOCK_COMMENT);
-        fixed->setText(comment.str());
-        fixed->setStopIndex(t->getStartIndex() + codePoints - 1);
-        tokens.push_back(std::move(fixed));
-        input.seek(t->getStartIndex() + codePoints);
-        lexer.setLine(line);
-        lexer.setCharPositionInLine(column);
-        lexer.hitEOF = false; // the cut token had reached the end of input
-        continue;
-      }
+struct Span {
+  uint32_t begin, end; // bytes
+};
+
+/// The terminated block comments of `src`, found by a scan that knows the
+/// grammar's strings and line comments. Works around the grammar's
+/// UNTERMINATED_BLOCK_COMMENT rule: `'/*' .*? EOF` is always the longest
+/// match, so the lexer would read every block comment (and the rest of the
+/// file after it) as one unterminated comment, in quadratic time. The
+/// lexer is given the source with these comments blanked out instead.
+std::vector<Span> blockComments(llvm::StringRef src) {
+  std::vector<Span> spans;
+  for (size_t i = 0; i < src.size();) {
+    char c = src[i];
+    if (c == '"') {
+      for (++i; i < src.size() && src[i] != '"' && src[i] != '\n' && src[i] != '\r'; ++i)
+        if (src[i] == '\\' && i + 1 < src.size() && src[i + 1] != '\n' && src[i + 1] != '\r')
+          ++i;
+      if (i < src.size() && src[i] == '"')
+        ++i;
+    } else if (src.substr(i).startswith("//")) {
+      while (i < src.size() && src[i] != '\n' && src[i] != '\r')
+        ++i;
+    } else if (src.substr(i).startswith("/*")) {
+      size_t close = src.find("*/", i + 2);
+      if (close == llvm::StringRef::npos)
+        break; // unterminated: the lexer reports it
+      spans.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(close + 2)});
+      i = close + 2;
+    } else {
+      ++i;
     }
-    tokens.push_back(std::move(t));
-    if (type == antlr4::Token::EOF)
-      return tokens;
   }
+  return spans;
+}
+
+/// `src` with each code point of the spans replaced by one space (line
+/// breaks kept), so that code point positions, lines and columns agree.
+std::string blankOut(llvm::StringRef src, const std::vector<Span> &spans) {
+  std::string out;
+  out.reserve(src.size());
+  size_t at = 0;
+  for (const Span &s : spans) {
+    out.append(src.data() + at, s.begin - at);
+    for (size_t i = s.begin; i < s.end; ++i) {
+      char c = src[i];
+      if (c == '\n' || c == '\r')
+        out += c;
+      else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80)
+        out += ' ';
+    }
+    at = s.end;
+  }
+  out.append(src.data() + at, src.size() - at);
+  return out;
+}
+
+/// Appends raw whitespace [begin, end), cut around the block comments in it.
+void addWhitespace(std::vector<RawToken> &raw, uint32_t begin, uint32_t end,
+                   const std::vector<Span> &spans, size_t &nextSpan) {
+  // A comment over several lines covers several whitespace tokens.
+  if (nextSpan > 0)
+    begin = std::max(begin, spans[nextSpan - 1].end);
+  if (begin >= end)
+    return;
+  while (nextSpan < spans.size() && spans[nextSpan].begin < end) {
+    const Span &s = spans[nextSpan++];
+    if (s.begin > begin)
+      raw.push_back({0, RawToken::Whitespace, begin, s.begin - begin});
+    raw.push_back({LPULexer::BLOCK_COMMENT, RawToken::BlockComment, s.begin, s.end - s.begin});
+    begin = s.end;
+  }
+  if (end > begin)
+    raw.push_back({0, RawToken::Whitespace, begin, end - begin});
 }
 
 class TreeConverter {
@@ -125,10 +157,12 @@ public:
   uint32_t convert(antlr4::ParserRuleContext *ctx) {
     size_t mark = build_.start();
     for (antlr4::tree::ParseTree *child : ctx->children) {
-      if (auto *rule = dynamic_cast<antlr4::ParserRuleContext *>(child))
-        convert(rule);
-      else if (auto *terminal = dynamic_cast<antlr4::tree::TerminalNode *>(child))
+      // One cast per child: the tree holds only rule contexts and terminals
+      // (error nodes never reach here: a parse with errors is rejected).
+      if (auto *terminal = dynamic_cast<antlr4::tree::TerminalNode *>(child))
         build_.addToken(tokenMap_[terminal->getSymbol()->getTokenIndex()]);
+      else
+        convert(static_cast<antlr4::ParserRuleContext *>(child));
     }
     return build_.finish(mark, static_cast<int>(ctx->getRuleIndex()));
   }
@@ -140,19 +174,20 @@ private:
 
 bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
   try {
-    antlr4::ANTLRInputStream input(tree.source);
+    std::vector<Span> comments = blockComments(tree.source);
+    antlr4::ANTLRInputStream input(comments.empty() ? tree.source : blankOut(tree.source, comments));
     LPULexer lexer(&input);
     lexer.removeErrorListeners();
     ErrorCollector collector(errors);
     lexer.addErrorListener(&collector);
-    antlr4::ListTokenSource source(lexAll(lexer, input));
-    antlr4::CommonTokenStream stream(&source);
+    antlr4::CommonTokenStream stream(&lexer);
     stream.fill();
 
     std::vector<uint32_t> offsets = codePointOffsets(tree.source);
     std::vector<RawToken> raw;
     std::vector<uint32_t> tokenMap(stream.size(), UINT32_MAX); // ANTLR index -> ours
     uint32_t significant = 0;
+    size_t nextSpan = 0;
     for (antlr4::Token *t : stream.getTokens()) {
       size_t type = t->getType();
       uint32_t begin = offsets[std::min(t->getStartIndex(), offsets.size() - 1)];
@@ -167,6 +202,10 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
       RawToken r;
       r.kind = static_cast<int>(type);
       r.category = type == antlr4::Token::EOF ? RawToken::Significant : categoryOf(type);
+      if (r.category == RawToken::Whitespace) {
+        addWhitespace(raw, begin, end, comments, nextSpan);
+        continue;
+      }
       r.offset = begin;
       r.length = end - begin;
       if (r.category == RawToken::Significant)

@@ -66,7 +66,7 @@ bool isToken(const SyntaxChild &c, const FormatContext &cx, int kind) {
 /// are kept).
 /// Lists of plain values (`[0, 2, 1, 3]`, `{128, 256}`) fill lines instead of
 /// taking one line per element.
-bool fillable(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt,
+bool fillable(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt,
               size_t closeAt) {
   for (size_t k = openAt + 1; k < closeAt; ++k) {
     uint32_t first = cx.firstToken(kids[k]), last = cx.lastToken(kids[k]);
@@ -79,7 +79,7 @@ bool fillable(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t op
   return closeAt > openAt + 1;
 }
 
-Doc commaList(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt,
+Doc commaList(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt,
               size_t closeAt, bool mayFill = false) {
   DocArena &d = cx.doc();
   uint32_t open = kids[openAt].index, close = kids[closeAt].index;
@@ -112,7 +112,7 @@ Doc commaList(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t op
                            d.softline(), cx.token(close)}));
 }
 
-size_t findToken(FormatContext &cx, const std::vector<SyntaxChild> &kids, int kind, size_t from = 0) {
+size_t findToken(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, int kind, size_t from = 0) {
   for (size_t k = from; k < kids.size(); ++k)
     if (isToken(kids[k], cx, kind))
       return k;
@@ -120,11 +120,11 @@ size_t findToken(FormatContext &cx, const std::vector<SyntaxChild> &kids, int ki
 }
 
 /// `{ items }` with items one per line; `{}` when empty.
-Doc braceBlock(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t openAt) {
+Doc braceBlock(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt) {
   DocArena &d = cx.doc();
   size_t closeAt = kids.size() - 1;
   uint32_t open = kids[openAt].index, close = kids[closeAt].index;
-  std::vector<SyntaxChild> items(kids.begin() + openAt + 1, kids.begin() + closeAt);
+  llvm::ArrayRef<SyntaxChild> items = kids.slice(openAt + 1, closeAt - openAt - 1);
   if (items.empty() && !cx.hasLeadingComments(close))
     return d.concat({cx.token(open), cx.token(close)});
   Doc openDoc = cx.token(open);
@@ -136,9 +136,9 @@ Doc braceBlock(FormatContext &cx, const std::vector<SyntaxChild> &kids, size_t o
 
 Doc moduleRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   uint32_t eof = kids.back().index;
-  kids.pop_back();
+  kids = kids.drop_back();
   bool empty = kids.empty() && !cx.hasLeadingComments(eof);
   Doc body = cx.lines(kids, eof);
   return d.concat({body, cx.token(eof), empty ? Doc{} : d.hardline()});
@@ -148,7 +148,7 @@ Doc blockRule(FormatContext &cx, uint32_t node) { return braceBlock(cx, cx.child
 
 Doc modelRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   size_t brace = findToken(cx, kids, P::LBRACE);
   std::vector<Doc> head;
   for (size_t k = 0; k < brace; ++k) {
@@ -161,7 +161,7 @@ Doc modelRule(FormatContext &cx, uint32_t node) {
 
 Doc fnRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   std::vector<Doc> parts{cx.child(kids[0]), d.text(" "), cx.child(kids[1])};
   size_t k = 2;
   if (kids[k].isNode) // generic parameters
@@ -183,7 +183,7 @@ Doc fnRule(FormatContext &cx, uint32_t node) {
 Doc whereRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
   std::vector<Doc> parts;
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   for (size_t k = 0; k < kids.size(); ++k) {
     parts.push_back(cx.child(kids[k]));
     if (k == 0)
@@ -197,7 +197,7 @@ Doc whereRule(FormatContext &cx, uint32_t node) {
 /// `operand (op operand)*`: flat, or broken after each operator.
 Doc chainRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (kids.size() == 1)
     return cx.child(kids[0]);
   std::vector<Doc> rest;
@@ -214,7 +214,7 @@ Doc chainRule(FormatContext &cx, uint32_t node) {
 /// the last child, e.g. `min(a, b)`, `[a, b]`, `<B, S>`, `S in {1, 2}`.
 template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   size_t open = findToken(cx, kids, OpenKind);
   if (open == kids.size())
     return spaced(cx, node);
@@ -232,14 +232,14 @@ template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
 }
 
 Doc sizeAtomRule(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (kids.size() > 3 && isToken(kids[1], cx, P::LPAREN)) // min(a, b)
     return listRule<P::LPAREN>(cx, node);
   return spaced(cx, node);
 }
 
 Doc genericArgRule(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (findToken(cx, kids, P::LBRACE) != kids.size())
     return listRule<P::LBRACE>(cx, node);
   return spaced(cx, node);
@@ -247,7 +247,7 @@ Doc genericArgRule(FormatContext &cx, uint32_t node) {
 
 Doc postfixOpRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   size_t k = 0;
   std::vector<Doc> parts;
   if (kids[0].isNode) // generic arguments of a call: iota<N>()
@@ -259,7 +259,7 @@ Doc postfixOpRule(FormatContext &cx, uint32_t node) {
 }
 
 Doc primaryRule(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (isToken(kids[0], cx, P::LBRACK))
     return commaList(cx, kids, 0, kids.size() - 1, /*mayFill=*/true);
   return spaced(cx, node);
@@ -267,12 +267,12 @@ Doc primaryRule(FormatContext &cx, uint32_t node) {
 
 Doc constraintRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   return d.concat({cx.child(kids[0]), d.text(" "), cx.child(kids[1]), d.text(" "), cx.child(kids[2])});
 }
 
 Doc passThrough(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   return kids.size() == 1 ? cx.child(kids[0]) : spaced(cx, node);
 }
 
