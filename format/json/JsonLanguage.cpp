@@ -2,6 +2,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace lpu::format {
@@ -121,7 +122,10 @@ struct Lexer {
         static const char punct[] = "{}[]:,";
         const char *p = std::strchr(punct, c);
         if (!p || c == 0) {
-          error(begin, std::string("unexpected character '") + c + "'");
+          char shown[8];
+          std::snprintf(shown, sizeof shown, llvm::isPrint(c) ? "%c" : "\\x%02X",
+                        static_cast<unsigned char>(c));
+          error(begin, std::string("unexpected character '") + shown + "'");
           return false;
         }
         ++pos;

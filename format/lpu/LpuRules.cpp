@@ -33,6 +33,11 @@ bool spaceBetween(int prev, int next) {
   return true;
 }
 
+bool startsWithOwnLineComment(const FormatContext &cx, uint32_t token) {
+  const Token &t = cx.tree().tokens[token];
+  return cx.hasLeadingComments(token) && cx.tree().comments[t.leadBegin].ownLine;
+}
+
 Doc spaced(FormatContext &cx, uint32_t node) {
   std::vector<Doc> parts;
   uint32_t prevLast = UINT32_MAX;
@@ -40,6 +45,13 @@ Doc spaced(FormatContext &cx, uint32_t node) {
     uint32_t first = cx.firstToken(c);
     if (first == UINT32_MAX)
       continue;
+    if (prevLast != UINT32_MAX && startsWithOwnLineComment(cx, first)) {
+      // `let x =` then a comment on its own line: the comment and the value
+      // go on the following lines, one level deeper.
+      parts.push_back(cx.doc().indent(cx.child(c)));
+      prevLast = cx.lastToken(c);
+      continue;
+    }
     if (prevLast != UINT32_MAX &&
         spaceBetween(cx.tree().tokens[prevLast].kind, cx.tree().tokens[first].kind))
       parts.push_back(cx.doc().text(" "));

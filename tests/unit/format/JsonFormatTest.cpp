@@ -52,6 +52,8 @@ TEST(JsonFormat, SyntaxErrors) {
       {"\"open", "1:1: unterminated string"},
       {"[1] 2", "1:5: expected the end of the file after the value"},
       {"nul", "1:1: unexpected word 'nul'"},
+      {"[1,\n 2 @]", "2:4: unexpected character '@'"},
+      {"[\x01]", "1:2: unexpected character '\\x01'"},
   };
   for (auto [source, expected] : cases) {
     FormatResult r = format(jsonLanguage(), source);

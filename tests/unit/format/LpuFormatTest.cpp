@@ -112,8 +112,9 @@ TEST(LpuFormat, OffRegionWithoutOnRunsToTheEndOfTheBlock) {
 }
 
 TEST(LpuFormat, OwnLineCommentBeforeAValueStaysOnItsLine) {
-  std::string out = formatted("const A =\n  // why\n  5\n");
-  EXPECT_EQ(out, "const A =\n// why\n5\n");
+  EXPECT_EQ(formatted("const A =\n// why\n5\n"), "const A =\n  // why\n  5\n");
+  EXPECT_EQ(formatted("fn f() -> bool {\n  return\n    // why\n    g(1, 2)\n}\n"),
+            "fn f() -> bool {\n  return\n    // why\n    g(1, 2)\n}\n");
 }
 
 struct ErrorCase {

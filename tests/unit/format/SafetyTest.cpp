@@ -32,13 +32,13 @@ Doc arrayTwice(FormatContext &cx, uint32_t node) {
   std::vector<Doc> parts;
   for (SyntaxChild c : cx.childrenOf(node))
     parts.push_back(cx.child(c));
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   parts.push_back(cx.child(kids.back())); // the closing bracket again
   return cx.doc().concat(parts);
 }
 
 Doc arrayReversed(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   // [a, b] printed as [b, a]: still JSON, but not the same document.
   DocArena &d = cx.doc();
   Doc a = cx.child(kids[1]), comma = cx.child(kids[2]), b = cx.child(kids[3]);
@@ -55,13 +55,13 @@ Doc arrayWithoutComments(FormatContext &cx, uint32_t node) {
 }
 
 Doc memberBroken(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   DocArena &d = cx.doc();
   return d.concat({cx.child(kids[1]), cx.child(kids[0]), cx.child(kids[2])}); // `:"a" 1`
 }
 
 Doc documentNotIdempotent(FormatContext &cx, uint32_t node) {
-  std::vector<SyntaxChild> kids = cx.childrenOf(node);
+  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   DocArena &d = cx.doc();
   // Indents by whether the input started with a space: a second pass differs.
   Doc lead = cx.tree().source[0] == ' ' ? Doc{} : d.text(" ");
