@@ -19,6 +19,7 @@ DocArena::DocArena() {
   hardline_ = add(make(DocKind::HardLine));
   freshline_ = add(make(DocKind::FreshLine));
   breakParent_ = add(make(DocKind::BreakParent));
+  suffixBoundary_ = add(make(DocKind::LineSuffixBoundary));
 }
 
 Doc DocArena::add(DocNode n, const std::vector<Doc> &children) {
@@ -42,6 +43,7 @@ Doc DocArena::softline() { return softline_; }
 Doc DocArena::hardline() { return hardline_; }
 Doc DocArena::freshline() { return freshline_; }
 Doc DocArena::breakParent() { return breakParent_; }
+Doc DocArena::lineSuffixBoundary() { return suffixBoundary_; }
 
 Doc DocArena::concat(const std::vector<Doc> &parts) {
   // Dropping empties keeps the arena small: rules concatenate a lot of
@@ -136,6 +138,7 @@ static void dumpInto(const DocArena &arena, Doc d, llvm::raw_ostream &os) {
   case DocKind::HardLine: os << "hardline"; break;
   case DocKind::FreshLine: os << "freshline"; break;
   case DocKind::BreakParent: os << "breakParent"; break;
+  case DocKind::LineSuffixBoundary: os << "lineSuffixBoundary"; break;
   case DocKind::LineSuffix: os << "lineSuffix(\""; os.write_escaped(n.text); os << "\")"; break;
   case DocKind::Concat: list(""); break;
   case DocKind::Fill: list("fill"); break;

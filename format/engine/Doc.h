@@ -36,6 +36,7 @@ enum class DocKind : uint8_t {
   Fill,        // [content, separator, content, ...]: break only separators that must
   IfBreak,     // first child if the enclosing group is broken, else second
   LineSuffix,  // text held back until the next newline (trailing line comments)
+  LineSuffixBoundary, // a newline if line-suffix text is pending, else nothing
   BreakParent, // forces every enclosing group to break
 };
 
@@ -67,10 +68,12 @@ public:
   Doc fill(const std::vector<Doc> &partsAndSeparators);
   Doc ifBreak(Doc broken, Doc flat = Doc{});
   Doc lineSuffix(llvm::StringRef s);
+  Doc lineSuffixBoundary();
   /// `parts` with `separator` between neighbours.
   Doc join(Doc separator, const std::vector<Doc> &parts);
 
   const DocNode &node(Doc d) const { return nodes_[d.id]; }
+  Doc sharedHardline() const { return hardline_; }
   const Doc *children(Doc d) const { return kids_.data() + nodes_[d.id].first; }
   size_t size() const { return nodes_.size(); }
 
@@ -83,7 +86,7 @@ private:
 
   std::vector<DocNode> nodes_;
   std::vector<Doc> kids_;
-  Doc line_, softline_, hardline_, freshline_, breakParent_;
+  Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_;
 };
 
 /// Debug form of a document, e.g. `group(["a", line, "b"])`; used by tests.

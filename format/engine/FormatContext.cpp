@@ -56,6 +56,20 @@ Doc FormatContext::commentText(uint32_t comment) {
   return arena_.text(tree_.text(tree_.comments[comment]));
 }
 
+bool FormatContext::endsWithLineComment(uint32_t index) const {
+  const Token &t = tree_.tokens[index];
+  for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c)
+    if (tree_.comments[c].isLine) // a block comment may be followed by anything
+      return true;
+  return false;
+}
+
+Doc FormatContext::gapAfter(uint32_t prev, Doc normal) {
+  if (prev != UINT32_MAX && endsWithLineComment(prev))
+    return arena_.indent(arena_.hardline());
+  return normal;
+}
+
 bool FormatContext::hasLeadingComments(uint32_t index) const {
   const Token &t = tree_.tokens[index];
   for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
@@ -90,9 +104,18 @@ Doc FormatContext::leadingComments(uint32_t index) {
   return arena_.concat(parts);
 }
 
+Doc FormatContext::avoidSharedLine(uint32_t index) {
+  // A comment printed while another is held for the end of the line would
+  // come out of order, or merge into a line comment (`x // a // b`): before
+  // a token with comments, a boundary ends the line if something is held.
+  // It costs nothing where the layout breaks the line anyway.
+  const Token &t = tree_.tokens[index];
+  return t.trailEnd > t.leadBegin ? arena_.lineSuffixBoundary() : Doc{};
+}
+
 Doc FormatContext::token(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts;
+  std::vector<Doc> parts{avoidSharedLine(index)};
   // The last leading comment decides how the token follows it.
   int last = -1;
   for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
@@ -139,7 +162,7 @@ Doc FormatContext::dropToken(uint32_t index) {
   // Printing the token and then taking its text back out would be fragile;
   // instead print its comments around an empty text.
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts;
+  std::vector<Doc> parts{avoidSharedLine(index)};
   if (hasLeadingComments(index)) {
     parts.push_back(leadingComments(index));
     parts.push_back(arena_.breakParent());

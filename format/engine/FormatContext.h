@@ -46,6 +46,14 @@ public:
   /// with no line break after the last one. Used to keep comments before a
   /// closing bracket inside the indented body.
   Doc leadingComments(uint32_t index);
+  /// Whether a line comment trails token `index`. Rules put a
+  /// line break after such a token where they would put a space, so that two
+  /// line comments never land on one output line.
+  bool endsWithLineComment(uint32_t index) const;
+  /// `normal` (a space, or nothing) to put after token `prev`, unless a line
+  /// comment trails `prev`: then a line break one level deeper, so that what
+  /// follows cannot slide under that comment's line suffix.
+  Doc gapAfter(uint32_t prev, Doc normal);
   /// Whether `index` still has leading comments to print.
   bool hasLeadingComments(uint32_t index) const;
 
@@ -85,6 +93,7 @@ private:
   // whole document (outside its groups), so that `f(x) // why` does not
   // force the call's arguments onto separate lines.
   std::vector<uint8_t> trailingDeferred_;
+  Doc avoidSharedLine(uint32_t token);
   std::vector<Rule> ruleByKind_; // rules_ as a dense table: node() runs for every node
 };
 

@@ -129,6 +129,12 @@ private:
       }
       newline(c.indent);
       break;
+    case DocKind::LineSuffixBoundary:
+      if (!suffixes_.empty()) {
+        cmds_.push_back({c.indent, Mode::Break, arena_.sharedHardline()});
+        flushSuffixes();
+      }
+      break;
     case DocKind::FreshLine:
       if (!suffixes_.empty()) {
         cmds_.push_back(c);
@@ -178,6 +184,7 @@ private:
   /// line break, fit in `width` columns.
   bool fits(std::initializer_list<Cmd> first, int width, bool mustBeFlat) {
     std::vector<Cmd> &stack = fitsStack_; // reused: fits runs once per group
+    bool hasLineSuffix = !suffixes_.empty();
     stack.assign(std::rbegin(first), std::rend(first));
     size_t restIdx = cmds_.size();
     while (width >= 0) {
@@ -194,7 +201,13 @@ private:
       switch (n.kind) {
       case DocKind::Empty:
       case DocKind::BreakParent:
+        break;
       case DocKind::LineSuffix:
+        hasLineSuffix = true;
+        break;
+      case DocKind::LineSuffixBoundary:
+        if (hasLineSuffix)
+          return true; // the line ends here
         break;
       case DocKind::Text: {
         size_t nl = n.text.find('\n');

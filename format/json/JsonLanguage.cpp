@@ -283,7 +283,8 @@ Doc arrayRule(FormatContext &cx, uint32_t node) { return containerRule(cx, node,
 Doc memberRule(FormatContext &cx, uint32_t node) {
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   DocArena &d = cx.doc();
-  return d.concat({cx.child(kids[0]), cx.child(kids[1]), d.text(" "), cx.child(kids[2])});
+  return d.concat({cx.child(kids[0]), cx.gapAfter(kids[0].index, Doc{}), cx.child(kids[1]),
+                   cx.gapAfter(kids[1].index, d.text(" ")), cx.child(kids[2])});
 }
 
 Doc fallbackRule(FormatContext &cx, uint32_t node) {

@@ -33,6 +33,8 @@ bool spaceBetween(int prev, int next) {
   return true;
 }
 
+Doc gap(FormatContext &cx, uint32_t prevLast, Doc normal) { return cx.gapAfter(prevLast, normal); }
+
 bool startsWithOwnLineComment(const FormatContext &cx, uint32_t token) {
   const Token &t = cx.tree().tokens[token];
   return cx.hasLeadingComments(token) && cx.tree().comments[t.leadBegin].ownLine;
@@ -52,9 +54,11 @@ Doc spaced(FormatContext &cx, uint32_t node) {
       prevLast = cx.lastToken(c);
       continue;
     }
-    if (prevLast != UINT32_MAX &&
-        spaceBetween(cx.tree().tokens[prevLast].kind, cx.tree().tokens[first].kind))
-      parts.push_back(cx.doc().text(" "));
+    if (prevLast != UINT32_MAX)
+      parts.push_back(gap(cx, prevLast,
+                          spaceBetween(cx.tree().tokens[prevLast].kind, cx.tree().tokens[first].kind)
+                              ? cx.doc().text(" ")
+                              : Doc{}));
     parts.push_back(cx.child(c));
     prevLast = cx.lastToken(c);
   }
@@ -63,8 +67,14 @@ Doc spaced(FormatContext &cx, uint32_t node) {
 
 Doc tight(FormatContext &cx, uint32_t node) {
   std::vector<Doc> parts;
-  for (SyntaxChild c : cx.childrenOf(node))
+  uint32_t prevLast = UINT32_MAX;
+  for (SyntaxChild c : cx.childrenOf(node)) {
+    if (cx.firstToken(c) == UINT32_MAX)
+      continue;
+    parts.push_back(gap(cx, prevLast, Doc{}));
     parts.push_back(cx.child(c));
+    prevLast = cx.lastToken(c);
+  }
   return cx.doc().concat(parts);
 }
 
@@ -158,52 +168,75 @@ Doc moduleRule(FormatContext &cx, uint32_t node) {
 
 Doc blockRule(FormatContext &cx, uint32_t node) { return braceBlock(cx, cx.childrenOf(node), 0); }
 
+/// Pieces in order, each after a chosen separator; the separator after a
+/// token carrying a line comment becomes a line break (see gap).
+class Seq {
+public:
+  explicit Seq(FormatContext &cx) : cx_(cx) {}
+  Seq &add(SyntaxChild c, Doc before = Doc{}) {
+    if (cx_.firstToken(c) == UINT32_MAX)
+      return *this;
+    return add(cx_.child(c), cx_.lastToken(c), before);
+  }
+  Seq &add(Doc piece, uint32_t lastToken, Doc before = Doc{}) {
+    if (!parts_.empty())
+      parts_.push_back(gap(cx_, prevLast_, before));
+    parts_.push_back(piece);
+    prevLast_ = lastToken;
+    return *this;
+  }
+  uint32_t prevLast() const { return prevLast_; }
+  Doc done() { return cx_.doc().concat(parts_); }
+
+private:
+  FormatContext &cx_;
+  std::vector<Doc> parts_;
+  uint32_t prevLast_ = UINT32_MAX;
+};
+
 Doc modelRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   size_t brace = findToken(cx, kids, P::LBRACE);
-  std::vector<Doc> head;
-  for (size_t k = 0; k < brace; ++k) {
-    if (k == 1)
-      head.push_back(d.text(" "));
-    head.push_back(cx.child(kids[k]));
-  }
-  return d.concat({d.concat(head), d.text(" "), braceBlock(cx, kids, brace)});
+  Seq seq(cx);
+  for (size_t k = 0; k < brace; ++k)
+    seq.add(kids[k], k == 1 ? d.text(" ") : Doc{});
+  seq.add(braceBlock(cx, kids, brace), kids.back().index, d.text(" "));
+  return seq.done();
 }
 
 Doc fnRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
-  std::vector<Doc> parts{cx.child(kids[0]), d.text(" "), cx.child(kids[1])};
+  Seq seq(cx);
+  seq.add(kids[0]).add(kids[1], d.text(" "));
   size_t k = 2;
   if (kids[k].isNode) // generic parameters
-    parts.push_back(cx.child(kids[k++]));
+    seq.add(kids[k++]);
   size_t close = findToken(cx, kids, P::RPAREN, k);
-  parts.push_back(commaList(cx, kids, k, close));
+  seq.add(commaList(cx, kids, k, close), kids[close].index);
   k = close + 1;
-  parts.push_back(d.text(" "));
-  parts.push_back(cx.child(kids[k++])); // ->
-  parts.push_back(d.text(" "));
-  parts.push_back(cx.child(kids[k++])); // result type
-  if (k + 1 < kids.size()) // where clause
-    parts.push_back(d.group(d.indent(d.concat({d.line(), cx.child(kids[k++])}))));
-  parts.push_back(d.text(" "));
-  parts.push_back(cx.child(kids[k]));
-  return d.concat(parts);
+  seq.add(kids[k++], d.text(" ")); // ->
+  seq.add(kids[k++], d.text(" ")); // result type
+  if (k + 1 < kids.size()) {       // where clause
+    bool mustBreak = cx.endsWithLineComment(seq.prevLast());
+    Doc where = cx.child(kids[k]);
+    seq.add(d.group(d.indent(d.concat({d.line(), where})), mustBreak), cx.lastToken(kids[k]));
+    ++k;
+  }
+  seq.add(kids[k], d.text(" ")); // body
+  return seq.done();
 }
 
 Doc whereRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
-  std::vector<Doc> parts;
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
+  Seq seq(cx);
   for (size_t k = 0; k < kids.size(); ++k) {
-    parts.push_back(cx.child(kids[k]));
-    if (k == 0)
-      parts.push_back(d.text(" "));
-    else if (isToken(kids[k], cx, P::COMMA))
-      parts.push_back(d.line());
+    Doc before = k == 1 ? d.text(" ") : isToken(kids[k], cx, P::COMMA) || k == 0 ? Doc{} : d.line();
+    seq.add(kids[k], before);
   }
-  return d.group(d.indent(d.concat(parts)));
+  return d.group(d.indent(seq.done()));
 }
 
 /// `operand (op operand)*`: flat, or broken after each operator.
@@ -212,14 +245,12 @@ Doc chainRule(FormatContext &cx, uint32_t node) {
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (kids.size() == 1)
     return cx.child(kids[0]);
-  std::vector<Doc> rest;
-  for (size_t k = 1; k + 1 < kids.size(); k += 2) {
-    rest.push_back(d.text(" "));
-    rest.push_back(cx.child(kids[k]));
-    rest.push_back(d.line());
-    rest.push_back(cx.child(kids[k + 1]));
-  }
-  return d.group(d.concat({cx.child(kids[0]), d.indent(d.concat(rest))}));
+  Doc first = cx.child(kids[0]);
+  Seq rest(cx);
+  rest.add(d.text(""), cx.lastToken(kids[0]));
+  for (size_t k = 1; k + 1 < kids.size(); k += 2)
+    rest.add(kids[k], d.text(" ")).add(kids[k + 1], d.line());
+  return d.group(d.concat({first, d.indent(rest.done())}));
 }
 
 /// A rule whose first bracket (of `openKind`) opens a comma list closing at
@@ -230,17 +261,13 @@ template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
   size_t open = findToken(cx, kids, OpenKind);
   if (open == kids.size())
     return spaced(cx, node);
-  std::vector<Doc> parts;
-  for (size_t k = 0; k < open; ++k) {
-    // `S in {..}` is spaced; `name<..>`, `name(..)` and `<..>(..)` are tight.
-    if (k > 0)
-      parts.push_back(d.text(" "));
-    parts.push_back(cx.child(kids[k]));
-  }
-  if (OpenKind == P::LBRACE)
-    parts.push_back(d.text(" "));
-  parts.push_back(commaList(cx, kids, open, kids.size() - 1, OpenKind == P::LBRACE));
-  return d.concat(parts);
+  Seq seq(cx);
+  // `S in {..}` is spaced; `name<..>`, `name(..)` and `<..>(..)` are tight.
+  for (size_t k = 0; k < open; ++k)
+    seq.add(kids[k], k > 0 ? d.text(" ") : Doc{});
+  seq.add(commaList(cx, kids, open, kids.size() - 1, OpenKind == P::LBRACE), kids.back().index,
+          OpenKind == P::LBRACE ? d.text(" ") : Doc{});
+  return seq.done();
 }
 
 Doc sizeAtomRule(FormatContext &cx, uint32_t node) {
@@ -258,16 +285,15 @@ Doc genericArgRule(FormatContext &cx, uint32_t node) {
 }
 
 Doc postfixOpRule(FormatContext &cx, uint32_t node) {
-  DocArena &d = cx.doc();
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   size_t k = 0;
-  std::vector<Doc> parts;
-  if (kids[0].isNode) // generic arguments of a call: iota<N>()
-    parts.push_back(cx.child(kids[k++]));
-  if (isToken(kids[k], cx, P::DOT))
+  if (isToken(kids[0], cx, P::DOT))
     return tight(cx, node);
-  parts.push_back(commaList(cx, kids, k, kids.size() - 1));
-  return d.concat(parts);
+  Seq seq(cx);
+  if (kids[0].isNode) // generic arguments of a call: iota<N>()
+    seq.add(kids[k++]);
+  seq.add(commaList(cx, kids, k, kids.size() - 1), kids.back().index);
+  return seq.done();
 }
 
 Doc primaryRule(FormatContext &cx, uint32_t node) {
@@ -280,7 +306,7 @@ Doc primaryRule(FormatContext &cx, uint32_t node) {
 Doc constraintRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
-  return d.concat({cx.child(kids[0]), d.text(" "), cx.child(kids[1]), d.text(" "), cx.child(kids[2])});
+  return Seq(cx).add(kids[0]).add(kids[1], d.text(" ")).add(kids[2], d.text(" ")).done();
 }
 
 Doc passThrough(FormatContext &cx, uint32_t node) {
