@@ -146,7 +146,10 @@ Doc FormatContext::trailingComments(uint32_t index) {
     if (commentUses_[c])
       continue;
     const Comment &cm = tree_.comments[c];
-    if (!cm.isLine && !cm.newlineAfter) {
+    // A block comment stays in the text whatever follows it in the input:
+    // treating one that ended its line differently would make the result
+    // depend on the previous layout, and a second pass differ.
+    if (!cm.isLine) {
       parts.push_back(arena_.text(" "));
       parts.push_back(commentText(c));
     } else {
@@ -166,6 +169,11 @@ Doc FormatContext::dropToken(uint32_t index) {
   if (hasLeadingComments(index)) {
     parts.push_back(leadingComments(index));
     parts.push_back(arena_.breakParent());
+    // With no token text between them, the trailing comments would be held
+    // for the end of the last leading comment's line, inside it if it is a
+    // line comment.
+    if (t.trailEnd > t.trailBegin)
+      parts.push_back(arena_.hardline());
   }
   ++tokenUses_[index];
   for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {

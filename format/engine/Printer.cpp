@@ -108,8 +108,8 @@ private:
       cmds_.push_back({c.indent, c.mode, c.mode == Mode::Break ? kids[0] : kids[1]});
       break;
     case DocKind::LineSuffix:
-      if (c.flushing)
-        emitText(n.text);
+      if (c.flushing) // its separating blank is not wanted at the start of a line
+        emitText(lineHasContent_ ? llvm::StringRef(n.text) : llvm::StringRef(n.text).ltrim(' '));
       else
         suffixes_.push_back(c);
       break;

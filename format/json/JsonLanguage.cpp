@@ -250,7 +250,7 @@ Doc containerRule(FormatContext &cx, uint32_t node, bool alwaysBreak) {
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   DocArena &d = cx.doc();
   uint32_t open = kids.front().index, close = kids.back().index;
-  if (kids.size() == 2 && !cx.hasLeadingComments(close))
+  if (kids.size() == 2 && !cx.hasLeadingComments(close) && !cx.endsWithLineComment(open))
     return d.concat({cx.token(open), cx.token(close)});
   std::vector<SyntaxChild> items;
   std::vector<uint32_t> commas;

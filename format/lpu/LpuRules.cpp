@@ -105,7 +105,7 @@ Doc commaList(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt
               size_t closeAt, bool mayFill = false) {
   DocArena &d = cx.doc();
   uint32_t open = kids[openAt].index, close = kids[closeAt].index;
-  if (closeAt == openAt + 1 && !cx.hasLeadingComments(close))
+  if (closeAt == openAt + 1 && !cx.hasLeadingComments(close) && !cx.endsWithLineComment(open))
     return d.concat({cx.token(open), cx.token(close)});
   bool fill = mayFill && fillable(cx, kids, openAt, closeAt);
   std::vector<Doc> parts;
@@ -147,7 +147,7 @@ Doc braceBlock(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openA
   size_t closeAt = kids.size() - 1;
   uint32_t open = kids[openAt].index, close = kids[closeAt].index;
   llvm::ArrayRef<SyntaxChild> items = kids.slice(openAt + 1, closeAt - openAt - 1);
-  if (items.empty() && !cx.hasLeadingComments(close))
+  if (items.empty() && !cx.hasLeadingComments(close) && !cx.endsWithLineComment(open))
     return d.concat({cx.token(open), cx.token(close)});
   Doc openDoc = cx.token(open);
   Doc body = cx.lines(items, close);

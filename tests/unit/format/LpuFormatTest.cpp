@@ -117,6 +117,25 @@ TEST(LpuFormat, OwnLineCommentBeforeAValueStaysOnItsLine) {
             "fn f() -> bool {\n  return\n    // why\n    g(1, 2)\n}\n");
 }
 
+TEST(LpuFormat, LineCommentsNeverShareALine) {
+  // Found by inserting comments at random places: each of these once made a
+  // second pass differ or merged two comments into one.
+  const char *cases[] = {
+      "fn g( // a\n) -> /* b */ bool {\n  return x\n}\n",
+      "fn f() -> // a\n bool {\n  return // b\n  x // c\n}\n",
+      "const A = f(\n  x,\n  y // a\n  // b\n  , // c\n)\n",
+      "const A = f(x // a\n, // b\ny)\n",
+      "const A = x @ w /* a */\nconst B = x @\n  w /* b */\n",
+      "model M { // a\n}\n",
+  };
+  for (const char *source : cases)
+    for (unsigned width : {1u, 20u, 10000u}) {
+      SCOPED_TRACE(std::string(source) + " at width " + std::to_string(width));
+      FormatResult r = format(lpu(), source, width);
+      EXPECT_EQ(r.status, FormatResult::Formatted) << r.details;
+    }
+}
+
 struct ErrorCase {
   const char *source;
   uint32_t line, column;
