@@ -4,6 +4,7 @@
 
 #include "format/engine/Pipeline.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -73,6 +74,33 @@ inline std::string perturb(const Language &lang, const std::string &source, unsi
     out += pick;
   }
   out += src.substr(tree.tokens.back().offset);
+  return out;
+}
+
+/// `source` with up to six comments of every kind inserted after random
+/// tokens: trailing line and block comments, multi-line block comments and
+/// own-line comments after a blank line.
+inline std::string insertComments(const Language &lang, const std::string &source, unsigned seed) {
+  SyntaxTree tree;
+  tree.source = source;
+  std::vector<SyntaxError> errors;
+  if (!lang.parse(tree, errors) || tree.tokens.size() < 2)
+    return source;
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> at;
+  unsigned count = 1 + rng() % 6;
+  for (unsigned k = 0; k < count; ++k) {
+    const Token &t = tree.tokens[rng() % (tree.tokens.size() - 1)];
+    at.push_back(t.offset + t.length);
+  }
+  std::sort(at.rbegin(), at.rend());
+  std::string out = source;
+  for (size_t k = 0; k < at.size(); ++k) {
+    std::string n = std::to_string(k);
+    const std::string kinds[] = {" // c" + n + "\n", " /* c" + n + " */ ", "\n/* m" + n + "\n x */\n",
+                                 "\n\n// own" + n + "\n"};
+    out.insert(at[k], kinds[rng() % 4]);
+  }
   return out;
 }
 

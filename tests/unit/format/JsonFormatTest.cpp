@@ -29,6 +29,18 @@ TEST(JsonFormat, Perturbation) {
   }
 }
 
+TEST(JsonFormat, CommentsAnywhereAreFormattedSafely) {
+  std::string input = testing::readSpec("data.json");
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    std::string commented = testing::insertComments(jsonLanguage(), input, seed);
+    for (unsigned width : {1u, 20u, 100u}) {
+      FormatResult r = format(jsonLanguage(), commented, width);
+      ASSERT_EQ(r.status, FormatResult::Formatted)
+          << "seed " << seed << " width " << width << ": " << r.details << "\n" << commented;
+    }
+  }
+}
+
 TEST(JsonFormat, ExtremeWidths) {
   for (unsigned width : {1u, 7u, 10000u}) {
     FormatResult r = format(jsonLanguage(), testing::readSpec("data.json"), width);

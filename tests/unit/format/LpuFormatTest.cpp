@@ -117,6 +117,25 @@ TEST(LpuFormat, OwnLineCommentBeforeAValueStaysOnItsLine) {
             "fn f() -> bool {\n  return\n    // why\n    g(1, 2)\n}\n");
 }
 
+TEST(LpuFormat, CommentsAnywhereAreFormattedSafely) {
+  // Every comment placement must pass the safety checks (printed once,
+  // same comments, idempotent) at any width.
+  for (const char *name : kSpecs) {
+    if (std::string(name) == "offregion")
+      continue;
+    std::string input = readSpec(std::string(name) + ".lpu");
+    for (unsigned seed = 1; seed <= 60; ++seed) {
+      std::string commented = testing::insertComments(lpu(), input, seed);
+      for (unsigned width : {1u, 20u, 100u}) {
+        FormatResult r = format(lpu(), commented, width);
+        ASSERT_EQ(r.status, FormatResult::Formatted)
+            << name << " seed " << seed << " width " << width << ": " << r.details << "\n"
+            << commented;
+      }
+    }
+  }
+}
+
 TEST(LpuFormat, LineCommentsNeverShareALine) {
   // Found by inserting comments at random places: each of these once made a
   // second pass differ or merged two comments into one.
