@@ -5,6 +5,8 @@
 
 #include <antlr4-runtime.h>
 
+#include <typeinfo>
+
 namespace lpu::format {
 namespace {
 
@@ -154,20 +156,38 @@ public:
   TreeConverter(SyntaxTree &tree, const std::vector<uint32_t> &tokenMap)
       : build_(tree), tokenMap_(tokenMap) {}
 
-  uint32_t convert(antlr4::ParserRuleContext *ctx) {
-    size_t mark = build_.start();
-    for (antlr4::tree::ParseTree *child : ctx->children) {
-      // One cast per child: the tree holds only rule contexts and terminals
-      // (error nodes never reach here: a parse with errors is rejected).
-      if (auto *terminal = dynamic_cast<antlr4::tree::TerminalNode *>(child))
-        build_.addToken(tokenMap_[terminal->getSymbol()->getTokenIndex()]);
-      else
-        convert(static_cast<antlr4::ParserRuleContext *>(child));
+  /// Converts `ctx`; returns its node index, or UINT32_MAX if it was folded.
+  /// A rule context with exactly one child (other than the root) becomes
+  /// that child: every rule prints such a node as its child, and the
+  /// expression grammar nests ten of them around each operand, which would
+  /// otherwise dominate the tree. Kinds of the remaining nodes are rule
+  /// indices.
+  uint32_t convert(antlr4::ParserRuleContext *ctx, bool root = true) {
+    if (!root && ctx->children.size() == 1) {
+      addChild(ctx->children[0]);
+      return UINT32_MAX;
     }
+    size_t mark = build_.start();
+    for (antlr4::tree::ParseTree *child : ctx->children)
+      addChild(child);
     return build_.finish(mark, static_cast<int>(ctx->getRuleIndex()));
   }
 
 private:
+  void addChild(antlr4::tree::ParseTree *child) {
+      // The tree holds only rule contexts and TerminalNodeImpl leaves (error
+      // nodes never reach here: a parse with errors is rejected). Comparing
+      // the exact type first is much cheaper than a dynamic_cast across the
+      // shared runtime for the many rule contexts of the deep expression
+      // rules (a terminal still needs the cast: its base is virtual).
+      if (typeid(*child) == typeid(antlr4::tree::TerminalNodeImpl))
+        build_.addToken(tokenMap_[dynamic_cast<antlr4::tree::TerminalNode *>(child)
+                                      ->getSymbol()
+                                      ->getTokenIndex()]);
+      else
+        convert(static_cast<antlr4::ParserRuleContext *>(child), /*root=*/false);
+  }
+
   SyntaxTreeBuilder build_;
   const std::vector<uint32_t> &tokenMap_;
 };

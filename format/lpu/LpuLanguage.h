@@ -1,6 +1,7 @@
 // The .lpu language for the formatter: the ANTLR lexer's token stream (with
 // the hidden channel's comments as trivia) and the ANTLR parse tree as the
-// concrete syntax tree, whose node kinds are the grammar's rule indices.
+// concrete syntax tree, whose node kinds are the grammar's rule indices
+// (rule contexts with a single child are folded into that child).
 #pragma once
 
 #include "format/engine/Pipeline.h"
