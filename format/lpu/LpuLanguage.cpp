@@ -13,6 +13,8 @@ namespace {
 using lpu_antlr::LPULexer;
 using lpu_antlr::LPUParser;
 
+constexpr unsigned kMaxBracketDepth = 1000;
+
 /// Collects syntax errors instead of printing them (ANTLR's default).
 class ErrorCollector : public antlr4::BaseErrorListener {
 public:
@@ -208,6 +210,7 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
     std::vector<uint32_t> tokenMap(stream.size(), UINT32_MAX); // ANTLR index -> ours
     uint32_t significant = 0;
     size_t nextSpan = 0;
+    unsigned depth = 0;
     for (antlr4::Token *t : stream.getTokens()) {
       size_t type = t->getType();
       uint32_t begin = offsets[std::min(t->getStartIndex(), offsets.size() - 1)];
@@ -230,6 +233,19 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
       r.length = end - begin;
       if (r.category == RawToken::Significant)
         tokenMap[t->getTokenIndex()] = significant++;
+      // The parser recurses a dozen frames per bracket: refuse absurd
+      // nesting rather than overflow the stack.
+      if (type == LPULexer::LPAREN || type == LPULexer::LBRACK || type == LPULexer::LBRACE) {
+        if (++depth > kMaxBracketDepth) {
+          errors.push_back({static_cast<uint32_t>(t->getLine()),
+                            static_cast<uint32_t>(t->getCharPositionInLine() + 1),
+                            "brackets nested more than " + std::to_string(kMaxBracketDepth) +
+                                " deep"});
+          return false;
+        }
+      } else if (type == LPULexer::RPAREN || type == LPULexer::RBRACK || type == LPULexer::RBRACE) {
+        depth = depth > 0 ? depth - 1 : 0;
+      }
       raw.push_back(r);
     }
     if (!errors.empty())

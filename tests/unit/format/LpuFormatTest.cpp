@@ -181,6 +181,16 @@ TEST(LpuFormat, SyntaxErrorsPointAtTheLine) {
   }
 }
 
+TEST(LpuFormat, AbsurdNestingIsASyntaxErrorNotACrash) {
+  std::string deep = "const A = " + std::string(20000, '(') + "1" + std::string(20000, ')') + "\n";
+  FormatResult r = format(lpu(), deep);
+  ASSERT_EQ(r.status, FormatResult::SyntaxErrors);
+  EXPECT_EQ(r.errors[0].message, "brackets nested more than 1000 deep");
+  EXPECT_EQ(r.errors[0].column, 1011u);
+  std::string fine = "const A = " + std::string(500, '[') + "1" + std::string(500, ']') + "\n";
+  EXPECT_EQ(format(lpu(), fine).status, FormatResult::Formatted);
+}
+
 TEST(LpuFormat, OptionalTokensAreTrailingCommasOnly) {
   SyntaxTree tree;
   tree.source = "const A = f(1, 2,)\n";
