@@ -1,0 +1,159 @@
+#include "format/engine/Doc.h"
+
+#include <llvm/ADT/Twine.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace lpu::format {
+
+static DocNode make(DocKind kind) {
+  DocNode n;
+  n.kind = kind;
+  return n;
+}
+
+DocArena::DocArena() {
+  nodes_.push_back(DocNode{}); // id 0: the empty document
+  // The leaf documents without payload are shared.
+  line_ = add(make(DocKind::Line));
+  softline_ = add(make(DocKind::SoftLine));
+  hardline_ = add(make(DocKind::HardLine));
+  freshline_ = add(make(DocKind::FreshLine));
+  breakParent_ = add(make(DocKind::BreakParent));
+  suffixBoundary_ = add(make(DocKind::LineSuffixBoundary));
+}
+
+Doc DocArena::add(DocNode n, const std::vector<Doc> &children) {
+  n.first = static_cast<uint32_t>(kids_.size());
+  n.count = static_cast<uint32_t>(children.size());
+  kids_.insert(kids_.end(), children.begin(), children.end());
+  nodes_.push_back(std::move(n));
+  return Doc{static_cast<uint32_t>(nodes_.size() - 1)};
+}
+
+Doc DocArena::text(llvm::StringRef s) {
+  if (s.empty())
+    return Doc{};
+  DocNode n = make(DocKind::Text);
+  n.text = s.str();
+  return add(std::move(n));
+}
+
+Doc DocArena::line() { return line_; }
+Doc DocArena::softline() { return softline_; }
+Doc DocArena::hardline() { return hardline_; }
+Doc DocArena::freshline() { return freshline_; }
+Doc DocArena::breakParent() { return breakParent_; }
+Doc DocArena::lineSuffixBoundary() { return suffixBoundary_; }
+
+Doc DocArena::concat(const std::vector<Doc> &parts) {
+  // Dropping empties keeps the arena small: rules concatenate a lot of
+  // optional pieces.
+  uint32_t kept = 0;
+  Doc only;
+  for (Doc d : parts)
+    if (d.id != 0) {
+      ++kept;
+      only = d;
+    }
+  if (kept <= 1)
+    return only;
+  DocNode n = make(DocKind::Concat);
+  n.first = static_cast<uint32_t>(kids_.size());
+  n.count = kept;
+  for (Doc d : parts)
+    if (d.id != 0)
+      kids_.push_back(d);
+  nodes_.push_back(std::move(n));
+  return Doc{static_cast<uint32_t>(nodes_.size() - 1)};
+}
+
+Doc DocArena::group(Doc d, bool forceBreak) {
+  DocNode n = make(DocKind::Group);
+  n.forceBreak = forceBreak;
+  return add(std::move(n), {d});
+}
+
+Doc DocArena::indent(Doc d) { return add(make(DocKind::Indent), {d}); }
+
+Doc DocArena::align(uint32_t columns, Doc d) {
+  DocNode n = make(DocKind::Align);
+  n.amount = columns;
+  return add(std::move(n), {d});
+}
+
+Doc DocArena::fill(const std::vector<Doc> &partsAndSeparators) {
+  return add(make(DocKind::Fill), partsAndSeparators);
+}
+
+Doc DocArena::ifBreak(Doc broken, Doc flat) { return add(make(DocKind::IfBreak), {broken, flat}); }
+
+Doc DocArena::lineSuffix(llvm::StringRef s) {
+  DocNode n = make(DocKind::LineSuffix);
+  n.text = s.str();
+  return add(std::move(n));
+}
+
+Doc DocArena::join(Doc separator, const std::vector<Doc> &parts) {
+  std::vector<Doc> all;
+  all.reserve(parts.size() * 2);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i)
+      all.push_back(separator);
+    all.push_back(parts[i]);
+  }
+  return concat(all);
+}
+
+void DocArena::propagateBreaks() {
+  // Children precede parents in the arena, so one forward pass suffices.
+  for (DocNode &n : nodes_) {
+    bool hard = n.kind == DocKind::HardLine || n.kind == DocKind::FreshLine ||
+                n.kind == DocKind::BreakParent ||
+                (n.kind == DocKind::Text && n.text.find('\n') != std::string::npos);
+    for (uint32_t i = 0; i < n.count && !hard; ++i)
+      hard = nodes_[kids_[n.first + i].id].containsHardBreak;
+    n.containsHardBreak = hard;
+    if (n.kind == DocKind::Group && hard)
+      n.forceBreak = true;
+  }
+}
+
+static void dumpInto(const DocArena &arena, Doc d, llvm::raw_ostream &os) {
+  const DocNode &n = arena.node(d);
+  const Doc *kids = arena.children(d);
+  auto list = [&](llvm::StringRef name) {
+    os << name << "([";
+    for (uint32_t i = 0; i < n.count; ++i) {
+      if (i)
+        os << ", ";
+      dumpInto(arena, kids[i], os);
+    }
+    os << "])";
+  };
+  switch (n.kind) {
+  case DocKind::Empty: os << "\"\""; break;
+  case DocKind::Text: os << '"'; os.write_escaped(n.text); os << '"'; break;
+  case DocKind::Line: os << "line"; break;
+  case DocKind::SoftLine: os << "softline"; break;
+  case DocKind::HardLine: os << "hardline"; break;
+  case DocKind::FreshLine: os << "freshline"; break;
+  case DocKind::BreakParent: os << "breakParent"; break;
+  case DocKind::LineSuffixBoundary: os << "lineSuffixBoundary"; break;
+  case DocKind::LineSuffix: os << "lineSuffix(\""; os.write_escaped(n.text); os << "\")"; break;
+  case DocKind::Concat: list(""); break;
+  case DocKind::Fill: list("fill"); break;
+  case DocKind::IfBreak: list("ifBreak"); break;
+  case DocKind::Group: list(n.forceBreak ? "group!" : "group"); break;
+  case DocKind::Indent: list("indent"); break;
+  case DocKind::Align: list(("align" + llvm::Twine(n.amount)).str()); break;
+  }
+}
+
+std::string dumpDoc(const DocArena &arena, Doc d) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  dumpInto(arena, d, os);
+  return os.str();
+}
+
+} // namespace lpu::format

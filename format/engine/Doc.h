@@ -1,0 +1,95 @@
+// The document algebra of the layout engine (Wadler's "A prettier printer",
+// with Prettier's extensions). A document describes every layout a piece of
+// code may take; the printer picks one for a given width. Nothing here knows
+// about any programming language.
+//
+// Documents live in an arena and are named by small integer ids. A node's
+// children are always created before it, so one forward pass over the arena
+// settles which groups must break (see DocArena::propagateBreaks).
+#pragma once
+
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lpu::format {
+
+/// A document: an index into its DocArena.
+struct Doc {
+  uint32_t id = 0; // 0 is the empty document
+  bool operator==(const Doc &) const = default;
+};
+
+enum class DocKind : uint8_t {
+  Empty,
+  Text,        // literal text; may hold newlines only when verbatim (comments, off regions)
+  Line,        // a space when flat, a newline when broken
+  SoftLine,    // nothing when flat, a newline when broken
+  HardLine,    // always a newline; breaks every enclosing group
+  FreshLine,   // a newline unless the current line holds nothing but indentation
+  Concat,      // children one after another
+  Group,       // flat if it fits in the remaining width, else broken
+  Indent,      // children one indentation step deeper
+  Align,       // children `amount` columns deeper
+  Fill,        // [content, separator, content, ...]: break only separators that must
+  IfBreak,     // first child if the enclosing group is broken, else second
+  LineSuffix,  // text held back until the next newline (trailing line comments)
+  LineSuffixBoundary, // a newline if line-suffix text is pending, else nothing
+  BreakParent, // forces every enclosing group to break
+};
+
+struct DocNode {
+  DocKind kind = DocKind::Empty;
+  bool containsHardBreak = false; // set by propagateBreaks for this subtree
+  bool forceBreak = false;        // groups only: break regardless of width
+  uint32_t amount = 0;            // Align: columns
+  uint32_t first = 0, count = 0;  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids
+  std::string text;               // Text, LineSuffix
+};
+
+/// Owns documents. Builders return ids; ids are only meaningful in the arena
+/// that created them.
+class DocArena {
+public:
+  DocArena();
+
+  Doc text(llvm::StringRef s);
+  Doc line();
+  Doc softline();
+  Doc hardline();
+  Doc freshline();
+  Doc breakParent();
+  Doc concat(const std::vector<Doc> &parts);
+  Doc group(Doc d, bool forceBreak = false);
+  Doc indent(Doc d);
+  Doc align(uint32_t columns, Doc d);
+  Doc fill(const std::vector<Doc> &partsAndSeparators);
+  Doc ifBreak(Doc broken, Doc flat = Doc{});
+  Doc lineSuffix(llvm::StringRef s);
+  Doc lineSuffixBoundary();
+  /// `parts` with `separator` between neighbours.
+  Doc join(Doc separator, const std::vector<Doc> &parts);
+
+  const DocNode &node(Doc d) const { return nodes_[d.id]; }
+  Doc sharedHardline() const { return hardline_; }
+  const Doc *children(Doc d) const { return kids_.data() + nodes_[d.id].first; }
+  size_t size() const { return nodes_.size(); }
+
+  /// Marks groups that contain a hard line or break-parent as broken. The
+  /// printer calls it; it is linear in the arena size.
+  void propagateBreaks();
+
+private:
+  Doc add(DocNode n, const std::vector<Doc> &children = {});
+
+  std::vector<DocNode> nodes_;
+  std::vector<Doc> kids_;
+  Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_;
+};
+
+/// Debug form of a document, e.g. `group(["a", line, "b"])`; used by tests.
+std::string dumpDoc(const DocArena &arena, Doc d);
+
+} // namespace lpu::format

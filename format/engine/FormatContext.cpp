@@ -1,0 +1,337 @@
+#include "format/engine/FormatContext.h"
+
+#include <llvm/ADT/Twine.h>
+
+namespace lpu::format {
+
+FormatContext::FormatContext(const SyntaxTree &tree, const RuleTable &rules, DocArena &arena)
+    : tree_(tree), rules_(rules), arena_(arena), tokenUses_(tree.tokens.size(), 0),
+      commentUses_(tree.comments.size(), 0), trailingDeferred_(tree.tokens.size(), 0) {
+  for (const auto &[kind, rule] : rules.byKind)
+    if (kind >= 0 && kind < 4096) {
+      if (ruleByKind_.size() <= static_cast<size_t>(kind))
+        ruleByKind_.resize(kind + 1, nullptr);
+      ruleByKind_[kind] = rule;
+    }
+}
+
+Doc FormatContext::node(uint32_t index) {
+  const SyntaxNode &n = tree_.nodes[index];
+  Rule rule = nullptr;
+  if (n.kind >= 0 && static_cast<size_t>(n.kind) < ruleByKind_.size())
+    rule = ruleByKind_[n.kind];
+  else if (auto it = rules_.byKind.find(n.kind); it != rules_.byKind.end())
+    rule = it->second;
+  if (!rule)
+    rule = rules_.fallback;
+  bool defer = n.firstToken <= n.lastToken && !trailingDeferred_[n.lastToken] &&
+               tree_.tokens[n.lastToken].trailEnd > tree_.tokens[n.lastToken].trailBegin;
+  if (!defer)
+    return rule(*this, index);
+  trailingDeferred_[n.lastToken] = 1;
+  Doc body = rule(*this, index);
+  return arena_.concat({body, trailingComments(n.lastToken)});
+}
+
+Doc FormatContext::child(SyntaxChild c) { return c.isNode ? node(c.index) : token(c.index); }
+
+uint32_t FormatContext::firstToken(SyntaxChild c) const {
+  return c.isNode ? tree_.nodes[c.index].firstToken : c.index;
+}
+
+uint32_t FormatContext::lastToken(SyntaxChild c) const {
+  return c.isNode ? tree_.nodes[c.index].lastToken : c.index;
+}
+
+int FormatContext::kindOf(SyntaxChild c) const {
+  return c.isNode ? tree_.nodes[c.index].kind : tree_.tokens[c.index].kind;
+}
+
+llvm::ArrayRef<SyntaxChild> FormatContext::childrenOf(uint32_t node) const {
+  return llvm::ArrayRef<SyntaxChild>(tree_.childrenOf(node), tree_.nodes[node].childCount);
+}
+
+Doc FormatContext::commentText(uint32_t comment) {
+  ++commentUses_[comment];
+  return arena_.text(tree_.text(tree_.comments[comment]));
+}
+
+bool FormatContext::endsWithLineComment(uint32_t index) const {
+  const Token &t = tree_.tokens[index];
+  for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c)
+    if (tree_.comments[c].isLine) // a block comment may be followed by anything
+      return true;
+  return false;
+}
+
+Doc FormatContext::gapAfter(uint32_t prev, Doc normal) {
+  if (prev != UINT32_MAX && endsWithLineComment(prev))
+    return arena_.indent(arena_.hardline());
+  return normal;
+}
+
+bool FormatContext::hasLeadingComments(uint32_t index) const {
+  const Token &t = tree_.tokens[index];
+  for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
+    if (!commentUses_[c])
+      return true;
+  return false;
+}
+
+Doc FormatContext::leadingComments(uint32_t index) {
+  const Token &t = tree_.tokens[index];
+  std::vector<Doc> parts;
+  int prev = -1;
+  for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c) {
+    if (commentUses_[c])
+      continue;
+    const Comment &cm = tree_.comments[c];
+    if (prev < 0) {
+      // A comment on its own line stays on its own line, even where the
+      // rule put no line break before the token.
+      if (cm.ownLine)
+        parts.push_back(arena_.freshline());
+    } else if (tree_.comments[prev].newlineAfter || cm.ownLine) {
+      parts.push_back(arena_.hardline());
+      if (cm.blankBefore)
+        parts.push_back(arena_.hardline());
+    } else {
+      parts.push_back(arena_.text(" "));
+    }
+    parts.push_back(commentText(c));
+    prev = static_cast<int>(c);
+  }
+  return arena_.concat(parts);
+}
+
+Doc FormatContext::avoidSharedLine(uint32_t index) {
+  // A comment printed while another is held for the end of the line would
+  // come out of order, or merge into a line comment (`x // a // b`): before
+  // a token with comments, a boundary ends the line if something is held.
+  // It costs nothing where the layout breaks the line anyway.
+  const Token &t = tree_.tokens[index];
+  return t.trailEnd > t.leadBegin ? arena_.lineSuffixBoundary() : Doc{};
+}
+
+Doc FormatContext::token(uint32_t index) {
+  const Token &t = tree_.tokens[index];
+  std::vector<Doc> parts{avoidSharedLine(index)};
+  // The last leading comment decides how the token follows it.
+  int last = -1;
+  for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
+    if (!commentUses_[c])
+      last = static_cast<int>(c);
+  if (last >= 0) {
+    bool lineAfter = tree_.comments[last].newlineAfter;
+    parts.push_back(leadingComments(index));
+    if (lineAfter) {
+      parts.push_back(arena_.hardline());
+      if (t.blankBefore)
+        parts.push_back(arena_.hardline());
+    } else {
+      parts.push_back(arena_.text(" "));
+    }
+  }
+  parts.push_back(arena_.text(tree_.text(t)));
+  ++tokenUses_[index];
+  if (!trailingDeferred_[index])
+    parts.push_back(trailingComments(index));
+  return arena_.concat(parts);
+}
+
+Doc FormatContext::trailingComments(uint32_t index) {
+  const Token &t = tree_.tokens[index];
+  std::vector<Doc> parts;
+  for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {
+    if (commentUses_[c])
+      continue;
+    const Comment &cm = tree_.comments[c];
+    // A block comment stays in the text whatever follows it in the input:
+    // treating one that ended its line differently would make the result
+    // depend on the previous layout, and a second pass differ.
+    if (!cm.isLine) {
+      parts.push_back(arena_.text(" "));
+      parts.push_back(commentText(c));
+    } else {
+      ++commentUses_[c];
+      parts.push_back(arena_.lineSuffix((" " + tree_.text(cm)).str()));
+      parts.push_back(arena_.breakParent());
+    }
+  }
+  return arena_.concat(parts);
+}
+
+Doc FormatContext::dropToken(uint32_t index) {
+  // Printing the token and then taking its text back out would be fragile;
+  // instead print its comments around an empty text.
+  const Token &t = tree_.tokens[index];
+  std::vector<Doc> parts{avoidSharedLine(index)};
+  if (hasLeadingComments(index)) {
+    parts.push_back(leadingComments(index));
+    parts.push_back(arena_.breakParent());
+    // With no token text between them, the trailing comments would be held
+    // for the end of the last leading comment's line, inside it if it is a
+    // line comment.
+    if (t.trailEnd > t.trailBegin)
+      parts.push_back(arena_.hardline());
+  }
+  ++tokenUses_[index];
+  for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {
+    if (commentUses_[c])
+      continue;
+    ++commentUses_[c];
+    parts.push_back(arena_.lineSuffix((" " + tree_.text(tree_.comments[c])).str()));
+    parts.push_back(arena_.breakParent());
+  }
+  return arena_.concat(parts);
+}
+
+static llvm::StringRef commentBody(llvm::StringRef text) {
+  return text.ltrim("/*# \t").rtrim("*/ \t");
+}
+
+bool FormatContext::isOffComment(uint32_t comment) const {
+  return commentBody(tree_.text(tree_.comments[comment])) == "lpufmt: off";
+}
+
+bool FormatContext::isOnComment(uint32_t comment) const {
+  return commentBody(tree_.text(tree_.comments[comment])) == "lpufmt: on";
+}
+
+void FormatContext::markPrinted(uint32_t begin, uint32_t end) {
+  for (size_t i = 0; i < tree_.tokens.size(); ++i)
+    if (tree_.tokens[i].offset >= begin && tree_.tokens[i].offset < end)
+      ++tokenUses_[i];
+  for (size_t i = 0; i < tree_.comments.size(); ++i)
+    if (tree_.comments[i].offset >= begin && tree_.comments[i].offset < end)
+      ++commentUses_[i];
+}
+
+Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
+                         const std::vector<uint32_t> *separators) {
+  std::vector<Doc> parts;
+  auto firstPieceBlank = [&](uint32_t tok) {
+    const Token &t = tree_.tokens[tok];
+    for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
+      if (!commentUses_[c])
+        return tree_.comments[c].blankBefore;
+    return t.blankBefore;
+  };
+  auto separate = [&](uint32_t tok) {
+    if (parts.empty())
+      return;
+    parts.push_back(arena_.hardline());
+    if (firstPieceBlank(tok))
+      parts.push_back(arena_.hardline());
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    uint32_t first = firstToken(items[i]);
+    if (first == UINT32_MAX) {
+      parts.push_back(child(items[i]));
+      continue;
+    }
+    separate(first);
+    const Token &t = tree_.tokens[first];
+    uint32_t off = UINT32_MAX;
+    for (uint32_t c = t.leadBegin; c < t.trailBegin && off == UINT32_MAX; ++c)
+      if (!commentUses_[c] && isOffComment(c))
+        off = c;
+    if (off != UINT32_MAX)
+      parts.push_back(offRegion(items, i, off, closeToken));
+    else {
+      parts.push_back(child(items[i]));
+      if (separators && (*separators)[i] != UINT32_MAX)
+        parts.push_back(token((*separators)[i]));
+    }
+  }
+  if (closeToken != UINT32_MAX && hasLeadingComments(closeToken)) {
+    separate(closeToken);
+    parts.push_back(leadingComments(closeToken));
+  }
+  return arena_.concat(parts);
+}
+
+Doc FormatContext::offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i,
+                             uint32_t offComment, uint32_t closeToken) {
+  std::vector<Doc> parts;
+  uint32_t first = firstToken(items[i]);
+  const Token &t = tree_.tokens[first];
+  // Comments before the `off` comment are formatted as usual.
+  bool any = false;
+  for (uint32_t c = t.leadBegin; c < offComment; ++c) {
+    if (commentUses_[c])
+      continue;
+    if (any)
+      parts.push_back(arena_.hardline());
+    else if (tree_.comments[c].ownLine)
+      parts.push_back(arena_.freshline());
+    parts.push_back(commentText(c));
+    any = true;
+  }
+  if (any) {
+    parts.push_back(arena_.hardline());
+    if (tree_.comments[offComment].blankBefore)
+      parts.push_back(arena_.hardline());
+  }
+
+  // The region ends with the `on` comment that leads a later item (or the
+  // closing token), or else with the last item.
+  uint32_t start = tree_.comments[offComment].offset, end = 0;
+  size_t lastItem = items.size() - 1;
+  auto findOn = [&](uint32_t tok, uint32_t from) {
+    const Token &tt = tree_.tokens[tok];
+    for (uint32_t c = std::max(from, tt.leadBegin); c < tt.trailBegin; ++c)
+      if (!commentUses_[c] && isOnComment(c)) {
+        end = tree_.comments[c].offset + tree_.comments[c].length;
+        return true;
+      }
+    return false;
+  };
+  bool found = findOn(first, offComment + 1);
+  if (found)
+    lastItem = i - 1; // the region holds comments only; item i is formatted
+  for (size_t j = i + 1; !found && j < items.size(); ++j) {
+    uint32_t ft = firstToken(items[j]);
+    if (ft != UINT32_MAX && findOn(ft, 0)) {
+      found = true;
+      lastItem = j - 1;
+    }
+  }
+  if (!found && closeToken != UINT32_MAX)
+    found = findOn(closeToken, 0);
+  if (!found) {
+    const Token &last = tree_.tokens[lastToken(items.back())];
+    end = last.offset + last.length;
+    if (last.trailEnd > last.trailBegin) {
+      const Comment &c = tree_.comments[last.trailEnd - 1];
+      end = c.offset + c.length;
+    }
+  }
+  markPrinted(start, end);
+  parts.push_back(arena_.text(llvm::StringRef(tree_.source).slice(start, end)));
+  i = lastItem;
+  return arena_.concat(parts);
+}
+
+bool FormatContext::verifyAllPrintedOnce(std::string &details) const {
+  unsigned reported = 0;
+  for (size_t i = 0; i < tokenUses_.size() && reported < 5; ++i)
+    if (tokenUses_[i] != 1) {
+      const Token &t = tree_.tokens[i];
+      details += (llvm::Twine("token '") + tree_.text(t) + "' at " + llvm::Twine(t.line) + ":" +
+                  llvm::Twine(t.column) + " printed " + llvm::Twine(unsigned(tokenUses_[i])) +
+                  " times\n")
+                     .str();
+      ++reported;
+    }
+  for (size_t i = 0; i < commentUses_.size() && reported < 5; ++i)
+    if (commentUses_[i] != 1) {
+      details += (llvm::Twine("comment '") + tree_.text(tree_.comments[i]) + "' printed " +
+                  llvm::Twine(unsigned(commentUses_[i])) + " times\n")
+                     .str();
+      ++reported;
+    }
+  return reported == 0;
+}
+
+} // namespace lpu::format

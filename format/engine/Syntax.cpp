@@ -1,0 +1,115 @@
+#include "format/engine/Syntax.h"
+
+namespace lpu::format {
+
+namespace {
+unsigned countLineBreaks(llvm::StringRef s) {
+  unsigned n = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == '\n' || (s[i] == '\r' && (i + 1 == s.size() || s[i + 1] != '\n')))
+      ++n;
+  return n;
+}
+} // namespace
+
+void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw) {
+  tree.tokens.clear();
+  tree.comments.clear();
+  llvm::StringRef src(tree.source);
+  unsigned newlines = 0;       // line breaks since the last token or comment
+  bool lineHasContent = false; // something other than blanks on the current line
+  bool lastWasComment = false;
+  bool sinceTokenSameLine = false; // no line break since the last significant token
+  uint32_t line = 1, column = 1;
+
+  for (const RawToken &r : raw) {
+    llvm::StringRef text = src.substr(r.offset, r.length);
+    uint32_t startLine = line, startColumn = column;
+    unsigned breaks = countLineBreaks(text);
+    if (breaks) {
+      line += breaks;
+      size_t last = text.find_last_of("\r\n");
+      column = static_cast<uint32_t>(text.size() - last);
+    } else {
+      column += static_cast<uint32_t>(text.size());
+    }
+
+    switch (r.category) {
+    case RawToken::Whitespace:
+      if (breaks) {
+        newlines += breaks;
+        lineHasContent = false;
+        sinceTokenSameLine = false;
+        if (lastWasComment)
+          tree.comments.back().newlineAfter = true;
+      }
+      break;
+    case RawToken::LineComment:
+    case RawToken::BlockComment: {
+      Comment c;
+      c.offset = r.offset;
+      c.isLine = r.category == RawToken::LineComment;
+      llvm::StringRef body = c.isLine ? text.rtrim(" \t\f\v") : text;
+      c.length = static_cast<uint32_t>(body.size());
+      c.ownLine = !lineHasContent;
+      c.blankBefore = newlines >= 2;
+      c.newlineAfter = c.isLine; // a line comment ends its line by definition
+      bool trailing = !tree.tokens.empty() && sinceTokenSameLine;
+      tree.comments.push_back(c);
+      if (trailing)
+        tree.tokens.back().trailEnd = static_cast<uint32_t>(tree.comments.size());
+      // A multi-line block comment ends on a later line than the token.
+      if (breaks)
+        sinceTokenSameLine = false;
+      newlines = 0;
+      lineHasContent = true;
+      lastWasComment = true;
+      break;
+    }
+    case RawToken::Significant: {
+      Token t;
+      t.kind = r.kind;
+      t.offset = r.offset;
+      t.length = r.length;
+      t.line = startLine;
+      t.column = startColumn;
+      t.leadBegin = tree.tokens.empty() ? 0 : tree.tokens.back().trailEnd;
+      t.trailBegin = t.trailEnd = static_cast<uint32_t>(tree.comments.size());
+      t.blankBefore = newlines >= 2;
+      tree.tokens.push_back(t);
+      newlines = 0;
+      lineHasContent = true;
+      lastWasComment = false;
+      sinceTokenSameLine = true;
+      break;
+    }
+    }
+  }
+}
+
+uint32_t SyntaxTreeBuilder::finish(size_t mark, int kind) {
+  SyntaxNode n;
+  n.kind = kind;
+  n.childBegin = static_cast<uint32_t>(tree_.children.size());
+  n.childCount = static_cast<uint32_t>(pending_.size() - mark);
+  n.firstToken = UINT32_MAX;
+  n.lastToken = 0;
+  for (size_t i = mark; i < pending_.size(); ++i) {
+    const SyntaxChild &c = pending_[i];
+    uint32_t first = c.isNode ? tree_.nodes[c.index].firstToken : c.index;
+    uint32_t last = c.isNode ? tree_.nodes[c.index].lastToken : c.index;
+    if (first > last)
+      continue; // an empty child
+    if (n.firstToken == UINT32_MAX)
+      n.firstToken = first;
+    n.lastToken = last;
+  }
+  tree_.children.insert(tree_.children.end(), pending_.begin() + mark, pending_.end());
+  pending_.resize(mark);
+  tree_.nodes.push_back(n);
+  uint32_t index = static_cast<uint32_t>(tree_.nodes.size() - 1);
+  pending_.push_back({true, index});
+  return index;
+}
+
+} // namespace lpu::format

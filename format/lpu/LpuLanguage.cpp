@@ -1,0 +1,304 @@
+#include "format/lpu/LpuLanguage.h"
+
+#include "LPULexer.h"
+#include "LPUParser.h"
+
+#include <antlr4-runtime.h>
+
+#include <typeinfo>
+
+namespace lpu::format {
+namespace {
+
+using lpu_antlr::LPULexer;
+using lpu_antlr::LPUParser;
+
+constexpr unsigned kMaxBracketDepth = 1000;
+
+/// Collects syntax errors instead of printing them (ANTLR's default).
+class ErrorCollector : public antlr4::BaseErrorListener {
+public:
+  explicit ErrorCollector(std::vector<SyntaxError> &errors) : errors_(errors) {}
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t column,
+                   const std::string &message, std::exception_ptr) override {
+    errors_.push_back({static_cast<uint32_t>(line), static_cast<uint32_t>(column + 1), message});
+  }
+
+private:
+  std::vector<SyntaxError> &errors_;
+};
+
+/// ANTLR counts code points; the syntax tree counts bytes.
+std::vector<uint32_t> codePointOffsets(llvm::StringRef src) {
+  std::vector<uint32_t> offsets;
+  offsets.reserve(src.size() + 1);
+  for (uint32_t i = 0; i < src.size(); ++i)
+    if ((static_cast<unsigned char>(src[i]) & 0xC0) != 0x80)
+      offsets.push_back(i);
+  offsets.push_back(static_cast<uint32_t>(src.size()));
+  return offsets;
+}
+
+const char *lexicalError(size_t type) {
+  switch (type) {
+  case LPULexer::STRAY: return "unexpected character";
+  case LPULexer::BAD_NUMBER: return "malformed number";
+  case LPULexer::UNTERMINATED_STRING: return "unterminated string";
+  case LPULexer::UNTERMINATED_BLOCK_COMMENT: return "unterminated block comment";
+  default: return nullptr;
+  }
+}
+
+/// Control characters shown as \xNN, so that a message stays readable.
+std::string printable(llvm::StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F) {
+      const char *hex = "0123456789ABCDEF";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+RawToken::Category categoryOf(size_t type) {
+  switch (type) {
+  case LPULexer::LINE_COMMENT:
+  case LPULexer::DOC_COMMENT: return RawToken::LineComment;
+  case LPULexer::BLOCK_COMMENT:
+  case LPULexer::UNTERMINATED_BLOCK_COMMENT: return RawToken::BlockComment;
+  case LPULexer::NEWLINE:
+  case LPULexer::WS: return RawToken::Whitespace;
+  default: return RawToken::Significant;
+  }
+}
+
+struct Span {
+  uint32_t begin, end; // bytes
+};
+
+/// The terminated block comments of `src`, found by a scan that knows the
+/// grammar's strings and line comments. Works around the grammar's
+/// UNTERMINATED_BLOCK_COMMENT rule: `'/*' .*? EOF` is always the longest
+/// match, so the lexer would read every block comment (and the rest of the
+/// file after it) as one unterminated comment, in quadratic time. The
+/// lexer is given the source with these comments blanked out instead.
+std::vector<Span> blockComments(llvm::StringRef src) {
+  std::vector<Span> spans;
+  for (size_t i = 0; i < src.size();) {
+    char c = src[i];
+    if (c == '"') {
+      for (++i; i < src.size() && src[i] != '"' && src[i] != '\n' && src[i] != '\r'; ++i)
+        if (src[i] == '\\' && i + 1 < src.size() && src[i + 1] != '\n' && src[i + 1] != '\r')
+          ++i;
+      if (i < src.size() && src[i] == '"')
+        ++i;
+    } else if (src.substr(i).startswith("//")) {
+      while (i < src.size() && src[i] != '\n' && src[i] != '\r')
+        ++i;
+    } else if (src.substr(i).startswith("/*")) {
+      size_t close = src.find("*/", i + 2);
+      if (close == llvm::StringRef::npos)
+        break; // unterminated: the lexer reports it
+      spans.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(close + 2)});
+      i = close + 2;
+    } else {
+      ++i;
+    }
+  }
+  return spans;
+}
+
+/// `src` with each code point of the spans replaced by one space (line
+/// breaks kept), so that code point positions, lines and columns agree.
+std::string blankOut(llvm::StringRef src, const std::vector<Span> &spans) {
+  std::string out;
+  out.reserve(src.size());
+  size_t at = 0;
+  for (const Span &s : spans) {
+    out.append(src.data() + at, s.begin - at);
+    for (size_t i = s.begin; i < s.end; ++i) {
+      char c = src[i];
+      if (c == '\n' || c == '\r')
+        out += c;
+      else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80)
+        out += ' ';
+    }
+    at = s.end;
+  }
+  out.append(src.data() + at, src.size() - at);
+  return out;
+}
+
+/// Appends raw whitespace [begin, end), cut around the block comments in it.
+void addWhitespace(std::vector<RawToken> &raw, uint32_t begin, uint32_t end,
+                   const std::vector<Span> &spans, size_t &nextSpan) {
+  // A comment over several lines covers several whitespace tokens.
+  if (nextSpan > 0)
+    begin = std::max(begin, spans[nextSpan - 1].end);
+  if (begin >= end)
+    return;
+  while (nextSpan < spans.size() && spans[nextSpan].begin < end) {
+    const Span &s = spans[nextSpan++];
+    if (s.begin > begin)
+      raw.push_back({0, RawToken::Whitespace, begin, s.begin - begin});
+    raw.push_back({LPULexer::BLOCK_COMMENT, RawToken::BlockComment, s.begin, s.end - s.begin});
+    begin = s.end;
+  }
+  if (end > begin)
+    raw.push_back({0, RawToken::Whitespace, begin, end - begin});
+}
+
+class TreeConverter {
+public:
+  TreeConverter(SyntaxTree &tree, const std::vector<uint32_t> &tokenMap)
+      : build_(tree), tokenMap_(tokenMap) {}
+
+  /// Converts `ctx`; returns its node index, or UINT32_MAX if it was folded.
+  /// A rule context with exactly one child (other than the root) becomes
+  /// that child: every rule prints such a node as its child, and the
+  /// expression grammar nests ten of them around each operand, which would
+  /// otherwise dominate the tree. Kinds of the remaining nodes are rule
+  /// indices.
+  uint32_t convert(antlr4::ParserRuleContext *ctx, bool root = true) {
+    if (!root && ctx->children.size() == 1) {
+      addChild(ctx->children[0]);
+      return UINT32_MAX;
+    }
+    size_t mark = build_.start();
+    for (antlr4::tree::ParseTree *child : ctx->children)
+      addChild(child);
+    return build_.finish(mark, static_cast<int>(ctx->getRuleIndex()));
+  }
+
+private:
+  void addChild(antlr4::tree::ParseTree *child) {
+      // The tree holds only rule contexts and TerminalNodeImpl leaves (error
+      // nodes never reach here: a parse with errors is rejected). Comparing
+      // the exact type first is much cheaper than a dynamic_cast across the
+      // shared runtime for the many rule contexts of the deep expression
+      // rules (a terminal still needs the cast: its base is virtual).
+      if (typeid(*child) == typeid(antlr4::tree::TerminalNodeImpl))
+        build_.addToken(tokenMap_[dynamic_cast<antlr4::tree::TerminalNode *>(child)
+                                      ->getSymbol()
+                                      ->getTokenIndex()]);
+      else
+        convert(static_cast<antlr4::ParserRuleContext *>(child), /*root=*/false);
+  }
+
+  SyntaxTreeBuilder build_;
+  const std::vector<uint32_t> &tokenMap_;
+};
+
+bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
+  try {
+    std::vector<Span> comments = blockComments(tree.source);
+    antlr4::ANTLRInputStream input(comments.empty() ? tree.source : blankOut(tree.source, comments));
+    LPULexer lexer(&input);
+    lexer.removeErrorListeners();
+    ErrorCollector collector(errors);
+    lexer.addErrorListener(&collector);
+    antlr4::CommonTokenStream stream(&lexer);
+    stream.fill();
+
+    std::vector<uint32_t> offsets = codePointOffsets(tree.source);
+    std::vector<RawToken> raw;
+    std::vector<uint32_t> tokenMap(stream.size(), UINT32_MAX); // ANTLR index -> ours
+    uint32_t significant = 0;
+    size_t nextSpan = 0;
+    unsigned depth = 0;
+    for (antlr4::Token *t : stream.getTokens()) {
+      size_t type = t->getType();
+      uint32_t begin = offsets[std::min(t->getStartIndex(), offsets.size() - 1)];
+      uint32_t end = type == antlr4::Token::EOF ? begin : offsets[t->getStopIndex() + 1];
+      if (const char *what = lexicalError(type)) {
+        errors.push_back({static_cast<uint32_t>(t->getLine()),
+                          static_cast<uint32_t>(t->getCharPositionInLine() + 1),
+                          std::string(what) + " '" +
+                              printable(llvm::StringRef(tree.source).slice(begin, end)) + "'"});
+        continue;
+      }
+      RawToken r;
+      r.kind = static_cast<int>(type);
+      r.category = type == antlr4::Token::EOF ? RawToken::Significant : categoryOf(type);
+      if (r.category == RawToken::Whitespace) {
+        addWhitespace(raw, begin, end, comments, nextSpan);
+        continue;
+      }
+      r.offset = begin;
+      r.length = end - begin;
+      if (r.category == RawToken::Significant)
+        tokenMap[t->getTokenIndex()] = significant++;
+      // The parser recurses a dozen frames per bracket: refuse absurd
+      // nesting rather than overflow the stack.
+      if (type == LPULexer::LPAREN || type == LPULexer::LBRACK || type == LPULexer::LBRACE) {
+        if (++depth > kMaxBracketDepth) {
+          errors.push_back({static_cast<uint32_t>(t->getLine()),
+                            static_cast<uint32_t>(t->getCharPositionInLine() + 1),
+                            "brackets nested more than " + std::to_string(kMaxBracketDepth) +
+                                " deep"});
+          return false;
+        }
+      } else if (type == LPULexer::RPAREN || type == LPULexer::RBRACK || type == LPULexer::RBRACE) {
+        depth = depth > 0 ? depth - 1 : 0;
+      }
+      raw.push_back(r);
+    }
+    if (!errors.empty())
+      return false;
+    attachTrivia(tree, raw);
+
+    // Two-stage parsing: the fast SLL prediction first; full LL with error
+    // reporting only when SLL fails.
+    LPUParser parser(&stream);
+    parser.removeErrorListeners();
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::SLL);
+    LPUParser::ModuleContext *module = nullptr;
+    try {
+      module = parser.module();
+    } catch (const antlr4::ParseCancellationException &) {
+      stream.seek(0);
+      parser.reset();
+      parser.addErrorListener(&collector);
+      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+          antlr4::atn::PredictionMode::LL);
+      module = parser.module();
+    }
+    if (!errors.empty() || parser.getNumberOfSyntaxErrors() > 0) {
+      if (errors.empty())
+        errors.push_back({1, 1, "syntax error"});
+      return false;
+    }
+    tree.nodes.clear();
+    tree.children.clear();
+    tree.root = TreeConverter(tree, tokenMap).convert(module);
+    return true;
+  } catch (const std::exception &e) {
+    errors.push_back({1, 1, std::string("parser failure: ") + e.what()});
+    return false;
+  }
+}
+
+} // namespace
+
+bool lpuIsOptionalToken(const SyntaxTree &tree, uint32_t token) {
+  if (tree.tokens[token].kind != LPULexer::COMMA || token + 1 >= tree.tokens.size())
+    return false;
+  int next = tree.tokens[token + 1].kind;
+  return next == LPULexer::RPAREN || next == LPULexer::RBRACK || next == LPULexer::RBRACE ||
+         next == LPULexer::GT;
+}
+
+const Language &lpuLanguage() {
+  static const Language language{"lpu", {"lpu"}, parseLpu, lpuRules, lpuIsOptionalToken};
+  return language;
+}
+
+} // namespace lpu::format
