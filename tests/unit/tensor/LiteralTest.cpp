@@ -1,6 +1,7 @@
 #include "backend/tensor/Literal.h"
 
 #include "backend/tensor/Npy.h"
+#include "backend/tensor/RandomTensor.h"
 #include "tests/unit/tensor/TestFiles.h"
 
 #include <gtest/gtest.h>
@@ -122,6 +123,25 @@ TEST(Literal, InputArguments) {
     EXPECT_NE(errorText(noName).find("expected NAME=FILE.npy or NAME=TYPE=VALUES"),
               std::string::npos)
         << text;
+  }
+}
+
+// Random text from the literal alphabet: a value or an error, never a crash
+// (the sanitizer build runs this too).
+TEST(Literal, NeverCrashesOnGarbage) {
+  const std::string alphabet = "0123456789xX=,.[]-+eEinfatrubl f16i8";
+  Xoshiro256 rng(99);
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const size_t length = rng.next() % 24;
+    for (size_t i = 0; i < length; ++i)
+      text += alphabet[rng.next() % alphabet.size()];
+    auto t = parseTensorLiteral(text);
+    if (!t)
+      llvm::consumeError(t.takeError());
+    auto in = parseInputArgument("x=" + text);
+    if (!in)
+      llvm::consumeError(in.takeError());
   }
 }
 
