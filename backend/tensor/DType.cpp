@@ -7,13 +7,20 @@ namespace lpu::tensor {
 
 llvm::StringRef dtypeName(DType type) {
   switch (type) {
-  case DType::Bool: return "bool";
-  case DType::I8: return "i8";
-  case DType::I16: return "i16";
-  case DType::I32: return "i32";
-  case DType::F16: return "f16";
-  case DType::BF16: return "bf16";
-  case DType::F32: return "f32";
+  case DType::Bool:
+    return "bool";
+  case DType::I8:
+    return "i8";
+  case DType::I16:
+    return "i16";
+  case DType::I32:
+    return "i32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
   }
   return "?";
 }
@@ -30,23 +37,22 @@ llvm::StringRef allDTypeNames() { return "bool i8 i16 i32 f16 bf16 f32"; }
 unsigned dtypeSize(DType type) {
   switch (type) {
   case DType::Bool:
-  case DType::I8: return 1;
+  case DType::I8:
+    return 1;
   case DType::I16:
   case DType::F16:
-  case DType::BF16: return 2;
+  case DType::BF16:
+    return 2;
   case DType::I32:
-  case DType::F32: return 4;
+  case DType::F32:
+    return 4;
   }
   return 1;
 }
 
-bool isFloat(DType type) {
-  return type == DType::F16 || type == DType::BF16 || type == DType::F32;
-}
+bool isFloat(DType type) { return type == DType::F16 || type == DType::BF16 || type == DType::F32; }
 
-bool isInteger(DType type) {
-  return type == DType::I8 || type == DType::I16 || type == DType::I32;
-}
+bool isInteger(DType type) { return type == DType::I8 || type == DType::I16 || type == DType::I32; }
 
 uint16_t floatToHalfBits(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
@@ -117,9 +123,12 @@ float bf16BitsToFloat(uint16_t bits) {
 
 float roundToFloatType(DType type, float value) {
   switch (type) {
-  case DType::F16: return halfBitsToFloat(floatToHalfBits(value));
-  case DType::BF16: return bf16BitsToFloat(floatToBF16Bits(value));
-  default: return value;
+  case DType::F16:
+    return halfBitsToFloat(floatToHalfBits(value));
+  case DType::BF16:
+    return bf16BitsToFloat(floatToBF16Bits(value));
+  default:
+    return value;
   }
 }
 

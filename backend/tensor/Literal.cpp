@@ -6,7 +6,6 @@
 #include <boost/spirit/home/x3.hpp>
 
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -53,8 +52,7 @@ llvm::Error valueError(size_t index, llvm::StringRef token, const llvm::Twine &w
                                  "value " + llvm::Twine(index + 1) + " ('" + token + "') " + why);
 }
 
-llvm::Error storeValue(Tensor &tensor, int64_t index, size_t tokenIndex,
-                       const std::string &token) {
+llvm::Error storeValue(Tensor &tensor, int64_t index, size_t tokenIndex, const std::string &token) {
   const DType type = tensor.dtype();
   if (type == DType::Bool) {
     if (token == "true" || token == "1")
@@ -75,8 +73,8 @@ llvm::Error storeValue(Tensor &tensor, int64_t index, size_t tokenIndex,
     const bool fits = x3::parse(first, token.end(), x3::int64, value) && first == token.end();
     if (!fits || value < lo || value > hi)
       return valueError(tokenIndex, token,
-                        "is out of range for " + dtypeName(type) + " [" + llvm::Twine(lo) +
-                            ", " + llvm::Twine(hi) + "]");
+                        "is out of range for " + dtypeName(type) + " [" + llvm::Twine(lo) + ", " +
+                            llvm::Twine(hi) + "]");
     tensor.setInt(index, value);
     return llvm::Error::success();
   }
@@ -162,8 +160,7 @@ llvm::Expected<NamedInput> parseInputArgument(llvm::StringRef argument) {
   const llvm::StringRef rest(first, argument.end() - first);
   // A literal starts with "<dims x>*<word>="; anything else is a file path.
   auto probe = rest.begin();
-  const bool isLiteral =
-      x3::parse(probe, rest.end(), *(x3::int64 >> 'x') >> +x3::alnum >> '=');
+  const bool isLiteral = x3::parse(probe, rest.end(), *(x3::int64 >> 'x') >> +x3::alnum >> '=');
   llvm::Expected<Tensor> tensor = isLiteral ? parseTensorLiteral(rest) : readNpyFile(rest);
   if (!tensor)
     return detail::sourceError("input '" + name + "'", toString(tensor.takeError()));

@@ -72,8 +72,7 @@ public:
 
 private:
   llvm::Error fail(const llvm::Twine &what) {
-    return sourceError(name_, "malformed .npy header at offset " + llvm::Twine(pos_) + ": " +
-                                  what);
+    return sourceError(name_, "malformed .npy header at offset " + llvm::Twine(pos_) + ": " + what);
   }
   void skipSpace() {
     while (pos_ < text_.size() && llvm::isSpace(text_[pos_]))
@@ -158,8 +157,8 @@ private:
 /// Names for descriptors we refuse, so the message says what the file holds.
 llvm::StringRef numpyTypeName(llvm::StringRef code) {
   static const std::pair<llvm::StringLiteral, llvm::StringLiteral> kNames[] = {
-      {"f8", "float64"},  {"f16", "float128"},  {"i8", "int64"},       {"u1", "uint8"},
-      {"u2", "uint16"},   {"u4", "uint32"},     {"u8", "uint64"},      {"c8", "complex64"},
+      {"f8", "float64"},     {"f16", "float128"},     {"i8", "int64"},         {"u1", "uint8"},
+      {"u2", "uint16"},      {"u4", "uint32"},        {"u8", "uint64"},        {"c8", "complex64"},
       {"c16", "complex128"}, {"O", "Python objects"}, {"O8", "Python objects"}};
   for (const auto &[key, value] : kNames)
     if (code == key)
@@ -184,16 +183,24 @@ llvm::Expected<DType> dtypeFromDescr(llvm::StringRef descr, llvm::StringRef name
     code = code.drop_front();
   }
   std::optional<DType> type;
-  if (code == "b1") type = DType::Bool;
-  else if (code == "i1") type = DType::I8;
-  else if (code == "i2") type = DType::I16;
-  else if (code == "i4") type = DType::I32;
-  else if (code == "f2") type = DType::F16;
-  else if (code == "f4") type = DType::F32;
-  else if (code == "V2") type = DType::BF16; // our convention, see docs/tensor-files.md
+  if (code == "b1")
+    type = DType::Bool;
+  else if (code == "i1")
+    type = DType::I8;
+  else if (code == "i2")
+    type = DType::I16;
+  else if (code == "i4")
+    type = DType::I32;
+  else if (code == "f2")
+    type = DType::F16;
+  else if (code == "f4")
+    type = DType::F32;
+  else if (code == "V2")
+    type = DType::BF16; // our convention, see docs/tensor-files.md
   if (type && order == '>' && dtypeSize(*type) > 1)
-    return sourceError(name, "big-endian data ('" + descr + "') is not supported; "
-                             "save the array with a little-endian dtype");
+    return sourceError(name, "big-endian data ('" + descr +
+                                 "') is not supported; "
+                                 "save the array with a little-endian dtype");
   if (type)
     return *type;
   llvm::StringRef known = numpyTypeName(code);
@@ -208,13 +215,20 @@ llvm::Expected<DType> dtypeFromDescr(llvm::StringRef descr, llvm::StringRef name
 
 llvm::StringRef npyDescr(DType type) {
   switch (type) {
-  case DType::Bool: return "|b1";
-  case DType::I8: return "|i1";
-  case DType::I16: return "<i2";
-  case DType::I32: return "<i4";
-  case DType::F16: return "<f2";
-  case DType::BF16: return "|V2";
-  case DType::F32: return "<f4";
+  case DType::Bool:
+    return "|b1";
+  case DType::I8:
+    return "|i1";
+  case DType::I16:
+    return "<i2";
+  case DType::I32:
+    return "<i4";
+  case DType::F16:
+    return "<f2";
+  case DType::BF16:
+    return "|V2";
+  case DType::F32:
+    return "<f4";
   }
   return "";
 }
@@ -236,8 +250,8 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef data, llvm::StringRef name) {
   const uint64_t headerLength = readLittle(data, 8, lengthBytes);
   if (headerLength > data.size() - headerStart)
     return sourceError(name, "truncated .npy header: it claims " + llvm::Twine(headerLength) +
-                                 " bytes, the file has " +
-                                 llvm::Twine(data.size() - headerStart) + " after the prefix");
+                                 " bytes, the file has " + llvm::Twine(data.size() - headerStart) +
+                                 " after the prefix");
 
   HeaderParser header(data.substr(headerStart, headerLength), name);
   if (llvm::Error error = header.parse())
@@ -301,8 +315,8 @@ llvm::Expected<Tensor> readNpyFile(llvm::StringRef path, DType expectedType,
 }
 
 std::string serializeNpy(const Tensor &tensor) {
-  std::string dict = "{'descr': '" + npyDescr(tensor.dtype()).str() +
-                     "', 'fortran_order': False, 'shape': (";
+  std::string dict =
+      "{'descr': '" + npyDescr(tensor.dtype()).str() + "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < tensor.rank(); ++i)
     dict += (i ? ", " : "") + std::to_string(tensor.shape()[i]);
   dict += tensor.rank() == 1 ? ",), }" : "), }";

@@ -16,10 +16,11 @@ namespace lpu::tensor {
 /// Values are drawn from xoshiro256** seeded through splitmix64 with
 /// `seed` and xxHash64(name), so each parameter gets its own stream and
 /// adding a parameter does not change the others. Distributions:
-///  - floats: uniform in [-b, b] (after rounding to the dtype) with b = 1/sqrt(fan_in), fan_in being the
-///    product of all dimensions but the last (rank >= 2), the only
-///    dimension (rank 1), or 1 (rank 0). This is the scale PyTorch's
-///    nn.Linear uses, so activations neither vanish nor explode;
+///  - floats: uniform in [-b, b] (after rounding to the dtype), with
+///    b = 1/sqrt(fan_in), fan_in being the product of all dimensions but the
+///    last (rank >= 2), the only dimension (rank 1), or 1 (rank 0). This is
+///    the scale PyTorch's nn.Linear uses, so activations neither vanish nor
+///    explode;
 ///  - i8, i16, i32: uniform integers in [-8, 8];
 ///  - bool: true or false with equal probability.
 /// The shape must be valid (see checkedElementCount; asserted).

@@ -32,13 +32,20 @@ std::string joined(const std::vector<std::string> &items) {
 
 llvm::StringRef safetensorsDTypeName(DType type) {
   switch (type) {
-  case DType::Bool: return "BOOL";
-  case DType::I8: return "I8";
-  case DType::I16: return "I16";
-  case DType::I32: return "I32";
-  case DType::F16: return "F16";
-  case DType::BF16: return "BF16";
-  case DType::F32: return "F32";
+  case DType::Bool:
+    return "BOOL";
+  case DType::I8:
+    return "I8";
+  case DType::I16:
+    return "I16";
+  case DType::I32:
+    return "I32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::F32:
+    return "F32";
   }
   return "";
 }
@@ -50,8 +57,8 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::open(llvm::StringRef path) {
   return parse(std::move(*buffer), path);
 }
 
-llvm::Expected<SafeTensorsFile>
-SafeTensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer, llvm::StringRef name) {
+llvm::Expected<SafeTensorsFile> SafeTensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                                       llvm::StringRef name) {
   const llvm::StringRef bytes = buffer->getBuffer();
   if (bytes.size() < 8)
     return sourceError(name, "not a .safetensors file (shorter than its 8-byte header length)");
@@ -110,8 +117,7 @@ SafeTensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer, llvm::StringR
       return bad("no 'dtype' string");
     std::optional<DType> type = dtypeFromSafetensorsName(*dtypeText);
     if (!type)
-      return bad("unsupported dtype '" + *dtypeText +
-                 "'; supported: BOOL I8 I16 I32 F16 BF16 F32");
+      return bad("unsupported dtype '" + *dtypeText + "'; supported: BOOL I8 I16 I32 F16 BF16 F32");
     entry.dtype = *type;
     const llvm::json::Array *shape = info->getArray("shape");
     if (!shape)
@@ -156,8 +162,8 @@ SafeTensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer, llvm::StringR
   });
   for (size_t i = 1; i < byOffset.size(); ++i)
     if (byOffset[i]->begin < byOffset[i - 1]->end)
-      return sourceError(name, "tensors '" + byOffset[i - 1]->name + "' and '" +
-                                   byOffset[i]->name + "' overlap in the data section");
+      return sourceError(name, "tensors '" + byOffset[i - 1]->name + "' and '" + byOffset[i]->name +
+                                   "' overlap in the data section");
 
   std::sort(file.entries_.begin(), file.entries_.end(),
             [](const Entry &a, const Entry &b) { return a.name < b.name; });
@@ -198,11 +204,11 @@ llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec>
       continue;
     }
     if (entry->dtype != spec.dtype)
-      wrongType.push_back(spec.name + " (expected " + dtypeName(spec.dtype).str() +
-                          ", file has " + dtypeName(entry->dtype).str() + ")");
+      wrongType.push_back(spec.name + " (expected " + dtypeName(spec.dtype).str() + ", file has " +
+                          dtypeName(entry->dtype).str() + ")");
     if (entry->shape != spec.shape)
-      wrongShape.push_back(spec.name + " (expected " + shapeString(spec.shape) +
-                           ", file has " + shapeString(entry->shape) + ")");
+      wrongShape.push_back(spec.name + " (expected " + shapeString(spec.shape) + ", file has " +
+                           shapeString(entry->shape) + ")");
   }
   for (const SafeTensorsFile::Entry &entry : file.entries())
     if (!expectedNames.contains(entry.name))
@@ -221,8 +227,8 @@ llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec>
   return sourceError(file.name(), message);
 }
 
-llvm::Expected<std::map<std::string, Tensor>>
-loadTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected) {
+llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile &file,
+                                                          llvm::ArrayRef<TensorSpec> expected) {
   if (llvm::Error error = checkTensors(file, expected))
     return error;
   std::map<std::string, Tensor> tensors;

@@ -63,8 +63,8 @@ private:
 llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected);
 
 /// checkTensors, then reads every expected tensor.
-llvm::Expected<std::map<std::string, Tensor>>
-loadTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected);
+llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile &file,
+                                                          llvm::ArrayRef<TensorSpec> expected);
 
 using NamedTensor = std::pair<std::string, Tensor>;
 

@@ -29,10 +29,9 @@ llvm::Expected<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, DType
     // Once a zero dimension is seen the product stays 0; test before
     // multiplying so the product itself can never overflow.
     if (dim != 0 && count > limit / dim)
-      return llvm::createStringError(std::errc::value_too_large,
-                                     "shape %s is too large (over %lld bytes)",
-                                     shapeString(shape).c_str(),
-                                     static_cast<long long>(kMaxTensorBytes));
+      return llvm::createStringError(
+          std::errc::value_too_large, "shape %s is too large (over %lld bytes)",
+          shapeString(shape).c_str(), static_cast<long long>(kMaxTensorBytes));
     count *= dim;
   }
   return count;
@@ -76,11 +75,10 @@ llvm::Expected<Tensor> Tensor::fromBytes(DType type, std::vector<int64_t> shape,
     return count.takeError();
   const uint64_t expected = static_cast<uint64_t>(*count) * dtypeSize(type);
   if (bytes.size() != expected)
-    return llvm::createStringError(std::errc::invalid_argument,
-                                   "%s needs %llu bytes of data, got %llu",
-                                   tensor::typeString(type, shape).c_str(),
-                                   static_cast<unsigned long long>(expected),
-                                   static_cast<unsigned long long>(bytes.size()));
+    return llvm::createStringError(
+        std::errc::invalid_argument, "%s needs %llu bytes of data, got %llu",
+        tensor::typeString(type, shape).c_str(), static_cast<unsigned long long>(expected),
+        static_cast<unsigned long long>(bytes.size()));
   Tensor tensor(type, std::move(shape));
   if (!bytes.empty())
     std::memcpy(tensor.bytes_.data(), bytes.data(), bytes.size());
@@ -124,13 +122,20 @@ float Tensor::getFloat(int64_t index) const {
   assert(index >= 0 && index < numElements_);
   const uint8_t *data = bytes_.data();
   switch (type_) {
-  case DType::Bool: return data[index] ? 1.0f : 0.0f;
-  case DType::I8: return load<int8_t>(data, index);
-  case DType::I16: return load<int16_t>(data, index);
-  case DType::I32: return static_cast<float>(load<int32_t>(data, index));
-  case DType::F16: return halfBitsToFloat(load<uint16_t>(data, index));
-  case DType::BF16: return bf16BitsToFloat(load<uint16_t>(data, index));
-  case DType::F32: return load<float>(data, index);
+  case DType::Bool:
+    return data[index] ? 1.0f : 0.0f;
+  case DType::I8:
+    return load<int8_t>(data, index);
+  case DType::I16:
+    return load<int16_t>(data, index);
+  case DType::I32:
+    return static_cast<float>(load<int32_t>(data, index));
+  case DType::F16:
+    return halfBitsToFloat(load<uint16_t>(data, index));
+  case DType::BF16:
+    return bf16BitsToFloat(load<uint16_t>(data, index));
+  case DType::F32:
+    return load<float>(data, index);
   }
   return 0.0f;
 }
@@ -139,13 +144,27 @@ void Tensor::setFloat(int64_t index, float value) {
   assert(index >= 0 && index < numElements_);
   uint8_t *data = bytes_.data();
   switch (type_) {
-  case DType::Bool: data[index] = value != 0.0f; return;
-  case DType::I8: store<int8_t>(data, index, static_cast<int8_t>(saturate(value, INT8_MIN, INT8_MAX))); return;
-  case DType::I16: store<int16_t>(data, index, static_cast<int16_t>(saturate(value, INT16_MIN, INT16_MAX))); return;
-  case DType::I32: store<int32_t>(data, index, static_cast<int32_t>(saturate(value, INT32_MIN, INT32_MAX))); return;
-  case DType::F16: store<uint16_t>(data, index, floatToHalfBits(value)); return;
-  case DType::BF16: store<uint16_t>(data, index, floatToBF16Bits(value)); return;
-  case DType::F32: store<float>(data, index, value); return;
+  case DType::Bool:
+    data[index] = value != 0.0f;
+    return;
+  case DType::I8:
+    store<int8_t>(data, index, static_cast<int8_t>(saturate(value, INT8_MIN, INT8_MAX)));
+    return;
+  case DType::I16:
+    store<int16_t>(data, index, static_cast<int16_t>(saturate(value, INT16_MIN, INT16_MAX)));
+    return;
+  case DType::I32:
+    store<int32_t>(data, index, static_cast<int32_t>(saturate(value, INT32_MIN, INT32_MAX)));
+    return;
+  case DType::F16:
+    store<uint16_t>(data, index, floatToHalfBits(value));
+    return;
+  case DType::BF16:
+    store<uint16_t>(data, index, floatToBF16Bits(value));
+    return;
+  case DType::F32:
+    store<float>(data, index, value);
+    return;
   }
 }
 
@@ -153,11 +172,17 @@ int64_t Tensor::getInt(int64_t index) const {
   assert(index >= 0 && index < numElements_);
   const uint8_t *data = bytes_.data();
   switch (type_) {
-  case DType::Bool: return data[index] != 0;
-  case DType::I8: return load<int8_t>(data, index);
-  case DType::I16: return load<int16_t>(data, index);
-  case DType::I32: return load<int32_t>(data, index);
-  default: assert(false && "getInt on a float tensor"); return 0;
+  case DType::Bool:
+    return data[index] != 0;
+  case DType::I8:
+    return load<int8_t>(data, index);
+  case DType::I16:
+    return load<int16_t>(data, index);
+  case DType::I32:
+    return load<int32_t>(data, index);
+  default:
+    assert(false && "getInt on a float tensor");
+    return 0;
   }
 }
 
@@ -165,11 +190,21 @@ void Tensor::setInt(int64_t index, int64_t value) {
   assert(index >= 0 && index < numElements_);
   uint8_t *data = bytes_.data();
   switch (type_) {
-  case DType::Bool: data[index] = value != 0; return;
-  case DType::I8: store<int8_t>(data, index, static_cast<int8_t>(value)); return;
-  case DType::I16: store<int16_t>(data, index, static_cast<int16_t>(value)); return;
-  case DType::I32: store<int32_t>(data, index, static_cast<int32_t>(value)); return;
-  default: assert(false && "setInt on a float tensor"); return;
+  case DType::Bool:
+    data[index] = value != 0;
+    return;
+  case DType::I8:
+    store<int8_t>(data, index, static_cast<int8_t>(value));
+    return;
+  case DType::I16:
+    store<int16_t>(data, index, static_cast<int16_t>(value));
+    return;
+  case DType::I32:
+    store<int32_t>(data, index, static_cast<int32_t>(value));
+    return;
+  default:
+    assert(false && "setInt on a float tensor");
+    return;
   }
 }
 

@@ -29,10 +29,10 @@ TEST(DType, FloatToHalfExactValues) {
   EXPECT_EQ(floatToHalfBits(-2.0f), 0xc000);
   EXPECT_EQ(floatToHalfBits(0.0f), 0x0000);
   EXPECT_EQ(floatToHalfBits(-0.0f), 0x8000);
-  EXPECT_EQ(floatToHalfBits(65504.0f), 0x7bff);          // largest finite
-  EXPECT_EQ(floatToHalfBits(0x1p-14f), 0x0400);          // smallest normal
-  EXPECT_EQ(floatToHalfBits(0x1p-24f), 0x0001);          // smallest subnormal
-  EXPECT_EQ(floatToHalfBits(0x3ffp-24f), 0x03ff);        // largest subnormal
+  EXPECT_EQ(floatToHalfBits(65504.0f), 0x7bff);   // largest finite
+  EXPECT_EQ(floatToHalfBits(0x1p-14f), 0x0400);   // smallest normal
+  EXPECT_EQ(floatToHalfBits(0x1p-24f), 0x0001);   // smallest subnormal
+  EXPECT_EQ(floatToHalfBits(0x3ffp-24f), 0x03ff); // largest subnormal
   EXPECT_EQ(floatToHalfBits(std::numeric_limits<float>::infinity()), 0x7c00);
   EXPECT_EQ(floatToHalfBits(-std::numeric_limits<float>::infinity()), 0xfc00);
 }

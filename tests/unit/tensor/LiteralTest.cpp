@@ -74,15 +74,19 @@ TEST(Literal, Errors) {
             "unknown dtype 'f64'; expected one of bool i8 i16 i32 f16 bf16 f32");
   EXPECT_EQ(literalError("2x3xf32=1,2,3,4,5"),
             "expected 6 values for 2x3xf32 (or 1 to fill every element), got 5");
-  EXPECT_EQ(literalError("2xf32="), "expected 2 values for 2xf32 (or 1 to fill every element), got 0");
-  EXPECT_EQ(literalError("f32=1,2"), "expected 1 values for f32 (or 1 to fill every element), got 2");
+  EXPECT_EQ(literalError("2xf32="),
+            "expected 2 values for 2xf32 (or 1 to fill every element), got 0");
+  EXPECT_EQ(literalError("f32=1,2"),
+            "expected 1 values for f32 (or 1 to fill every element), got 2");
   EXPECT_EQ(literalError("2xf32=1,abc"), "value 2 ('abc') is not a number");
   EXPECT_EQ(literalError("2xf32=1,1.5.5"), "value 2 ('1.5.5') is not a number");
   EXPECT_EQ(literalError("2xi8=1,2.5"), "value 2 ('2.5') is not an integer");
   EXPECT_EQ(literalError("2xi8=1,128"), "value 2 ('128') is out of range for i8 [-128, 127]");
-  EXPECT_EQ(literalError("i16=-40000"), "value 1 ('-40000') is out of range for i16 [-32768, 32767]");
-  EXPECT_EQ(literalError("i32=99999999999999999999999"),
-            "value 1 ('99999999999999999999999') is out of range for i32 [-2147483648, 2147483647]");
+  EXPECT_EQ(literalError("i16=-40000"),
+            "value 1 ('-40000') is out of range for i16 [-32768, 32767]");
+  EXPECT_EQ(
+      literalError("i32=99999999999999999999999"),
+      "value 1 ('99999999999999999999999') is out of range for i32 [-2147483648, 2147483647]");
   EXPECT_EQ(literalError("bool=2"), "value 1 ('2') is not a bool (true, false, 1 or 0)");
   EXPECT_EQ(literalError("f16=70000"), "value 1 ('70000') is out of range for f16");
   EXPECT_EQ(literalError("f32=1e39"), "value 1 ('1e39') is out of range for f32");

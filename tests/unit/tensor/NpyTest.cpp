@@ -34,7 +34,8 @@ std::string parseError(const std::string &image) {
 
 TEST(Npy, RoundTripEveryDType) {
   for (DType type : kAllDTypes) {
-    for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {5}, {2, 3}, {2, 0, 4}, {1, 2, 3, 2}}) {
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{}, {5}, {2, 3}, {2, 0, 4}, {1, 2, 3, 2}}) {
       Tensor original = randomTensor(7, "t", type, shape);
       std::string image = serializeNpy(original);
       EXPECT_EQ(image.find("\x93NUMPY"), 0u);
@@ -84,10 +85,10 @@ TEST(Npy, MissingFileAndDirectory) {
 TEST(Npy, AcceptedDescriptors) {
   const std::string two(2, '\0');
   for (const char *descr : {"<V2", "|V2", "bfloat16"}) {
-    auto t = parseNpy(makeNpy(std::string("{'descr': '") + descr +
-                                  "', 'fortran_order': False, 'shape': (1,), }",
-                              std::string("\x80\x3f", 2)),
-                      "t.npy");
+    auto t = parseNpy(
+        makeNpy(std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (1,), }",
+                std::string("\x80\x3f", 2)),
+        "t.npy");
     ASSERT_TRUE(bool(t)) << descr << errorText(t.takeError());
     EXPECT_EQ(t->dtype(), DType::BF16);
     EXPECT_EQ(t->getFloat(0), 1.0f);
@@ -103,8 +104,8 @@ TEST(Npy, AcceptedDescriptors) {
                     "t.npy");
   EXPECT_TRUE(bool(f)) << errorText(f.takeError());
   // numpy reads any non-zero byte as True; we store 1.
-  auto b = parseNpy(makeNpy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", "\x07"),
-                    "t.npy");
+  auto b =
+      parseNpy(makeNpy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", "\x07"), "t.npy");
   ASSERT_TRUE(bool(b));
   EXPECT_EQ(b->bytes()[0], 1);
 }
@@ -144,11 +145,13 @@ TEST(Npy, RejectsTruncatedAndOversizedData) {
   // A header that claims a gigantic shape must fail on size, not allocate.
   EXPECT_NE(parseError(makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': "
                                "(100000, 100000), }",
-                               "")).find("truncated data"),
+                               ""))
+                .find("truncated data"),
             std::string::npos);
   EXPECT_NE(parseError(makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': "
                                "(4611686018427387904, 4), }",
-                               "")).find("too large"),
+                               ""))
+                .find("too large"),
             std::string::npos);
 }
 
@@ -177,9 +180,9 @@ TEST(Npy, RejectsMalformedHeaders) {
   EXPECT_NE(bad("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }")
                 .find("expected a dimension"),
             std::string::npos);
-  EXPECT_NE(bad("{'descr': '<f4', 'fortran_order': False, 'shape': (2 3), }")
-                .find("expected ',' or ')'"),
-            std::string::npos);
+  EXPECT_NE(
+      bad("{'descr': '<f4', 'fortran_order': False, 'shape': (2 3), }").find("expected ',' or ')'"),
+      std::string::npos);
   EXPECT_NE(bad("{'descr': '<f4', 'fortran_order': False, 'shape': [2], }")
                 .find("'shape' must be a tuple"),
             std::string::npos);

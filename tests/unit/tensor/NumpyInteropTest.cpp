@@ -89,8 +89,8 @@ np.save(f'{d}/object.npy', np.array([1, 'a'], dtype=object), allow_pickle=True)
             0);
 
   const std::pair<const char *, DType> files[] = {
-      {"bool", DType::Bool}, {"i8", DType::I8},      {"i16", DType::I16},
-      {"i32", DType::I32},   {"f16", DType::F16},    {"f32", DType::F32},
+      {"bool", DType::Bool},  {"i8", DType::I8},     {"i16", DType::I16},
+      {"i32", DType::I32},    {"f16", DType::F16},   {"f32", DType::F32},
       {"scalar", DType::F32}, {"empty", DType::F16}, {"transposed", DType::F32},
       {"bf16", DType::BF16}};
   for (const auto &[name, type] : files) {
@@ -314,16 +314,17 @@ np.save(f'{d}/bf16.npy', ref.view(np.int16))
     const uint16_t ourHalf = floatToHalfBits(inputs[i]);
     const uint16_t ourBF16 = floatToBF16Bits(inputs[i]);
     if (std::isnan(inputs[i])) {
-      halfMismatches += !std::isnan(halfBitsToFloat(ourHalf)) || !std::isnan(halfBitsToFloat(numpyHalf));
+      halfMismatches +=
+          !std::isnan(halfBitsToFloat(ourHalf)) || !std::isnan(halfBitsToFloat(numpyHalf));
       bf16Mismatches += !std::isnan(bf16BitsToFloat(ourBF16));
       continue;
     }
     if (ourHalf != numpyHalf && halfMismatches++ < 10)
-      ADD_FAILURE() << "f16 of " << std::hexfloat << inputs[i] << ": ours " << std::hex
-                    << ourHalf << ", numpy " << numpyHalf;
+      ADD_FAILURE() << "f16 of " << std::hexfloat << inputs[i] << ": ours " << std::hex << ourHalf
+                    << ", numpy " << numpyHalf;
     if (ourBF16 != numpyBF16 && bf16Mismatches++ < 10)
-      ADD_FAILURE() << "bf16 of " << std::hexfloat << inputs[i] << ": ours " << std::hex
-                    << ourBF16 << ", numpy " << numpyBF16;
+      ADD_FAILURE() << "bf16 of " << std::hexfloat << inputs[i] << ": ours " << std::hex << ourBF16
+                    << ", numpy " << numpyBF16;
   }
   EXPECT_EQ(halfMismatches, 0);
   EXPECT_EQ(bf16Mismatches, 0);

@@ -28,7 +28,8 @@ TEST(RandomTensor, StableAcrossVersions) {
   EXPECT_EQ(rng.next(), 0x99ec5f36cb75f2b4ull);
   EXPECT_EQ(rng.next(), 0xbf6e1f784956452aull);
   Tensor t = randomTensor(1, "fc1.w", DType::F32, {4, 4});
-  EXPECT_EQ(llvm::xxHash64(t.bytes()), 0xe88a5f0c85c860fdull) << std::hex << llvm::xxHash64(t.bytes());
+  EXPECT_EQ(llvm::xxHash64(t.bytes()), 0xe88a5f0c85c860fdull)
+      << std::hex << llvm::xxHash64(t.bytes());
 }
 
 TEST(RandomTensor, FloatsWithinFanInBound) {

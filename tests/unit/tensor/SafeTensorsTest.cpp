@@ -102,8 +102,10 @@ TEST(SafeTensors, CheckReportsEveryMismatchAtOnce) {
   EXPECT_FALSE(bool(loaded));
   llvm::consumeError(loaded.takeError());
 
-  const std::vector<TensorSpec> exact = {{"a.w", DType::F32, {2, 3}}, {"b.w", DType::F16, {4}},
-                                         {"c.w", DType::F16, {4}},   {"stray", DType::I8, {1}},
+  const std::vector<TensorSpec> exact = {{"a.w", DType::F32, {2, 3}},
+                                         {"b.w", DType::F16, {4}},
+                                         {"c.w", DType::F16, {4}},
+                                         {"stray", DType::I8, {1}},
                                          {"zz", DType::I8, {1}}};
   EXPECT_FALSE(checkTensors(*file, exact));
   auto all = loadTensors(*file, exact);

@@ -94,8 +94,7 @@ TEST(Tensor, ConvertTo) {
 TEST(Tensor, FormatIree) {
   EXPECT_EQ(formatIree(Tensor::fromFloats(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})),
             "2x3xf32=[1 2 3][4 5 6]");
-  EXPECT_EQ(formatIree(Tensor::fromFloats(DType::F32, {3}, {0.5f, -1, 0.1f})),
-            "3xf32=0.5 -1 0.1");
+  EXPECT_EQ(formatIree(Tensor::fromFloats(DType::F32, {3}, {0.5f, -1, 0.1f})), "3xf32=0.5 -1 0.1");
   EXPECT_EQ(formatIree(Tensor::fromFloats(DType::F32, {}, {3.5f})), "f32=3.5");
   EXPECT_EQ(formatIree(Tensor::fromFloats(DType::I8, {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, -8})),
             "2x2x2xi8=[[1 2][3 4]][[5 6][7 -8]]");

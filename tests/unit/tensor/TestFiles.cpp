@@ -29,8 +29,6 @@ std::string readBytes(const std::string &path) {
   return text.str();
 }
 
-std::string errorText(llvm::Error error) {
-  return error ? llvm::toString(std::move(error)) : "";
-}
+std::string errorText(llvm::Error error) { return error ? llvm::toString(std::move(error)) : ""; }
 
 } // namespace lpu::tensor::testing
