@@ -201,6 +201,12 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
             if (in.op == Opcode::Repeat) {
               if (i == 0 || !opcodeInfo(q.instrs[i - 1].op).unit)
                 return error(iw + ": repeat must follow a unit instruction");
+              const Instr &prev = q.instrs[i - 1];
+              unsigned interval = chip.timingOf(prev.op, prev.dtype).issue;
+              if (in.delay < interval)
+                return error(iw + ": repeat every " + llvm::Twine(in.delay) + " cycles, but " +
+                             opcodeInfo(prev.op).mnemonic + " " + tensor::dtypeName(prev.dtype) +
+                             " issues at most every " + llvm::Twine(interval) + " cycles");
             }
           }
         }
