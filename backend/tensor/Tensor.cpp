@@ -88,8 +88,7 @@ llvm::Expected<Tensor> Tensor::fromBytes(DType type, std::vector<int64_t> shape,
 Tensor Tensor::fromFloats(DType type, std::vector<int64_t> shape, llvm::ArrayRef<float> values) {
   Tensor tensor(type, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == tensor.numElements());
-  for (int64_t i = 0; i < tensor.numElements(); ++i)
-    tensor.setFloat(i, values[i]);
+  tensor.setFloats(values);
   return tensor;
 }
 
@@ -208,11 +207,61 @@ void Tensor::setInt(int64_t index, int64_t value) {
   }
 }
 
+namespace {
+// Whole-tensor conversions run on weights of hundreds of megabytes, so the
+// dtype is dispatched once and each loop is a plain per-element conversion
+// the compiler can unroll.
+template <typename T, typename Convert>
+void loadAll(const uint8_t *data, float *out, int64_t count, Convert convert) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = convert(load<T>(data, i));
+}
+
+template <typename T, typename Convert>
+void storeAll(uint8_t *data, const float *values, int64_t count, Convert convert) {
+  for (int64_t i = 0; i < count; ++i)
+    store<T>(data, i, convert(values[i]));
+}
+} // namespace
+
 std::vector<float> Tensor::toFloats() const {
   std::vector<float> values(static_cast<size_t>(numElements_));
-  for (int64_t i = 0; i < numElements_; ++i)
-    values[i] = getFloat(i);
+  const uint8_t *data = bytes_.data();
+  float *out = values.data();
+  switch (type_) {
+  case DType::F16:
+    loadAll<uint16_t>(data, out, numElements_, halfBitsToFloat);
+    break;
+  case DType::BF16:
+    loadAll<uint16_t>(data, out, numElements_, bf16BitsToFloat);
+    break;
+  case DType::F32:
+    loadAll<float>(data, out, numElements_, [](float v) { return v; });
+    break;
+  default:
+    for (int64_t i = 0; i < numElements_; ++i)
+      out[i] = getFloat(i);
+  }
   return values;
+}
+
+void Tensor::setFloats(llvm::ArrayRef<float> values) {
+  assert(static_cast<int64_t>(values.size()) == numElements_);
+  uint8_t *data = bytes_.data();
+  switch (type_) {
+  case DType::F16:
+    storeAll<uint16_t>(data, values.data(), numElements_, floatToHalfBits);
+    break;
+  case DType::BF16:
+    storeAll<uint16_t>(data, values.data(), numElements_, floatToBF16Bits);
+    break;
+  case DType::F32:
+    storeAll<float>(data, values.data(), numElements_, [](float v) { return v; });
+    break;
+  default:
+    for (int64_t i = 0; i < numElements_; ++i)
+      setFloat(i, values[i]);
+  }
 }
 
 Tensor Tensor::convertTo(DType type) const {

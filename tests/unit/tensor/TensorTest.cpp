@@ -79,6 +79,25 @@ TEST(Tensor, SetFloatConvertsPerDType) {
   EXPECT_EQ(h.bytes()[1], 0x2e);
 }
 
+TEST(Tensor, BulkConversionsMatchElementwise) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {0.0f,     -0.0f, 1e-8f, 0.1f, -2.5f, 65519.0f,
+                               65520.0f, 1e30f, -inf,  inf,  3e9f,  127.5f};
+  for (int i = 0; i < 100; ++i)
+    values.push_back(static_cast<float>(i * i) * 0.731f - 1000.0f);
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (DType type : kAllDTypes) {
+    Tensor bulk = Tensor::fromFloats(type, {n}, values);
+    Tensor single(type, {n});
+    for (int64_t i = 0; i < n; ++i)
+      single.setFloat(i, values[i]);
+    EXPECT_EQ(bulk, single) << dtypeName(type).str();
+    const std::vector<float> back = bulk.toFloats();
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(back[i], bulk.getFloat(i)) << dtypeName(type).str() << " " << i;
+  }
+}
+
 TEST(Tensor, ConvertTo) {
   Tensor a = Tensor::fromFloats(DType::F32, {3}, {1.5f, -2.0f, 1e6f});
   Tensor h = a.convertTo(DType::F16);
