@@ -173,7 +173,8 @@ llvm::StringRef numpyTypeName(llvm::StringRef code) {
 }
 
 llvm::Expected<DType> dtypeFromDescr(llvm::StringRef descr, llvm::StringRef name) {
-  // ml_dtypes registers its type under this name.
+  // np.save of an ml_dtypes.bfloat16 array writes '<V2' (handled below);
+  // writers that store str(array.dtype) instead give this name.
   if (descr == "bfloat16" || descr == "<bfloat16")
     return DType::BF16;
   char order = '=';
