@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the text form of an lpu program that multiplies A [M,K] by B [K,N]
-(f16) into C [M,N] (f32) on one groqchip1, tiled over the four MXM planes.
+(f16, or i8 with --dtype i8) into C [M,N] (f32, or i32) on one groqchip1,
+tiled over the four MXM planes.
 
 Used by bench/sim_matmul.sh (4096^3) and by the lit tests (small sizes, with
 numpy as the reference). The schedule is computed here cycle by cycle, the
@@ -105,7 +106,12 @@ class Schedule:
                 i = j
 
 
-def generate(m, k, n):
+def generate(m, k, n, dt="f16"):
+    w = 2 if dt == "f16" else 1
+    acc_dt = "f32" if dt == "f16" else "i32"
+    # int8 matmuls may issue every cycle; the schedule still spaces them 4
+    # apart (one A vector per cycle is all two MEM ports can feed 4 planes).
+    ISSUE["mm"] = MM_ISSUE if dt == "f16" else 1
     kt, nt = -(-k // LANES), -(-n // LANES)
     if m > 4096:
         raise SystemExit("M must be at most 4096 (accumulator rows per plane)")
@@ -119,10 +125,10 @@ def generate(m, k, n):
         group = idx // blocks
         return [base + width * group + b for b in range(width)], (idx % blocks) * max(m, k)
 
-    a_place = [place(0, t, 2) for t in range(kt)]
-    b_place = [place(0 + 2 * (-(-kt // blocks)), j, 2) for j in range(nt)]
+    a_place = [place(0, t, w) for t in range(kt)]
+    b_place = [place(0 + w * (-(-kt // blocks)), j, w) for j in range(nt)]
     c_place = [place(WEST_SLICES, j, 4) for j in range(nt)]
-    used_west = 2 * (-(-kt // blocks)) + 2 * (-(-nt // blocks))
+    used_west = w * (-(-kt // blocks)) + w * (-(-nt // blocks))
     if used_west > WEST_SLICES or 4 * (-(-nt // blocks)) > WEST_SLICES:
         raise SystemExit("does not fit in SRAM")
 
@@ -174,10 +180,10 @@ def generate(m, k, n):
             slices, base = b_place[4 * rnd + p]
             for r in range(rows_k[t]):
                 c = start + LW_PERIOD * r + offs[p]
-                for b in range(2):
+                for b in range(w):
                     s.read_to(mem_queue(slices[b], 8 + 2 * p + b), slices[b], base + LANES * t + r,
                               wts[p][b], plane_pos(p), c)
-                s.add(mxq[p][1], c, f"lw f16 p{p} {wts[p][0]}")
+                s.add(mxq[p][1], c, f"lw {dt} p{p} {wts[p][0]}")
         return start + LW_PERIOD * rows_k[t] + LW_PERIOD
 
     cycle = 200
@@ -196,10 +202,10 @@ def generate(m, k, n):
             for p in planes:
                 for i in range(m):
                     c = start + MM_ISSUE * i + offs[p]
-                    for b in range(2):
+                    for b in range(w):
                         s.read_to(mem_queue(slices[b], 2 * p + b), slices[b], base + i, act[p][b],
                                   plane_pos(p), c)
-                    s.add(mxq[p][0], c, f"mm f16 p{p} {act[p][0]} {{A}}", i)
+                    s.add(mxq[p][0], c, f"mm {dt} p{p} {act[p][0]} {{A}}", i)
             end = start + MM_ISSUE * m + 4
             ready = end
             if t + 1 < kt:
@@ -214,7 +220,7 @@ def generate(m, k, n):
             slices, base = c_place[4 * rnd + p]
             for i in range(m):
                 c = start + 4 * i + offs[p]
-                s.add(mxq[p][0], c, f"acc f32 p{p} {{A}} -> {out_st[p]}", i)
+                s.add(mxq[p][0], c, f"acc {acc_dt} p{p} {{A}} -> {out_st[p]}", i)
                 for b in range(4):
                     s.write_from(mem_queue(slices[b], 4 * p + b), slices[b], base + i, stream(out_st[p], b),
                                  plane_pos(p), c + ACC_LAT)
@@ -224,13 +230,13 @@ def generate(m, k, n):
            f"bucket"]
     for t in range(kt):
         sl, base = a_place[t]
-        out.append(f"tensor input A{t} f16 [{m},{LANES}] chip 0 slices {sl[0]},{sl[1]} addr {base}")
+        out.append(f"tensor input A{t} {dt} [{m},{LANES}] chip 0 slices {','.join(map(str, sl))} addr {base}")
     for j in range(nt):
         sl, base = b_place[j]
-        out.append(f"tensor input B{j} f16 [{k},{LANES}] chip 0 slices {sl[0]},{sl[1]} addr {base}")
+        out.append(f"tensor input B{j} {dt} [{k},{LANES}] chip 0 slices {','.join(map(str, sl))} addr {base}")
     for j in range(nt):
         sl, base = c_place[j]
-        out.append(f"tensor output C{j} f32 [{m},{LANES}] chip 0 slices {','.join(map(str, sl))} addr {base}")
+        out.append(f"tensor output C{j} {acc_dt} [{m},{LANES}] chip 0 slices {','.join(map(str, sl))} addr {base}")
     out.append("chip 0")
     s.emit(out)
     return "\n".join(out) + "\n"
@@ -242,8 +248,9 @@ def main():
     ap.add_argument("k", type=int)
     ap.add_argument("n", type=int)
     ap.add_argument("-o", default="-")
+    ap.add_argument("--dtype", choices=["f16", "i8"], default="f16")
     args = ap.parse_args()
-    text = generate(args.m, args.k, args.n)
+    text = generate(args.m, args.k, args.n, args.dtype)
     if args.o == "-":
         sys.stdout.write(text)
     else:

@@ -6,17 +6,22 @@ import os, subprocess, sys, tempfile
 import numpy as np
 
 src, m, k, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-extra = sys.argv[5:]
+extra = [a for a in sys.argv[5:] if a != "--i8"]
+i8 = "--i8" in sys.argv[5:]
 L = 320
 kt, nt = -(-k // L), -(-n // L)
 rng = np.random.default_rng(11)
-A = rng.uniform(-1, 1, (m, k)).astype(np.float16)
-B = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+if i8:
+    A = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    B = rng.integers(-128, 128, (k, n)).astype(np.int8)
+else:
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    B = rng.uniform(-1, 1, (k, n)).astype(np.float16)
 with tempfile.TemporaryDirectory() as d:
     subprocess.run([sys.executable, f"{src}/bench/sim_matmul_gen.py", str(m), str(k), str(n),
-                    "-o", f"{d}/mm.lpuasm"], check=True)
-    Ap = np.zeros((m, kt * L), np.float16); Ap[:, :k] = A
-    Bp = np.zeros((k, nt * L), np.float16); Bp[:, :n] = B
+                    "-o", f"{d}/mm.lpuasm"] + (["--dtype", "i8"] if i8 else []), check=True)
+    Ap = np.zeros((m, kt * L), A.dtype); Ap[:, :k] = A
+    Bp = np.zeros((k, nt * L), B.dtype); Bp[:, :n] = B
     args = []
     for t in range(kt):
         np.save(f"{d}/A{t}.npy", Ap[:, L * t:L * t + L]); args.append(f"--input=A{t}={d}/A{t}.npy")
@@ -26,6 +31,12 @@ with tempfile.TemporaryDirectory() as d:
     report = subprocess.run(["lpurun", f"{d}/mm.lpuasm"] + args + extra, check=True,
                             capture_output=True, text=True).stdout
     C = np.concatenate([np.load(f"{d}/C{j}.npy") for j in range(nt)], axis=1)[:, :n]
+if i8:
+    # int8 x int8 accumulated in int32: exact.
+    assert C.dtype == np.int32 and np.array_equal(C, A.astype(np.int64) @ B.astype(np.int64))
+    print("OK", C.shape, "exact")
+    sys.stdout.write(report)
+    sys.exit(0)
 # fp16 products are exact in fp32; only the order of the fp32 additions
 # differs from numpy's, so the error is a few ulps of the row sums.
 ref = A.astype(np.float64) @ B.astype(np.float64)
