@@ -5,6 +5,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <cctype>
 #include <set>
 
 namespace lpu::backend {
@@ -16,6 +17,24 @@ llvm::StringRef tensorRoleName(TensorRole role) {
   case TensorRole::Param: return "param";
   }
   return "?";
+}
+
+bool isProgramToken(llvm::StringRef s) {
+  if (s.empty() || s.size() > 4096)
+    return false;
+  for (char c : s)
+    if (c <= ' ' || c >= 127 || c == ';' || c == '=' || c == '[' || c == ']' || c == ',')
+      return false;
+  return true;
+}
+
+bool isProgramIdentifier(llvm::StringRef s) {
+  if (s.empty() || !(std::isalpha(uint8_t(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(uint8_t(c)) || c == '_'))
+      return false;
+  return true;
 }
 
 std::string queueName(const Queue &q) {
@@ -120,8 +139,13 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
         }
         std::vector<int64_t> shape = bucket.concreteShape(t);
         int64_t rows = 1, cols = shape.empty() ? 1 : shape.back();
-        for (size_t i = 0; i + 1 < shape.size(); ++i)
-          rows *= shape[i];
+        bool overflow = false;
+        for (int64_t d : shape)
+          overflow |= d < 0 || d > (int64_t(1) << 32);
+        for (size_t i = 0; i + 1 < shape.size() && !overflow; ++i)
+          overflow |= __builtin_mul_overflow(rows, shape[i], &rows) || rows > (int64_t(1) << 32);
+        if (overflow)
+          return error(tw + " has a shape too large for any chip");
         int64_t perRow = (cols + chip.lanes - 1) / chip.lanes;
         if (rows < 0 || cols < 0 || rows > int64_t(1) << 32 ||
             int64_t(t.addr) + rows * perRow > int64_t(chip.memVectors))

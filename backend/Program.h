@@ -88,6 +88,12 @@ struct Program {
   bool operator==(const Program &) const = default;
 };
 
+/// Names (of chips, topologies, entries, tensors) must survive the text
+/// form: printable, no spaces, none of ; = [ ] ,
+bool isProgramToken(llvm::StringRef s);
+/// Bucket dimension names: [A-Za-z_][A-Za-z0-9_]*.
+bool isProgramIdentifier(llvm::StringRef s);
+
 /// "mem12", "vxm0", ...
 std::string queueName(const Queue &q);
 

@@ -2,6 +2,7 @@
 
 #include <llvm/Support/xxhash.h>
 
+#include <cctype>
 #include <cstring>
 
 namespace lpu::backend {
@@ -102,6 +103,46 @@ void writeInstr(Writer &w, const Instr &in) {
 
 bool validDType(uint8_t v) { return v <= uint8_t(DType::F32); }
 
+/// The binary form must be canonical, so that it prints as text and reads
+/// back to the same bytes: fields an opcode does not use are zero, and the
+/// streams it uses are real streams.
+bool canonical(const Instr &in) {
+  Instr keep;
+  keep.op = in.op;
+  for (OperandKind k : opcodeInfo(in.op).operands) {
+    switch (k) {
+    case OperandKind::DType: keep.dtype = in.dtype; break;
+    case OperandKind::DType2: keep.dtype2 = in.dtype2; break;
+    case OperandKind::Count: keep.count = in.count; break;
+    case OperandKind::Delay: keep.delay = in.delay; break;
+    case OperandKind::Slice:
+    case OperandKind::Plane:
+    case OperandKind::Link: keep.unit = in.unit; break;
+    case OperandKind::Addr:
+    case OperandKind::Acc:
+      keep.addr = in.addr;
+      keep.step = in.step;
+      break;
+    case OperandKind::Src0:
+      if (!in.src0.valid())
+        return false;
+      keep.src0 = in.src0;
+      break;
+    case OperandKind::Src1:
+      if (!in.src1.valid())
+        return false;
+      keep.src1 = in.src1;
+      break;
+    case OperandKind::Dst:
+      if (!in.dst.valid())
+        return false;
+      keep.dst = in.dst;
+      break;
+    }
+  }
+  return keep == in;
+}
+
 Instr readInstr(Reader &r, bool &bad) {
   Instr in;
   uint8_t op = r.u8(), dt = r.u8(), dt2 = r.u8();
@@ -118,6 +159,8 @@ Instr readInstr(Reader &r, bool &bad) {
   in.src0 = r.stream();
   in.src1 = r.stream();
   in.dst = r.stream();
+  if (!bad && !canonical(in))
+    bad = true;
   return in;
 }
 } // namespace
@@ -214,11 +257,13 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
   p.chipName = r.str();
   p.chipFingerprint = r.u64();
   p.topology = r.str();
+  bad |= !isProgramToken(p.chipName) || !isProgramToken(p.topology);
   p.numChips = r.u32();
   uint32_t nEntries = r.count(8);
   for (uint32_t ei = 0; ei < nEntries && !r.failed(); ++ei) {
     Entry e;
     e.name = r.str();
+    bad |= !isProgramToken(e.name);
     uint32_t nBuckets = r.count(12);
     for (uint32_t bi = 0; bi < nBuckets && !r.failed(); ++bi) {
       Bucket b;
@@ -227,6 +272,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         BucketDim d;
         d.name = r.str();
         d.value = int64_t(r.u64());
+        bad |= !isProgramIdentifier(d.name) || d.value < 0;
         b.dims.push_back(std::move(d));
       }
       uint32_t nTensors = r.count(20);
@@ -237,6 +283,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
           bad = true;
         t.role = TensorRole(role > 2 ? 0 : role);
         t.name = r.str();
+        bad |= !isProgramToken(t.name);
         uint8_t dt = r.u8();
         if (!validDType(dt))
           bad = true;
@@ -246,6 +293,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
           Dim d;
           d.value = int64_t(r.u64());
           d.name = r.str();
+          bad |= d.value < 0 || (!d.name.empty() && (d.value != 0 || !isProgramIdentifier(d.name)));
           t.shape.push_back(std::move(d));
         }
         t.chip = r.u32();
@@ -282,7 +330,8 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
     return fail("payload ends early or holds an impossible count near byte " +
                 llvm::Twine(r.offset()));
   if (bad)
-    return fail("an enumeration value (opcode, dtype, unit, role or stream) is out of range");
+    return fail("a value is out of range or not in canonical form (an opcode, dtype, unit, role, "
+                "stream, name or unused instruction field)");
   if (!r.atEnd())
     return fail("unexpected bytes after the last entry");
   return p;

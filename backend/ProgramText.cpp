@@ -181,6 +181,8 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
           (words.size() == 3 && !parseHex64(words[2], p.chipFingerprint)))
         return fail("expected 'target CHIPNAME [0xFINGERPRINT]'");
       p.chipName = words[1].str();
+      if (!isProgramToken(p.chipName))
+        return fail("bad chip name '" + words[1] + "'");
       sawTarget = true;
       continue;
     }
@@ -188,10 +190,12 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       if (words.size() != 3 || !parseNumber(words[2], p.numChips))
         return fail("expected 'topology SPEC CHIPS'");
       p.topology = words[1].str();
+      if (!isProgramToken(p.topology))
+        return fail("bad topology '" + words[1] + "'");
       continue;
     }
     if (key == "entry") {
-      if (words.size() != 2)
+      if (words.size() != 2 || !isProgramToken(words[1]))
         return fail("expected 'entry NAME'");
       p.entries.push_back(Entry{words[1].str(), {}});
       entry = &p.entries.back();
@@ -211,7 +215,7 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
         auto [dn, dv] = words[i].split('=');
         BucketDim d{dn.str(), 0};
         uint64_t v = 0;
-        if (dn.empty() || !parseNumber(dv, v))
+        if (!isProgramIdentifier(dn) || !parseNumber(dv, v) || v > uint64_t(INT64_MAX))
           return fail("expected NAME=VALUE, found '" + words[i] + "'");
         d.value = int64_t(v);
         bucket->dims.push_back(std::move(d));
@@ -233,6 +237,8 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       else
         return fail("tensor role must be input, output or param, found '" + words[1] + "'");
       t.name = words[2].str();
+      if (!isProgramToken(t.name))
+        return fail("bad tensor name '" + words[2] + "'");
       auto dt = tensor::parseDTypeName(words[3]);
       if (!dt)
         return fail("unknown dtype '" + words[3] + "'");

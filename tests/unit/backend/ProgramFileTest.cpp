@@ -195,3 +195,29 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
   big.entries[0].buckets[0].tensors[0].addr = 8190;
   expectError(big, "entry 'main' bucket 0: input 'x' does not fit in SRAM: addresses 8190..8194 of 8192");
 }
+
+// A binary program that could not be printed and read back is refused:
+// found by scripts/fuzz.sh's round-trip check.
+TEST(ProgramFile, OnlyCanonicalBinariesLoad) {
+  auto refused = [](Program p) {
+    std::string bin = writeProgramBinary(p);
+    return errorOf(readProgramBinary(
+        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()), "b"));
+  };
+  EXPECT_EQ(refused(sampleProgram(1)), "");
+  Program unused = sampleProgram(1);
+  unused.entries[0].buckets[0].chips[0].queues[1].instrs[0].addr = 5; // nop has no address
+  EXPECT_NE(refused(unused), "");
+  Program noStream = sampleProgram(1);
+  noStream.entries[0].buckets[0].chips[0].queues[0].instrs[0].dst = StreamRef{};
+  EXPECT_NE(refused(noStream), "");
+  Program spaced = sampleProgram(1);
+  spaced.entries[0].buckets[0].tensors[0].name = "a b";
+  EXPECT_NE(refused(spaced), "");
+  Program negative = sampleProgram(1);
+  negative.entries[0].buckets[0].dims[0].value = -4;
+  EXPECT_NE(refused(negative), "");
+  Program both = sampleProgram(1);
+  both.entries[0].buckets[0].tensors[0].shape[0].value = 3; // named and numbered
+  EXPECT_NE(refused(both), "");
+}
