@@ -477,8 +477,10 @@ void ChipSim::deliver(C2cMessage message) { inbox_[message.dstLink].push_back(st
 bool ChipSim::finish() {
   if (violation_)
     return false;
-  for (auto &plane : planes_)
+  for (auto &plane : planes_) {
     plane->flush();
+    plane->wait();
+  }
   for (uint32_t q : parked_) {
     const Queue &queue = code_.queues[q];
     violation_ = Violation{stats_.lastCycle, index_,

@@ -12,6 +12,13 @@ MxmPlane::MxmPlane(unsigned dim, unsigned accRows, bool timingOnly, unsigned thr
     : dim_(dim), accRows_(accRows), timingOnly_(timingOnly), threads_(threads),
       accReady_(accRows, -1) {}
 
+MxmPlane::~MxmPlane() { wait(); }
+
+void MxmPlane::wait() {
+  if (job_.valid())
+    job_.get();
+}
+
 std::string MxmPlane::loadRow(DType type, const float *row) {
   if (bufferRows_ == dim_)
     return "the weight buffer already holds " + std::to_string(dim_) + " rows (install first)";
@@ -35,9 +42,10 @@ std::string MxmPlane::install(int64_t readyCycle) {
     // Rows not loaded since the last install are zero.
     std::memset(buffer_.data() + size_t(bufferRows_) * dim_, 0,
                 size_t(dim_ - bufferRows_) * dim_ * sizeof(float));
-    weights_.swap(buffer_);
-    if (buffer_.empty())
-      buffer_.assign(size_t(dim_) * dim_, 0.0f);
+    // A batch still running keeps the old weights alive through its copy
+    // of the pointer.
+    weights_ = std::make_shared<const std::vector<float>>(std::move(buffer_));
+    buffer_.assign(size_t(dim_) * dim_, 0.0f);
   }
   weightType_ = bufferType_;
   bufferRows_ = 0;
@@ -76,33 +84,45 @@ std::string MxmPlane::multiply(DType type, const float *act, uint32_t row, int64
 void MxmPlane::flush() {
   if (pendingRows_.empty())
     return;
-  size_t batch = pendingRows_.size();
-  if (weightType_ == DType::F16) {
-    if (accF_.empty())
-      accF_.assign(size_t(accRows_) * dim_, 0.0f);
-    accumulateMatmul(pendingAct_.data(), pendingRows_.data(), batch, weights_.data(), dim_,
-                     accF_.data(), threads_);
-  } else {
+  wait(); // batches of one plane add in program order
+  bool isFloat = weightType_ == DType::F16;
+  if (isFloat && accF_.empty())
+    accF_.assign(size_t(accRows_) * dim_, 0.0f);
+  if (!isFloat && accI_.empty())
+    accI_.assign(size_t(accRows_) * dim_, 0);
+  for (uint32_t r : pendingRows_)
+    pendingRow_[r] = 0;
+  auto act = std::make_shared<std::vector<float>>(std::move(pendingAct_));
+  auto rows = std::make_shared<std::vector<uint32_t>>(std::move(pendingRows_));
+  pendingAct_.clear();
+  pendingRows_.clear();
+  auto weights = weights_;
+  unsigned dim = dim_, threads = threads_;
+  float *accF = accF_.data();
+  int32_t *accI = accI_.data();
+  auto run = [act, rows, weights, dim, threads, accF, accI, isFloat] {
+    size_t batch = rows->size();
+    if (isFloat) {
+      accumulateMatmul(act->data(), rows->data(), batch, weights->data(), dim, accF, threads);
+      return;
+    }
     // int8 x int8 products summed over one plane stay below 2^24, so the
     // float kernel is exact; the running sum is kept in int32.
-    if (accI_.empty())
-      accI_.assign(size_t(accRows_) * dim_, 0);
-    scratch_.assign(batch * dim_, 0.0f);
+    std::vector<float> sums(batch * dim, 0.0f);
     std::vector<uint32_t> local(batch);
     for (size_t b = 0; b < batch; ++b)
       local[b] = uint32_t(b);
-    accumulateMatmul(pendingAct_.data(), local.data(), batch, weights_.data(), dim_,
-                     scratch_.data(), threads_);
+    accumulateMatmul(act->data(), local.data(), batch, weights->data(), dim, sums.data(), threads);
     for (size_t b = 0; b < batch; ++b) {
-      int32_t *acc = accI_.data() + size_t(pendingRows_[b]) * dim_;
-      for (unsigned j = 0; j < dim_; ++j)
-        acc[j] = int32_t(uint32_t(acc[j]) + uint32_t(int32_t(scratch_[b * dim_ + j])));
+      int32_t *acc = accI + size_t((*rows)[b]) * dim;
+      for (unsigned j = 0; j < dim; ++j)
+        acc[j] = int32_t(uint32_t(acc[j]) + uint32_t(int32_t(sums[b * dim + j])));
     }
-  }
-  for (uint32_t r : pendingRows_)
-    pendingRow_[r] = 0;
-  pendingRows_.clear();
-  pendingAct_.clear();
+  };
+  if (threads_ > 1)
+    job_ = std::async(std::launch::async, run);
+  else
+    run();
 }
 
 std::string MxmPlane::readAcc(DType type, uint32_t row, int64_t cycle, uint8_t *const *out) {
@@ -115,6 +135,7 @@ std::string MxmPlane::readAcc(DType type, uint32_t row, int64_t cycle, uint8_t *
   if (timingOnly_ || !out)
     return "";
   flush();
+  wait();
   bool isFloat = type == DType::F32;
   for (unsigned j = 0; j < dim_; ++j) {
     uint32_t bits = 0;
