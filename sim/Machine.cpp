@@ -165,8 +165,13 @@ RunReport Machine::report() const {
   r.cycles = cycles_;
   r.clockMHz = chip_.clockMHz;
   r.lanes = chip_.lanes;
-  for (auto &c : chips_)
+  for (auto &c : chips_) {
     r.chips.push_back(c->stats());
+    std::vector<std::string> names;
+    for (const Queue &q : c->code().queues)
+      names.push_back(queueName(q));
+    r.queueNames.push_back(std::move(names));
+  }
   return r;
 }
 

@@ -28,7 +28,7 @@ struct RunReport {
   int64_t cycles = 0;
   double clockMHz = 0;
   std::vector<ChipStats> chips;
-  std::vector<std::string> queueNames; // per chip, concatenated as "chipN:queue"
+  std::vector<std::vector<std::string>> queueNames; // per chip, per queue
   unsigned lanes = 0;
 };
 

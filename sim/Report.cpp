@@ -42,7 +42,11 @@ std::string formatReportText(const RunReport &r, const ReportContext &ctx) {
 
 std::string formatReportJson(const RunReport &r, const ReportContext &ctx) {
   llvm::json::Array chips;
-  for (const ChipStats &s : r.chips) {
+  for (size_t c = 0; c < r.chips.size(); ++c) {
+    const ChipStats &s = r.chips[c];
+    llvm::json::Object queues;
+    for (size_t q = 0; q < s.queueBusy.size() && c < r.queueNames.size(); ++q)
+      queues[r.queueNames[c][q]] = int64_t(s.queueBusy[q]);
     llvm::json::Object busy, instrs;
     for (unsigned k = 0; k < kNumUnitKinds; ++k) {
       busy[unitKindName(UnitKind(k))] = int64_t(s.busyCycles[k]);
@@ -53,6 +57,7 @@ std::string formatReportJson(const RunReport &r, const ReportContext &ctx) {
       links.push_back(int64_t(b));
     chips.push_back(llvm::json::Object{{"busy_cycles", std::move(busy)},
                                        {"instructions", std::move(instrs)},
+                                       {"queue_busy_cycles", std::move(queues)},
                                        {"sram_bytes_in_use", int64_t(s.sramVectorsInUse * r.lanes)},
                                        {"link_bytes_sent", std::move(links)}});
   }
