@@ -12,6 +12,7 @@ packages=(
   libcli11-dev                          # every command line
   libgtest-dev googletest               # unit tests
   python3 python3-numpy                 # lit runs on python3; numpy gives independent reference numbers
+  afl++ libopenblas0-pthread            # scripts/fuzz.sh; OpenBLAS behind numpy for bench/sim_matmul.sh
 )
 
 missing=()

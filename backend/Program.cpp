@@ -1,0 +1,243 @@
+#include "backend/Program.h"
+
+#include "backend/ChipDescription.h"
+#include "backend/Topology.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <cctype>
+#include <set>
+
+namespace lpu::backend {
+
+llvm::StringRef tensorRoleName(TensorRole role) {
+  switch (role) {
+  case TensorRole::Input: return "input";
+  case TensorRole::Output: return "output";
+  case TensorRole::Param: return "param";
+  }
+  return "?";
+}
+
+bool isProgramToken(llvm::StringRef s) {
+  if (s.empty() || s.size() > 4096)
+    return false;
+  for (char c : s)
+    if (c <= ' ' || c >= 127 || c == ';' || c == '=' || c == '[' || c == ']' || c == ',')
+      return false;
+  return true;
+}
+
+bool isProgramIdentifier(llvm::StringRef s) {
+  if (s.empty() || !(std::isalpha(uint8_t(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(uint8_t(c)) || c == '_'))
+      return false;
+  return true;
+}
+
+std::string queueName(const Queue &q) {
+  return (unitKindName(q.unit) + llvm::Twine(q.index)).str();
+}
+
+std::vector<int64_t> Bucket::concreteShape(const TensorPlacement &t) const {
+  std::vector<int64_t> shape;
+  for (const Dim &d : t.shape) {
+    if (d.name.empty()) {
+      shape.push_back(d.value);
+      continue;
+    }
+    int64_t v = 0;
+    for (const BucketDim &bd : dims)
+      if (bd.name == d.name)
+        v = bd.value;
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+namespace {
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// The width (in streams) each stream operand of `in` must have.
+unsigned operandWidth(const Instr &in, OperandKind k) {
+  switch (in.op) {
+  case Opcode::Read:
+  case Opcode::Write:
+    return 1;
+  case Opcode::Gather:
+  case Opcode::Scatter:
+    return k == OperandKind::Src1 ? 2 : 1;
+  case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt:
+  case Opcode::CmpLe: case Opcode::CmpGt: case Opcode::CmpGe:
+    return k == OperandKind::Dst ? 1 : streamWidth(in.dtype);
+  case Opcode::Cvt:
+    return k == OperandKind::Dst ? streamWidth(in.dtype2) : streamWidth(in.dtype);
+  case Opcode::Permute:
+  case Opcode::Distribute:
+    return k == OperandKind::Src1 ? 2 : streamWidth(in.dtype);
+  case Opcode::Transpose:
+    return 16;
+  default:
+    return streamWidth(in.dtype);
+  }
+}
+} // namespace
+
+llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
+  if (program.chipFingerprint != chip.fingerprint() || program.chipName != chip.name)
+    return error("program was built for chip '" + program.chipName + "' (fingerprint " +
+                 "0x" + llvm::utohexstr(program.chipFingerprint, true) + "), not for chip '" + chip.name +
+                 "' (fingerprint " + "0x" + llvm::utohexstr(chip.fingerprint(), true) + ")");
+  auto topo = Topology::parse(program.topology, chip.c2cLinks);
+  if (!topo)
+    return topo.takeError();
+  if (topo->numChips() != program.numChips)
+    return error("topology '" + program.topology + "' has " + llvm::Twine(topo->numChips()) +
+                 " chips but the program says " + llvm::Twine(program.numChips));
+  if (program.entries.empty())
+    return error("program has no entries");
+  for (const Entry &entry : program.entries) {
+    if (entry.buckets.empty())
+      return error("entry '" + entry.name + "' has no buckets");
+    for (size_t b = 0; b < entry.buckets.size(); ++b) {
+      const Bucket &bucket = entry.buckets[b];
+      std::string where = ("entry '" + entry.name + "' bucket " + llvm::Twine(b)).str();
+      if (bucket.chips.size() != program.numChips)
+        return error(where + ": has code for " + llvm::Twine(bucket.chips.size()) +
+                     " chips, the topology has " + llvm::Twine(program.numChips));
+      std::set<std::string> names;
+      for (const TensorPlacement &t : bucket.tensors) {
+        std::string tw = where + ": " + tensorRoleName(t.role).str() + " '" + t.name + "'";
+        if (!names.insert(t.name).second)
+          return error(tw + " is placed twice");
+        if (t.chip >= program.numChips)
+          return error(tw + " is on chip " + llvm::Twine(t.chip) + " of " +
+                       llvm::Twine(program.numChips));
+        if (t.slices.size() != streamWidth(t.dtype))
+          return error(tw + " of dtype " + tensor::dtypeName(t.dtype) + " needs " +
+                       llvm::Twine(streamWidth(t.dtype)) + " slices, has " +
+                       llvm::Twine(t.slices.size()));
+        std::set<uint16_t> seen;
+        for (uint16_t s : t.slices)
+          if (s >= chip.memSlices || !seen.insert(s).second)
+            return error(tw + ": slice " + llvm::Twine(s) + " is out of range or repeated");
+        for (const Dim &d : t.shape) {
+          if (d.name.empty()) {
+            if (d.value < 0)
+              return error(tw + " has a negative dimension");
+            continue;
+          }
+          bool found = false;
+          for (const BucketDim &bd : bucket.dims)
+            found |= bd.name == d.name;
+          if (!found)
+            return error(tw + " uses dimension '" + d.name + "' that the bucket does not define");
+        }
+        std::vector<int64_t> shape = bucket.concreteShape(t);
+        int64_t rows = 1, cols = shape.empty() ? 1 : shape.back();
+        bool overflow = false;
+        for (int64_t d : shape)
+          overflow |= d < 0 || d > (int64_t(1) << 32);
+        for (size_t i = 0; i + 1 < shape.size() && !overflow; ++i)
+          overflow |= __builtin_mul_overflow(rows, shape[i], &rows) || rows > (int64_t(1) << 32);
+        if (overflow)
+          return error(tw + " has a shape too large for any chip");
+        int64_t perRow = (cols + chip.lanes - 1) / chip.lanes;
+        if (rows < 0 || cols < 0 || rows > int64_t(1) << 32 ||
+            int64_t(t.addr) + rows * perRow > int64_t(chip.memVectors))
+          return error(tw + " does not fit in SRAM: addresses " + llvm::Twine(t.addr) + ".." +
+                       llvm::Twine(int64_t(t.addr) + rows * perRow) + " of " +
+                       llvm::Twine(chip.memVectors));
+      }
+      for (size_t c = 0; c < bucket.chips.size(); ++c) {
+        std::set<std::pair<int, int>> queues;
+        for (const Queue &q : bucket.chips[c].queues) {
+          std::string qw = (where + ": chip " + llvm::Twine(c) + " queue " + queueName(q)).str();
+          if (q.index >= chip.queues[unsigned(q.unit)])
+            return error(qw + ": the chip has only " + llvm::Twine(chip.queues[unsigned(q.unit)]) +
+                         " " + unitKindName(q.unit) + " queues");
+          if (!queues.insert({int(q.unit), q.index}).second)
+            return error(qw + " appears twice");
+          std::optional<bool> east = chip.queueIsEast(q.unit, q.index);
+          for (size_t i = 0; i < q.instrs.size(); ++i) {
+            const Instr &in = q.instrs[i];
+            const OpcodeInfo &info = opcodeInfo(in.op);
+            std::string iw = (qw + " instruction " + llvm::Twine(i) + " (" + info.mnemonic + ")").str();
+            if (info.unit && *info.unit != q.unit)
+              return error(iw + ": a " + unitKindName(*info.unit) + " instruction in a " +
+                           unitKindName(q.unit) + " queue");
+            for (OperandKind k : info.operands) {
+              switch (k) {
+              case OperandKind::DType:
+                if (!dtypeAllowed(in.op, in.dtype))
+                  return error(iw + ": dtype " + tensor::dtypeName(in.dtype) + " not allowed");
+                break;
+              case OperandKind::Count:
+                if ((in.op == Opcode::Nop || in.op == Opcode::Repeat) && in.count == 0)
+                  return error(iw + ": count must be at least 1");
+                if ((in.op == Opcode::Shift || in.op == Opcode::Rotate) && in.count >= chip.lanes)
+                  return error(iw + ": shift by " + llvm::Twine(in.count) + " of " +
+                               llvm::Twine(chip.lanes) + " lanes");
+                break;
+              case OperandKind::Delay:
+                if (in.delay == 0)
+                  return error(iw + ": delay must be at least 1");
+                break;
+              case OperandKind::Slice:
+                if (in.unit >= chip.memSlices)
+                  return error(iw + ": slice " + llvm::Twine(in.unit) + " does not exist");
+                if (east && chip.isEastSlice(in.unit) != *east)
+                  return error(iw + ": slice " + llvm::Twine(in.unit) +
+                               " is in the other hemisphere");
+                break;
+              case OperandKind::Plane:
+                if (in.unit >= chip.mxmPlanes)
+                  return error(iw + ": plane " + llvm::Twine(in.unit) + " does not exist");
+                if (east && (in.unit >= chip.mxmPlanes / 2) != *east)
+                  return error(iw + ": plane " + llvm::Twine(in.unit) +
+                               " is in the other hemisphere");
+                break;
+              case OperandKind::Link:
+                if (in.unit >= chip.c2cLinks)
+                  return error(iw + ": link " + llvm::Twine(in.unit) + " does not exist");
+                if (!topo->peer(c, in.unit))
+                  return error(iw + ": link " + llvm::Twine(in.unit) + " is not cabled in topology '" +
+                               program.topology + "'");
+                break;
+              case OperandKind::Src0:
+              case OperandKind::Src1:
+              case OperandKind::Dst: {
+                StreamRef s = k == OperandKind::Src0 ? in.src0 : k == OperandKind::Src1 ? in.src1 : in.dst;
+                unsigned w = operandWidth(in, k);
+                if (!s.valid() || s.id + w > chip.streamsPerDirection)
+                  return error(iw + ": stream group " + streamName(s) + " of " + llvm::Twine(w) +
+                               " streams does not fit in " + llvm::Twine(chip.streamsPerDirection));
+                break;
+              }
+              default:
+                break;
+              }
+            }
+            if (in.op == Opcode::Repeat) {
+              if (i == 0 || !opcodeInfo(q.instrs[i - 1].op).unit)
+                return error(iw + ": repeat must follow a unit instruction");
+              const Instr &prev = q.instrs[i - 1];
+              unsigned interval = chip.timingOf(prev.op, prev.dtype).issue;
+              if (in.delay < interval)
+                return error(iw + ": repeat every " + llvm::Twine(in.delay) + " cycles, but " +
+                             opcodeInfo(prev.op).mnemonic + " " + tensor::dtypeName(prev.dtype) +
+                             " issues at most every " + llvm::Twine(interval) + " cycles");
+            }
+          }
+        }
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+} // namespace lpu::backend

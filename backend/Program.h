@@ -1,0 +1,107 @@
+// The program: what lpuc writes and lpurun runs. For each entry and bucket,
+// each chip's instruction queues and the placement of every parameter, input
+// and output. Its binary form is in ProgramBinary.h, its text (assembly) form
+// in ProgramText.h; docs/program-file.md describes both.
+#pragma once
+
+#include "backend/Isa.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace lpu::backend {
+
+class ChipDescription;
+
+enum class TensorRole : uint8_t { Input, Output, Param };
+llvm::StringRef tensorRoleName(TensorRole role); // "input", "output", "param"
+
+/// A dimension of a placed tensor: a number, or a named bucket dimension
+/// (e.g. `n`), whose value in this bucket is in Bucket::dims.
+struct Dim {
+  int64_t value = 0;
+  std::string name; // empty for a fixed dimension
+  bool operator==(const Dim &) const = default;
+};
+
+/// Where a tensor lives in SRAM. Layout "rows" (the only one so far): the
+/// tensor is viewed as [R, C] (C = last dimension, R = the product of the
+/// others), each row is cut into ceil(C / lanes) vectors, and row r's vector
+/// v sits at address addr + r * ceil(C / lanes) + v. Byte b of every element
+/// sits in slice slices[b] (so a f16 tensor names 2 slices, f32 names 4).
+/// Lanes past the end of a row hold zeros.
+struct TensorPlacement {
+  TensorRole role = TensorRole::Input;
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<Dim> shape;
+  uint32_t chip = 0;
+  std::vector<uint16_t> slices;
+  uint32_t addr = 0;
+  bool operator==(const TensorPlacement &) const = default;
+};
+
+struct Queue {
+  UnitKind unit = UnitKind::Mem;
+  uint16_t index = 0;
+  std::vector<Instr> instrs;
+  bool operator==(const Queue &) const = default;
+};
+
+struct ChipCode {
+  std::vector<Queue> queues;
+  bool operator==(const ChipCode &) const = default;
+};
+
+struct BucketDim {
+  std::string name;
+  int64_t value = 0;
+  bool operator==(const BucketDim &) const = default;
+};
+
+struct Bucket {
+  std::vector<BucketDim> dims;
+  std::vector<TensorPlacement> tensors;
+  std::vector<ChipCode> chips; // one per chip of the topology
+  bool operator==(const Bucket &) const = default;
+
+  /// The concrete shape of `t` in this bucket.
+  std::vector<int64_t> concreteShape(const TensorPlacement &t) const;
+};
+
+struct Entry {
+  std::string name;
+  std::vector<Bucket> buckets;
+  bool operator==(const Entry &) const = default;
+};
+
+struct Program {
+  std::string chipName;
+  uint64_t chipFingerprint = 0;
+  std::string topology = "single";
+  uint32_t numChips = 1;
+  std::vector<Entry> entries;
+  bool operator==(const Program &) const = default;
+};
+
+/// Names (of chips, topologies, entries, tensors) must survive the text
+/// form: printable, no spaces, none of ; = [ ] ,
+bool isProgramToken(llvm::StringRef s);
+/// Bucket dimension names: [A-Za-z_][A-Za-z0-9_]*.
+bool isProgramIdentifier(llvm::StringRef s);
+
+/// "mem12", "vxm0", ...
+std::string queueName(const Queue &q);
+
+/// Checks everything about a program that does not need running it, against
+/// the chip it will run on: fingerprint, queue and unit indices, hemispheres,
+/// stream ids and group widths, dtypes, placements inside SRAM, cabled
+/// links, repeat after a repeatable instruction. Errors name the entry,
+/// bucket, chip, queue and instruction index.
+llvm::Error verifyProgram(const Program &program, const ChipDescription &chip);
+
+} // namespace lpu::backend

@@ -1,0 +1,357 @@
+#include "backend/ProgramBinary.h"
+
+#include <llvm/Support/xxhash.h>
+
+#include <cctype>
+#include <cstring>
+
+namespace lpu::backend {
+
+namespace {
+constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;
+// Limits that keep a hostile file from asking for absurd allocations before
+// the bytes to back them have been seen.
+constexpr uint64_t kMaxCount = uint64_t(1) << 28;
+
+class Writer {
+public:
+  void u8(uint8_t v) { out_.push_back(char(v)); }
+  void u16(uint16_t v) { raw(&v, 2); }
+  void u32(uint32_t v) { raw(&v, 4); }
+  void u64(uint64_t v) { raw(&v, 8); }
+  void str(llvm::StringRef s) {
+    u32(uint32_t(s.size()));
+    out_.append(s.data(), s.size());
+  }
+  void stream(StreamRef s) {
+    u8(s.dir);
+    u8(s.id);
+  }
+  std::string &out() { return out_; }
+
+private:
+  void raw(const void *p, size_t n) { out_.append(static_cast<const char *>(p), n); }
+  std::string out_;
+};
+
+class Reader {
+public:
+  Reader(llvm::ArrayRef<uint8_t> bytes) : bytes_(bytes) {}
+  bool failed() const { return failed_; }
+  size_t offset() const { return pos_; }
+  uint8_t u8() { uint8_t v = 0; raw(&v, 1); return v; }
+  uint16_t u16() { uint16_t v = 0; raw(&v, 2); return v; }
+  uint32_t u32() { uint32_t v = 0; raw(&v, 4); return v; }
+  uint64_t u64() { uint64_t v = 0; raw(&v, 8); return v; }
+  std::string str() {
+    uint32_t n = u32();
+    if (failed_ || n > bytes_.size() - pos_) {
+      failed_ = true;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char *>(bytes_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  /// A count of items that each take at least `minBytes` more bytes.
+  uint32_t count(size_t minBytes) {
+    uint32_t n = u32();
+    if (n > kMaxCount || uint64_t(n) * minBytes > bytes_.size() - pos_)
+      failed_ = true;
+    return failed_ ? 0 : n;
+  }
+  StreamRef stream() {
+    StreamRef s;
+    s.dir = u8();
+    s.id = u8();
+    if (s.dir > StreamRef::West)
+      failed_ = true;
+    return s;
+  }
+  bool atEnd() const { return pos_ == bytes_.size(); }
+
+private:
+  void raw(void *p, size_t n) {
+    if (failed_ || n > bytes_.size() - pos_) {
+      failed_ = true;
+      std::memset(p, 0, n);
+      return;
+    }
+    std::memcpy(p, bytes_.data() + pos_, n);
+    pos_ += n;
+  }
+  llvm::ArrayRef<uint8_t> bytes_;
+  size_t pos_ = 0;
+  bool failed_ = false;
+};
+
+constexpr size_t kInstrBytes = 1 + 1 + 1 + 2 + 4 + 4 + 4 + 4 + 3 * 2;
+
+void writeInstr(Writer &w, const Instr &in) {
+  w.u8(uint8_t(in.op));
+  w.u8(uint8_t(in.dtype));
+  w.u8(uint8_t(in.dtype2));
+  w.u16(in.unit);
+  w.u32(in.addr);
+  w.u32(uint32_t(in.step));
+  w.u32(in.count);
+  w.u32(in.delay);
+  w.stream(in.src0);
+  w.stream(in.src1);
+  w.stream(in.dst);
+}
+
+bool validDType(uint8_t v) { return v <= uint8_t(DType::F32); }
+
+/// The binary form must be canonical, so that it prints as text and reads
+/// back to the same bytes: fields an opcode does not use are zero, and the
+/// streams it uses are real streams.
+bool canonical(const Instr &in) {
+  Instr keep;
+  keep.op = in.op;
+  for (OperandKind k : opcodeInfo(in.op).operands) {
+    switch (k) {
+    case OperandKind::DType: keep.dtype = in.dtype; break;
+    case OperandKind::DType2: keep.dtype2 = in.dtype2; break;
+    case OperandKind::Count: keep.count = in.count; break;
+    case OperandKind::Delay: keep.delay = in.delay; break;
+    case OperandKind::Slice:
+    case OperandKind::Plane:
+    case OperandKind::Link: keep.unit = in.unit; break;
+    case OperandKind::Addr:
+    case OperandKind::Acc:
+      keep.addr = in.addr;
+      keep.step = in.step;
+      break;
+    case OperandKind::Src0:
+      if (!in.src0.valid())
+        return false;
+      keep.src0 = in.src0;
+      break;
+    case OperandKind::Src1:
+      if (!in.src1.valid())
+        return false;
+      keep.src1 = in.src1;
+      break;
+    case OperandKind::Dst:
+      if (!in.dst.valid())
+        return false;
+      keep.dst = in.dst;
+      break;
+    }
+  }
+  return keep == in;
+}
+
+Instr readInstr(Reader &r, bool &bad) {
+  Instr in;
+  uint8_t op = r.u8(), dt = r.u8(), dt2 = r.u8();
+  if (op >= kNumOpcodes || !validDType(dt) || !validDType(dt2))
+    bad = true;
+  in.op = Opcode(op < kNumOpcodes ? op : 0);
+  in.dtype = DType(validDType(dt) ? dt : 0);
+  in.dtype2 = DType(validDType(dt2) ? dt2 : 0);
+  in.unit = r.u16();
+  in.addr = r.u32();
+  in.step = int32_t(r.u32());
+  in.count = r.u32();
+  in.delay = r.u32();
+  in.src0 = r.stream();
+  in.src1 = r.stream();
+  in.dst = r.stream();
+  if (!bad && !canonical(in))
+    bad = true;
+  return in;
+}
+} // namespace
+
+std::string writeProgramBinary(const Program &p) {
+  Writer w;
+  w.str(p.chipName);
+  w.u64(p.chipFingerprint);
+  w.str(p.topology);
+  w.u32(p.numChips);
+  w.u32(uint32_t(p.entries.size()));
+  for (const Entry &e : p.entries) {
+    w.str(e.name);
+    w.u32(uint32_t(e.buckets.size()));
+    for (const Bucket &b : e.buckets) {
+      w.u32(uint32_t(b.dims.size()));
+      for (const BucketDim &d : b.dims) {
+        w.str(d.name);
+        w.u64(uint64_t(d.value));
+      }
+      w.u32(uint32_t(b.tensors.size()));
+      for (const TensorPlacement &t : b.tensors) {
+        w.u8(uint8_t(t.role));
+        w.str(t.name);
+        w.u8(uint8_t(t.dtype));
+        w.u32(uint32_t(t.shape.size()));
+        for (const Dim &d : t.shape) {
+          w.u64(uint64_t(d.value));
+          w.str(d.name);
+        }
+        w.u32(t.chip);
+        w.u32(uint32_t(t.slices.size()));
+        for (uint16_t s : t.slices)
+          w.u16(s);
+        w.u32(t.addr);
+      }
+      w.u32(uint32_t(b.chips.size()));
+      for (const ChipCode &c : b.chips) {
+        w.u32(uint32_t(c.queues.size()));
+        for (const Queue &q : c.queues) {
+          w.u8(uint8_t(q.unit));
+          w.u16(q.index);
+          w.u32(uint32_t(q.instrs.size()));
+          for (const Instr &in : q.instrs)
+            writeInstr(w, in);
+        }
+      }
+    }
+  }
+  std::string payload = std::move(w.out());
+  Writer h;
+  h.out().append(kProgramMagic, 8);
+  h.u32(kProgramFormatVersion);
+  h.u32(0);
+  h.u64(payload.size());
+  h.u64(llvm::xxHash64(payload));
+  return h.out() + payload;
+}
+
+bool looksLikeProgramBinary(llvm::ArrayRef<uint8_t> bytes) {
+  return bytes.size() >= 8 && std::memcmp(bytes.data(), kProgramMagic, 8) == 0;
+}
+
+llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::StringRef name) {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   name + ": not a valid program file: " + msg);
+  };
+  if (!looksLikeProgramBinary(bytes))
+    return fail("bad magic (expected an lpuc program file)");
+  if (bytes.size() < kHeaderSize)
+    return fail("truncated header");
+  Reader hr(bytes.slice(8));
+  uint32_t version = hr.u32();
+  hr.u32();
+  uint64_t size = hr.u64();
+  uint64_t hash = hr.u64();
+  if (version != kProgramFormatVersion)
+    return fail("format version " + llvm::Twine(version) + ", this lpurun reads version " +
+                llvm::Twine(kProgramFormatVersion));
+  llvm::ArrayRef<uint8_t> payload = bytes.slice(kHeaderSize);
+  if (payload.size() < size)
+    return fail("truncated: the header promises " + llvm::Twine(size) + " bytes of payload, found " +
+                llvm::Twine(payload.size()));
+  if (payload.size() > size)
+    return fail("trailing bytes after the payload");
+  if (llvm::xxHash64(llvm::StringRef(reinterpret_cast<const char *>(payload.data()), payload.size())) !=
+      hash)
+    return fail("checksum mismatch (the file is corrupted)");
+
+  Reader r(payload);
+  Program p;
+  bool bad = false;
+  p.chipName = r.str();
+  p.chipFingerprint = r.u64();
+  p.topology = r.str();
+  bad |= !isProgramToken(p.chipName) || !isProgramToken(p.topology);
+  p.numChips = r.u32();
+  uint32_t nEntries = r.count(8);
+  for (uint32_t ei = 0; ei < nEntries && !r.failed(); ++ei) {
+    Entry e;
+    e.name = r.str();
+    bad |= !isProgramToken(e.name);
+    uint32_t nBuckets = r.count(12);
+    for (uint32_t bi = 0; bi < nBuckets && !r.failed(); ++bi) {
+      Bucket b;
+      uint32_t nDims = r.count(12);
+      for (uint32_t i = 0; i < nDims && !r.failed(); ++i) {
+        BucketDim d;
+        d.name = r.str();
+        d.value = int64_t(r.u64());
+        bad |= !isProgramIdentifier(d.name) || d.value < 0;
+        b.dims.push_back(std::move(d));
+      }
+      uint32_t nTensors = r.count(20);
+      for (uint32_t i = 0; i < nTensors && !r.failed(); ++i) {
+        TensorPlacement t;
+        uint8_t role = r.u8();
+        if (role > uint8_t(TensorRole::Param))
+          bad = true;
+        t.role = TensorRole(role > 2 ? 0 : role);
+        t.name = r.str();
+        bad |= !isProgramToken(t.name);
+        uint8_t dt = r.u8();
+        if (!validDType(dt))
+          bad = true;
+        t.dtype = DType(validDType(dt) ? dt : 0);
+        uint32_t rank = r.count(12);
+        for (uint32_t k = 0; k < rank && !r.failed(); ++k) {
+          Dim d;
+          d.value = int64_t(r.u64());
+          d.name = r.str();
+          bad |= d.value < 0 || (!d.name.empty() && (d.value != 0 || !isProgramIdentifier(d.name)));
+          t.shape.push_back(std::move(d));
+        }
+        t.chip = r.u32();
+        uint32_t nSlices = r.count(2);
+        for (uint32_t k = 0; k < nSlices && !r.failed(); ++k)
+          t.slices.push_back(r.u16());
+        t.addr = r.u32();
+        b.tensors.push_back(std::move(t));
+      }
+      uint32_t nChips = r.count(4);
+      for (uint32_t ci = 0; ci < nChips && !r.failed(); ++ci) {
+        ChipCode c;
+        uint32_t nQueues = r.count(7);
+        for (uint32_t qi = 0; qi < nQueues && !r.failed(); ++qi) {
+          Queue q;
+          uint8_t unit = r.u8();
+          if (unit >= kNumUnitKinds)
+            bad = true;
+          q.unit = UnitKind(unit < kNumUnitKinds ? unit : 0);
+          q.index = r.u16();
+          uint32_t nInstrs = r.count(kInstrBytes);
+          q.instrs.reserve(nInstrs);
+          for (uint32_t ii = 0; ii < nInstrs && !r.failed(); ++ii)
+            q.instrs.push_back(readInstr(r, bad));
+          c.queues.push_back(std::move(q));
+        }
+        b.chips.push_back(std::move(c));
+      }
+      e.buckets.push_back(std::move(b));
+    }
+    p.entries.push_back(std::move(e));
+  }
+  if (r.failed())
+    return fail("payload ends early or holds an impossible count near byte " +
+                llvm::Twine(r.offset()));
+  if (bad)
+    return fail("a value is out of range or not in canonical form (an opcode, dtype, unit, role, "
+                "stream, name or unused instruction field)");
+  if (!r.atEnd())
+    return fail("unexpected bytes after the last entry");
+  return p;
+}
+
+} // namespace lpu::backend
+
+#include "backend/ProgramText.h"
+
+namespace lpu::backend {
+llvm::Expected<Program> parseProgramFile(llvm::ArrayRef<uint8_t> bytes, llvm::StringRef name) {
+  if (bytes.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   name + ": empty file (expected an lpuc program)");
+  if (looksLikeProgramBinary(bytes))
+    return readProgramBinary(bytes, name);
+  llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  if (text.find('\0') != llvm::StringRef::npos)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   name + ": not a program file (neither the binary form nor text)");
+  return parseProgramText(text, name);
+}
+} // namespace lpu::backend

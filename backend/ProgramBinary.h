@@ -1,0 +1,34 @@
+// The binary program file (.lpx): a fixed header (magic, format version,
+// payload size, xxHash64 of the payload) and a little-endian payload. Any
+// file that is truncated, corrupted, of another version or malformed is
+// refused with an llvm::Error, never a crash. Layout: docs/program-file.md.
+#pragma once
+
+#include "backend/Program.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <string>
+
+namespace lpu::backend {
+
+inline constexpr uint32_t kProgramFormatVersion = 1;
+inline constexpr char kProgramMagic[8] = {'L', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
+
+std::string writeProgramBinary(const Program &program);
+
+/// `name` is used in error messages.
+llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::StringRef name);
+
+/// Whether `bytes` starts like a binary program file (as opposed to text).
+bool looksLikeProgramBinary(llvm::ArrayRef<uint8_t> bytes);
+
+} // namespace lpu::backend
+
+namespace lpu::backend {
+/// Reads a program from a file's bytes in either form: binary (by its magic)
+/// or text (anything else). An empty file is an error.
+llvm::Expected<Program> parseProgramFile(llvm::ArrayRef<uint8_t> bytes, llvm::StringRef name);
+} // namespace lpu::backend

@@ -1,0 +1,76 @@
+#include "backend/Topology.h"
+
+namespace lpu::backend {
+
+namespace {
+constexpr unsigned kChipsPerNode = 8;
+constexpr unsigned kLocalLinks = 7;
+constexpr unsigned kGlobalLinks = 4;
+constexpr unsigned kGlobalPorts = kChipsPerNode * kGlobalLinks;
+} // namespace
+
+llvm::Expected<Topology> Topology::parse(llvm::StringRef spec, unsigned linksPerChip) {
+  Topology t;
+  t.spec_ = spec.str();
+  t.linksPerChip_ = linksPerChip;
+  unsigned nodes = 0;
+  if (spec == "single") {
+    t.numChips_ = 1;
+  } else if (spec == "node") {
+    nodes = 1;
+  } else if (spec.consume_front("dragonfly:")) {
+    if (spec.getAsInteger(10, nodes) || nodes < 1 || nodes > kGlobalPorts + 1)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "dragonfly needs 1 to 33 nodes, found '" + spec + "'");
+  } else {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "unknown topology '" + spec +
+                                       "' (expected single, node or dragonfly:N)");
+  }
+  if (nodes > 0) {
+    unsigned needed = nodes > 1 ? kLocalLinks + kGlobalLinks : kLocalLinks;
+    if (linksPerChip < needed)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "topology '" + t.spec_ + "' needs " + llvm::Twine(needed) +
+                                         " C2C links per chip, the chip has " +
+                                         llvm::Twine(linksPerChip));
+    t.numChips_ = nodes * kChipsPerNode;
+  }
+  t.peers_.assign(size_t(t.numChips_) * linksPerChip, std::nullopt);
+  for (unsigned n = 0; n < nodes; ++n) {
+    for (unsigned c = 0; c < kChipsPerNode; ++c) {
+      unsigned chip = n * kChipsPerNode + c;
+      for (unsigned k = 0; k < kLocalLinks; ++k) {
+        unsigned other = (c + k + 1) % kChipsPerNode;
+        // The link on `other` that leads back to c.
+        unsigned back = (c + kChipsPerNode - other - 1) % kChipsPerNode;
+        t.peers_[size_t(chip) * linksPerChip + k] = LinkEnd{n * kChipsPerNode + other, back};
+      }
+      if (nodes < 2)
+        continue;
+      // Port p of node n serves the other node q = p mod (nodes-1) steps
+      // away; the k-th port towards a node meets the k-th port back.
+      for (unsigned g = 0; g < kGlobalLinks; ++g) {
+        unsigned p = c * kGlobalLinks + g;
+        unsigned q = p % (nodes - 1), k = p / (nodes - 1);
+        unsigned m = (n + 1 + q) % nodes;
+        unsigned qBack = (n + nodes - m - 1) % nodes;
+        unsigned pBack = k * (nodes - 1) + qBack;
+        if (pBack >= kGlobalPorts)
+          continue; // an odd port left over: not cabled
+        unsigned otherChip = m * kChipsPerNode + pBack / kGlobalLinks;
+        t.peers_[size_t(chip) * linksPerChip + kLocalLinks + g] =
+            LinkEnd{otherChip, kLocalLinks + pBack % kGlobalLinks};
+      }
+    }
+  }
+  return t;
+}
+
+std::optional<LinkEnd> Topology::peer(unsigned chip, unsigned link) const {
+  if (chip >= numChips_ || link >= linksPerChip_)
+    return std::nullopt;
+  return peers_[size_t(chip) * linksPerChip_ + link];
+}
+
+} // namespace lpu::backend

@@ -1,0 +1,58 @@
+// Helpers shared by the tensor-file readers and writers (not part of the
+// API): error messages that name their source, whole-file I/O.
+#pragma once
+
+#include <llvm/ADT/Twine.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <memory>
+
+#include <system_error>
+
+namespace lpu::tensor::detail {
+
+/// "NAME: MESSAGE" as an llvm::Error. Built from a Twine, never from a
+/// printf format, so a '%' in a file name is harmless.
+inline llvm::Error sourceError(llvm::StringRef name, const llvm::Twine &message) {
+  return llvm::createStringError(std::make_error_code(std::errc::invalid_argument),
+                                 llvm::Twine(name) + ": " + message);
+}
+
+/// Prefixes every message in `error` with "NAME: ".
+inline llvm::Error prefixError(llvm::StringRef name, llvm::Error error) {
+  if (!error)
+    return error;
+  return sourceError(name, llvm::toString(std::move(error)));
+}
+
+/// Reads a whole binary file; the error names the file and the reason.
+inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readWholeFile(llvm::StringRef path) {
+  if (llvm::sys::fs::is_directory(path))
+    return sourceError(path, "cannot read: it is a directory");
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return sourceError(path, "cannot read: " + buffer.getError().message());
+  return std::move(*buffer);
+}
+
+/// Writes `data` to `path`, reporting open and write failures by name.
+inline llvm::Error writeWholeFile(llvm::StringRef path, llvm::StringRef data) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return sourceError(path, "cannot write: " + ec.message());
+  out << data;
+  out.close();
+  if (out.has_error()) {
+    std::error_code writeError = out.error();
+    out.clear_error();
+    return sourceError(path, "cannot write: " + writeError.message());
+  }
+  return llvm::Error::success();
+}
+
+} // namespace lpu::tensor::detail

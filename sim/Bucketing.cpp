@@ -1,0 +1,171 @@
+#include "sim/Bucketing.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <cstring>
+
+namespace lpu::sim {
+
+using namespace backend;
+
+namespace {
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+int64_t product(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string dimsText(const Bucket &b) {
+  std::string s;
+  for (const BucketDim &d : b.dims)
+    s += (s.empty() ? "" : " ") + d.name + "=" + std::to_string(d.value);
+  return s.empty() ? "fixed shapes" : s;
+}
+
+/// Copies the overlapping leading block of `from` into `to` (same rank).
+void copyBlock(const tensor::Tensor &from, tensor::Tensor &to) {
+  size_t rank = from.rank();
+  unsigned w = tensor::dtypeSize(from.dtype());
+  if (rank == 0) {
+    std::memcpy(to.bytes().data(), from.bytes().data(), w);
+    return;
+  }
+  std::vector<int64_t> common(rank);
+  for (size_t i = 0; i < rank; ++i)
+    common[i] = std::min(from.shape()[i], to.shape()[i]);
+  if (product(common) == 0)
+    return;
+  // Walk every row (all indices but the last) of the common block.
+  std::vector<int64_t> idx(rank, 0);
+  for (;;) {
+    int64_t fo = 0, to_ = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      fo = fo * from.shape()[i] + idx[i];
+      to_ = to_ * to.shape()[i] + idx[i];
+    }
+    std::memcpy(to.bytes().data() + to_ * w, from.bytes().data() + fo * w, common[rank - 1] * w);
+    size_t d = rank - 1;
+    while (d > 0) {
+      --d;
+      if (++idx[d] < common[d])
+        break;
+      idx[d] = 0;
+      if (d == 0)
+        return;
+    }
+    if (rank == 1)
+      return;
+  }
+}
+} // namespace
+
+llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
+                                          const std::map<std::string, tensor::Tensor> &inputs) {
+  const Bucket &first = entry.buckets.front();
+  std::vector<std::string> names;
+  for (const TensorPlacement &t : first.tensors)
+    if (t.role == TensorRole::Input)
+      names.push_back(t.name);
+  for (const auto &[name, value] : inputs)
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      return error("unknown input '" + name + "' (entry '" + entry.name + "' takes: " +
+                   (names.empty() ? std::string("no inputs") : llvm::join(names, ", ")) + ")");
+  std::vector<std::string> missing;
+  for (const std::string &n : names)
+    if (!inputs.count(n))
+      missing.push_back(n);
+  if (!missing.empty())
+    return error("missing input(s): " + llvm::join(missing, ", ") + " (give each with --input NAME=...)");
+  for (const TensorPlacement &t : first.tensors) {
+    if (t.role != TensorRole::Input)
+      continue;
+    const tensor::Tensor &v = inputs.at(t.name);
+    if (v.dtype() != t.dtype)
+      return error("input '" + t.name + "' has dtype " + tensor::dtypeName(v.dtype()) +
+                   ", the program takes " + tensor::dtypeName(t.dtype));
+    if (v.rank() != t.shape.size())
+      return error("input '" + t.name + "' has rank " + llvm::Twine(v.rank()) + " (shape " +
+                   tensor::shapeString(v.shape()) + "), the program takes rank " +
+                   llvm::Twine(t.shape.size()));
+  }
+  std::optional<BucketChoice> best;
+  int64_t bestElements = 0, given = 0;
+  for (const auto &[name, value] : inputs)
+    given += value.numElements();
+  std::string why;
+  for (unsigned bi = 0; bi < entry.buckets.size(); ++bi) {
+    const Bucket &b = entry.buckets[bi];
+    BucketChoice choice;
+    choice.index = bi;
+    bool fits = true;
+    int64_t elements = 0;
+    for (const TensorPlacement &t : b.tensors) {
+      if (t.role != TensorRole::Input)
+        continue;
+      const tensor::Tensor &v = inputs.at(t.name);
+      std::vector<int64_t> cap = b.concreteShape(t);
+      elements += product(cap);
+      for (size_t i = 0; i < t.shape.size() && fits; ++i) {
+        int64_t actual = v.shape()[i];
+        if (t.shape[i].name.empty()) {
+          if (actual != t.shape[i].value) {
+            fits = false;
+            why = "input '" + t.name + "' dimension " + std::to_string(i) + " is " +
+                  std::to_string(actual) + ", the program needs exactly " +
+                  std::to_string(t.shape[i].value);
+          }
+          continue;
+        }
+        auto [it, fresh] = choice.bound.insert({t.shape[i].name, actual});
+        if (!fresh && it->second != actual) {
+          fits = false;
+          why = "dimension '" + t.shape[i].name + "' is " + std::to_string(it->second) +
+                " in one input and " + std::to_string(actual) + " in input '" + t.name + "'";
+        } else if (actual > cap[i]) {
+          fits = false;
+        }
+      }
+    }
+    if (!fits)
+      continue;
+    if (!best || elements < bestElements) {
+      choice.paddingFraction = elements ? 1.0 - double(given) / double(elements) : 0.0;
+      best = choice;
+      bestElements = elements;
+    }
+  }
+  if (!best) {
+    std::string list;
+    for (const Bucket &b : entry.buckets)
+      list += "\n  " + dimsText(b);
+    return error("no bucket of entry '" + entry.name + "' fits the inputs" +
+                 (why.empty() ? std::string() : " (" + why + ")") + "; the buckets are:" + list);
+  }
+  return *best;
+}
+
+std::vector<int64_t> boundShape(const TensorPlacement &t, const BucketChoice &choice) {
+  std::vector<int64_t> shape;
+  for (const Dim &d : t.shape)
+    shape.push_back(d.name.empty() ? d.value : choice.bound.at(d.name));
+  return shape;
+}
+
+tensor::Tensor padTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape) {
+  tensor::Tensor out(value.dtype(), shape.vec());
+  copyBlock(value, out);
+  return out;
+}
+
+tensor::Tensor cropTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape) {
+  tensor::Tensor out(value.dtype(), shape.vec());
+  copyBlock(value, out);
+  return out;
+}
+
+} // namespace lpu::sim

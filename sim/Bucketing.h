@@ -1,0 +1,35 @@
+// Bucket selection for a run: the smallest bucket whose input shapes hold
+// the given inputs, the zero padding of inputs up to it and the cropping of
+// outputs back to the sizes the inputs imply.
+#pragma once
+
+#include "backend/Program.h"
+#include "backend/tensor/Tensor.h"
+
+#include <llvm/Support/Error.h>
+
+#include <map>
+#include <string>
+
+namespace lpu::sim {
+
+struct BucketChoice {
+  unsigned index = 0;
+  double paddingFraction = 0; // 1 - given input elements / bucket input elements
+  std::map<std::string, int64_t> bound; // bucket dimension -> size in the inputs
+};
+
+/// Errors: an unknown or missing input, a wrong dtype or rank, or no bucket
+/// that fits (listing the buckets).
+llvm::Expected<BucketChoice> selectBucket(const backend::Entry &entry,
+                                          const std::map<std::string, tensor::Tensor> &inputs);
+
+/// The shape of `t` with bucket dimensions replaced by their bound sizes.
+std::vector<int64_t> boundShape(const backend::TensorPlacement &t, const BucketChoice &choice);
+
+/// `value` zero-padded at the end of each dimension up to `shape`.
+tensor::Tensor padTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape);
+/// The leading `shape` block of `value`.
+tensor::Tensor cropTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape);
+
+} // namespace lpu::sim

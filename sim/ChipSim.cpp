@@ -1,0 +1,506 @@
+#include "sim/ChipSim.h"
+
+#include "backend/ProgramText.h"
+#include "sim/HalfConvert.h"
+#include "sim/MxmPlane.h"
+#include "sim/VectorOps.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace lpu::sim {
+
+using namespace backend;
+
+namespace {
+void noFree(void *) {}
+} // namespace
+
+ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned index,
+                 const ChipCode &code, ChipOptions options)
+    : chip_(chip), topology_(topology), index_(index), code_(code), options_(options),
+      sram_(nullptr, noFree) {
+  queues_.resize(code.queues.size());
+  for (uint32_t q = 0; q < code.queues.size(); ++q)
+    if (!code.queues[q].instrs.empty())
+      events_.push({0, q});
+  if (!options.timingOnly) {
+    // calloc hands out untouched zero pages: a chip only pays for the SRAM
+    // it uses.
+    sram_ = std::unique_ptr<uint8_t, void (*)(void *)>(
+        static_cast<uint8_t *>(std::calloc(chip.sramBytes(), 1)), std::free);
+    slotData_.assign(size_t(2) * chip.streamsPerDirection * kRing * chip.lanes, 0);
+  }
+  scratch_.assign(size_t(32) * chip.lanes, 0);
+  inUse_.assign(size_t(chip.memSlices) * chip.memVectors, false);
+  portCycle_.assign(chip.memSlices, -1);
+  portReads_.assign(chip.memSlices, 0);
+  portWrites_.assign(chip.memSlices, 0);
+  slots_.resize(size_t(2) * chip.streamsPerDirection * kRing);
+  for (unsigned p = 0; p < chip.mxmPlanes; ++p)
+    planes_.push_back(std::make_unique<MxmPlane>(chip.mxmDim, chip.mxmAccRows, options.timingOnly,
+                                                 options.matmulThreads));
+  linkBusyUntil_.assign(chip.c2cLinks, 0);
+  inbox_.resize(chip.c2cLinks);
+  stats_.queueBusy.assign(code.queues.size(), 0);
+  stats_.linkBytesSent.assign(chip.c2cLinks, 0);
+}
+
+ChipSim::~ChipSim() = default;
+
+uint8_t *ChipSim::sramVector(unsigned slice, unsigned addr) {
+  if (!sram_)
+    return nullptr;
+  return sram_.get() + (size_t(slice) * chip_.memVectors + addr) * chip_.lanes;
+}
+
+void ChipSim::markInUse(unsigned slice, unsigned addr) {
+  size_t i = size_t(slice) * chip_.memVectors + addr;
+  if (!inUse_[i]) {
+    inUse_[i] = true;
+    ++stats_.sramVectorsInUse;
+  }
+}
+
+bool ChipSim::fail(const Ctx &ctx, const llvm::Twine &detail) {
+  if (violation_)
+    return false;
+  const Queue &q = code_.queues[ctx.queue];
+  const Instr &in = q.instrs[ctx.instr];
+  std::string what = "instruction " + std::to_string(ctx.instr) + " (" + printInstr(in);
+  if (ctx.repetition)
+    what += ", repetition " + std::to_string(ctx.repetition) + " of instruction " +
+            std::to_string(ctx.instr - 1);
+  what += ")";
+  violation_ = Violation{ctx.cycle, index_,
+                         ("schedule violation: chip " + llvm::Twine(index_) + ", unit " +
+                          unitKindName(q.unit) + ", queue " + queueName(q) + ", " + what +
+                          ", cycle " + llvm::Twine(ctx.cycle) + ": " + detail)
+                             .str()};
+  return false;
+}
+
+size_t ChipSim::slotIndex(unsigned dir, unsigned id, int64_t cycle) const {
+  return (size_t(dir - 1) * chip_.streamsPerDirection + id) * kRing + size_t(cycle % kRing);
+}
+
+const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset, unsigned pos) {
+  unsigned id = s.id + offset;
+  int64_t c = ctx.cycle;
+  // A value emitted at position x and cycle t is at position y at cycle
+  // t + |y - x| (downstream only). Walking t down from c walks x towards
+  // the source, so the first match is the nearest producer upstream.
+  unsigned width = chip_.width();
+  for (unsigned dist = 0; dist < width; ++dist) {
+    int64_t t = c - dist;
+    if (t < 0)
+      break;
+    int64_t x = s.dir == StreamRef::East ? int64_t(pos) - dist : int64_t(pos) + dist;
+    if (x < 0 || x >= int64_t(width))
+      break;
+    size_t i = slotIndex(s.dir, id, t);
+    const StreamSlot &slot = slots_[i];
+    if (slot.cycle == t && slot.pos == uint32_t(x))
+      return slotData_.empty() ? scratch_.data() : slotData_.data() + i * chip_.lanes;
+  }
+  StreamRef one{s.dir, uint8_t(id)};
+  fail(ctx, "stream " + streamName(one) + " holds no valid data at position " + llvm::Twine(pos));
+  return nullptr;
+}
+
+bool ChipSim::readGroup(const Ctx &ctx, StreamRef s, unsigned width, unsigned pos,
+                        const uint8_t **planes) {
+  for (unsigned b = 0; b < width; ++b)
+    if (!(planes[b] = readStream(ctx, s, b, pos)))
+      return false;
+  return true;
+}
+
+bool ChipSim::emitGroup(const Ctx &ctx, StreamRef s, unsigned width, unsigned pos, int64_t cycle,
+                        uint8_t **planes) {
+  for (unsigned b = 0; b < width; ++b) {
+    size_t i = slotIndex(s.dir, s.id + b, cycle);
+    StreamSlot &slot = slots_[i];
+    if (slot.cycle == cycle) {
+      const Queue &other = code_.queues[slot.queue];
+      StreamRef one{s.dir, uint8_t(s.id + b)};
+      return fail(ctx, "two writers of stream " + streamName(one) + " in cycle " +
+                           llvm::Twine(cycle) + " (the other is queue " + queueName(other) +
+                           " instruction " + llvm::Twine(slot.instr) + ")");
+    }
+    slot = StreamSlot{cycle, pos, ctx.queue, ctx.instr};
+    planes[b] = slotData_.empty() ? scratch_.data() + b * chip_.lanes
+                                  : slotData_.data() + i * chip_.lanes;
+  }
+  stats_.lastCycle = std::max(stats_.lastCycle, cycle);
+  return true;
+}
+
+bool ChipSim::memPort(const Ctx &ctx, unsigned slice, bool write) {
+  if (portCycle_[slice] != ctx.cycle) {
+    portCycle_[slice] = ctx.cycle;
+    portReads_[slice] = portWrites_[slice] = 0;
+  }
+  uint8_t &n = write ? portWrites_[slice] : portReads_[slice];
+  unsigned limit = write ? chip_.memWritePorts : chip_.memReadPorts;
+  if (++n > limit)
+    return fail(ctx, "MEM slice " + llvm::Twine(slice) + " " + (write ? "written" : "read") + " " +
+                         llvm::Twine(unsigned(n)) + " times in one cycle (it has " +
+                         llvm::Twine(limit) + " " + (write ? "write" : "read") + " port(s))");
+  return true;
+}
+
+bool ChipSim::checkAddr(const Ctx &ctx, unsigned slice, int64_t addr) {
+  if (addr < 0 || addr >= int64_t(chip_.memVectors))
+    return fail(ctx, "address " + llvm::Twine(addr) + " outside SRAM (slice " +
+                         llvm::Twine(slice) + " has " + llvm::Twine(chip_.memVectors) +
+                         " vectors)");
+  return true;
+}
+
+bool ChipSim::runUntil(int64_t limit) {
+  for (;;) {
+    if (violation_)
+      return false;
+    bool have = !events_.empty();
+    int64_t cycle = have ? events_.top().first : INT64_MAX;
+    // Finish a cycle before anything of the next: SRAM writes land and
+    // notified queues wake up (possibly in the next cycle, so look again).
+    if (currentCycle_ >= 0 && cycle != currentCycle_) {
+      endCycle(currentCycle_);
+      currentCycle_ = -1;
+      continue;
+    }
+    if (!have || cycle >= limit)
+      return true;
+    currentCycle_ = cycle;
+    uint32_t queue = events_.top().second;
+    events_.pop();
+    issue(queue, cycle);
+  }
+}
+
+void ChipSim::endCycle(int64_t cycle) {
+  for (PendingWrite &w : pendingWrites_) {
+    if (w.whole) {
+      std::memcpy(sramVector(w.slice, w.addr), w.data.data(), chip_.lanes);
+      continue;
+    }
+    for (unsigned i = 0; i < chip_.lanes; ++i)
+      sramVector(w.slice, w.addrs[i])[i] = w.data[i];
+  }
+  pendingWrites_.clear();
+  if (notifyThisCycle_) {
+    for (uint32_t q : parked_) {
+      queues_[q].parked = false;
+      if (queues_[q].pc < code_.queues[q].instrs.size())
+        events_.push({cycle + 1, q});
+    }
+    parked_.clear();
+    notifyThisCycle_ = false;
+  }
+}
+
+void ChipSim::issue(uint32_t q, int64_t cycle) {
+  const Queue &queue = code_.queues[q];
+  QueueState &st = queues_[q];
+  const Instr &in = queue.instrs[st.pc];
+  Ctx ctx{q, uint32_t(st.pc), 0, cycle};
+  if (st.inRepeat) {
+    // Repetition j of the instruction before the repeat, addresses stepped.
+    const Instr &prev = queue.instrs[st.pc - 1];
+    uint32_t j = ++st.repeatDone;
+    ctx.repetition = j;
+    if (!execute(prev, ctx, j))
+      return;
+    unsigned interval = chip_.timingOf(prev.op, prev.dtype).issue;
+    if (j < in.count) {
+      events_.push({st.lastIssue + int64_t(j + 1) * in.delay, q});
+    } else {
+      st.inRepeat = false;
+      if (++st.pc < queue.instrs.size())
+        events_.push({cycle + interval, q});
+    }
+    return;
+  }
+  switch (in.op) {
+  case Opcode::Nop:
+    stats_.lastCycle = std::max(stats_.lastCycle, cycle + int64_t(in.count) - 1);
+    if (++st.pc < queue.instrs.size())
+      events_.push({cycle + in.count, q});
+    return;
+  case Opcode::Repeat: {
+    const Instr &prev = queue.instrs[st.pc - 1];
+    unsigned interval = chip_.timingOf(prev.op, prev.dtype).issue;
+    if (in.delay < interval) {
+      fail(ctx, "repeat every " + llvm::Twine(in.delay) + " cycles, but " +
+                    opcodeInfo(prev.op).mnemonic + " issues at most every " +
+                    llvm::Twine(interval) + " cycles");
+      return;
+    }
+    st.inRepeat = true;
+    st.repeatDone = 0;
+    events_.push({st.lastIssue + in.delay, q});
+    return;
+  }
+  case Opcode::Sync:
+    st.parked = true;
+    parked_.push_back(q);
+    ++st.pc; // a trailing sync still waits for its notify
+    return;
+  case Opcode::Notify:
+    notifyThisCycle_ = true;
+    stats_.lastCycle = std::max(stats_.lastCycle, cycle);
+    if (++st.pc < queue.instrs.size())
+      events_.push({cycle + 1, q});
+    return;
+  default:
+    break;
+  }
+  if (!execute(in, ctx, 0))
+    return;
+  unsigned interval = chip_.timingOf(in.op, in.dtype).issue;
+  if (++st.pc < queue.instrs.size())
+    events_.push({cycle + interval, q});
+}
+
+bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
+  const Queue &queue = code_.queues[ctx.queue];
+  QueueState &st = queues_[ctx.queue];
+  const int64_t c = ctx.cycle;
+  ChipDescription::Timing timing = chip_.timingOf(in.op, in.dtype);
+  const int64_t done = c + timing.latency;
+  const unsigned lanes = chip_.lanes;
+  const bool data = !options_.timingOnly;
+  if (!j)
+    st.lastIssue = c;
+  stats_.busyCycles[unsigned(queue.unit)] += timing.issue;
+  stats_.instructions[unsigned(queue.unit)] += 1;
+  stats_.queueBusy[ctx.queue] += timing.issue;
+  stats_.lastCycle = std::max(stats_.lastCycle, done);
+  if (options_.trace)
+    trace_.push_back(TraceEvent{ctx.queue, timing.issue, c, in.op});
+
+  const int64_t addr = int64_t(in.addr) + j * in.step;
+  const unsigned w = streamWidth(in.dtype);
+  const uint8_t *a[32];
+  const uint8_t *b[32];
+  uint8_t *out[32];
+
+  switch (in.op) {
+  case Opcode::Read: {
+    unsigned pos = chip_.slicePosition(in.unit);
+    if (!checkAddr(ctx, in.unit, addr) || !memPort(ctx, in.unit, false) ||
+        !emitGroup(ctx, in.dst, 1, pos, done, out))
+      return false;
+    if (data)
+      std::memcpy(out[0], sramVector(in.unit, unsigned(addr)), lanes);
+    return true;
+  }
+  case Opcode::Write: {
+    unsigned pos = chip_.slicePosition(in.unit);
+    if (!checkAddr(ctx, in.unit, addr) || !memPort(ctx, in.unit, true) ||
+        !readGroup(ctx, in.src0, 1, pos, a))
+      return false;
+    markInUse(in.unit, unsigned(addr));
+    if (data)
+      pendingWrites_.push_back(
+          PendingWrite{in.unit, unsigned(addr), std::vector<uint8_t>(a[0], a[0] + lanes), true, {}});
+    return true;
+  }
+  case Opcode::Gather:
+  case Opcode::Scatter: {
+    unsigned pos = chip_.slicePosition(in.unit);
+    bool scatter = in.op == Opcode::Scatter;
+    if (!checkAddr(ctx, in.unit, addr) || !memPort(ctx, in.unit, scatter) ||
+        !readGroup(ctx, in.src1, 2, pos, b))
+      return false;
+    if (scatter && !readGroup(ctx, in.src0, 1, pos, a))
+      return false;
+    std::vector<uint32_t> addrs(lanes);
+    for (unsigned i = 0; i < lanes; ++i) {
+      int64_t target = addr + (data ? (b[0][i] | (b[1][i] << 8)) : 0);
+      if (!checkAddr(ctx, in.unit, target))
+        return false;
+      addrs[i] = uint32_t(target);
+    }
+    if (scatter) {
+      for (unsigned i = 0; i < lanes; ++i)
+        markInUse(in.unit, addrs[i]);
+      if (data)
+        pendingWrites_.push_back(PendingWrite{in.unit, 0, std::vector<uint8_t>(a[0], a[0] + lanes),
+                                              false, std::move(addrs)});
+      return true;
+    }
+    if (!emitGroup(ctx, in.dst, 1, pos, done, out))
+      return false;
+    if (data)
+      for (unsigned i = 0; i < lanes; ++i)
+        out[0][i] = sramVector(in.unit, addrs[i])[i];
+    return true;
+  }
+  case Opcode::Copy: case Opcode::Neg: case Opcode::Abs: case Opcode::Relu:
+  case Opcode::Tanh: case Opcode::Exp: case Opcode::Rsqrt: {
+    unsigned pos = chip_.vxmPosition();
+    if (!readGroup(ctx, in.src0, w, pos, a) || !emitGroup(ctx, in.dst, w, pos, done, out))
+      return false;
+    if (data)
+      vxmUnary(in.op, in.dtype, a, out, lanes);
+    return true;
+  }
+  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Max: case Opcode::Min:
+  case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt: case Opcode::CmpLe:
+  case Opcode::CmpGt: case Opcode::CmpGe: {
+    unsigned pos = chip_.vxmPosition();
+    bool compare = in.op >= Opcode::CmpEq;
+    if (!readGroup(ctx, in.src0, w, pos, a) || !readGroup(ctx, in.src1, w, pos, b) ||
+        !emitGroup(ctx, in.dst, compare ? 1 : w, pos, done, out))
+      return false;
+    if (data)
+      vxmBinary(in.op, in.dtype, a, b, out, lanes);
+    return true;
+  }
+  case Opcode::Cvt: {
+    unsigned pos = chip_.vxmPosition();
+    if (!readGroup(ctx, in.src0, w, pos, a) ||
+        !emitGroup(ctx, in.dst, streamWidth(in.dtype2), pos, done, out))
+      return false;
+    if (data)
+      vxmConvert(in.dtype, in.dtype2, a, out, lanes);
+    return true;
+  }
+  case Opcode::LoadWeights:
+  case Opcode::MatMul: {
+    unsigned pos = chip_.planePosition(in.unit);
+    if (!readGroup(ctx, in.src0, w, pos, a))
+      return false;
+    float row[4096];
+    if (data) {
+      if (in.dtype == DType::F16)
+        halfPlanesToFloat(a[0], a[1], row, lanes);
+      else
+        for (unsigned i = 0; i < lanes; ++i)
+          row[i] = float(int8_t(a[0][i]));
+    }
+    MxmPlane &plane = *planes_[in.unit];
+    std::string err = in.op == Opcode::LoadWeights
+                          ? plane.loadRow(in.dtype, row)
+                          : plane.multiply(in.dtype, row, uint32_t(std::max<int64_t>(addr, 0)), c, done);
+    if (addr < 0)
+      err = "accumulator row " + std::to_string(addr) + " is negative";
+    if (!err.empty())
+      return fail(ctx, "plane " + llvm::Twine(in.unit) + ": " + err);
+    return true;
+  }
+  case Opcode::InstallWeights: {
+    std::string err = planes_[in.unit]->install(done);
+    if (!err.empty())
+      return fail(ctx, "plane " + llvm::Twine(in.unit) + ": " + err);
+    return true;
+  }
+  case Opcode::AccRead: {
+    unsigned pos = chip_.planePosition(in.unit);
+    if (addr < 0)
+      return fail(ctx, "accumulator row " + llvm::Twine(addr) + " is negative");
+    if (!emitGroup(ctx, in.dst, 4, pos, done, out))
+      return false;
+    std::string err = planes_[in.unit]->readAcc(in.dtype, uint32_t(addr), c, data ? out : nullptr);
+    if (!err.empty())
+      return fail(ctx, "plane " + llvm::Twine(in.unit) + ": " + err);
+    return true;
+  }
+  case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute: {
+    unsigned pos = chip_.sxmPosition(*chip_.queueIsEast(UnitKind::Sxm, queue.index));
+    bool mapped = in.op == Opcode::Permute || in.op == Opcode::Distribute;
+    if (!readGroup(ctx, in.src0, w, pos, a) || (mapped && !readGroup(ctx, in.src1, 2, pos, b)) ||
+        !emitGroup(ctx, in.dst, w, pos, done, out))
+      return false;
+    if (data)
+      sxmMove(in.op, in.count, a, mapped ? b : nullptr, out, w, lanes);
+    return true;
+  }
+  case Opcode::Transpose: {
+    unsigned pos = chip_.sxmPosition(*chip_.queueIsEast(UnitKind::Sxm, queue.index));
+    if (!readGroup(ctx, in.src0, 16, pos, a) || !emitGroup(ctx, in.dst, 16, pos, done, out))
+      return false;
+    if (data)
+      sxmTranspose(a, out, lanes);
+    return true;
+  }
+  case Opcode::Send: {
+    unsigned pos = chip_.linkPosition(in.unit);
+    if (!readGroup(ctx, in.src0, w, pos, a))
+      return false;
+    if (c < linkBusyUntil_[in.unit])
+      return fail(ctx, "link l" + llvm::Twine(in.unit) + " over bandwidth: it is still sending until cycle " +
+                           llvm::Twine(linkBusyUntil_[in.unit]) + " (" +
+                           llvm::Twine(chip_.c2cCyclesPerVector) + " cycles per vector)");
+    int64_t serial = int64_t(w) * chip_.c2cCyclesPerVector;
+    linkBusyUntil_[in.unit] = c + serial;
+    stats_.linkBytesSent[in.unit] += uint64_t(w) * lanes;
+    LinkEnd peer = *topology_.peer(index_, in.unit);
+    C2cMessage m{c + serial + chip_.c2cHopCycles, index_, in.unit, peer.chip, peer.link, w, {}};
+    if (data)
+      for (unsigned p = 0; p < w; ++p)
+        m.data.insert(m.data.end(), a[p], a[p] + lanes);
+    stats_.lastCycle = std::max(stats_.lastCycle, m.arrival);
+    outbox_.push_back(std::move(m));
+    return true;
+  }
+  case Opcode::Receive: {
+    unsigned pos = chip_.linkPosition(in.unit);
+    std::deque<C2cMessage> &box = inbox_[in.unit];
+    if (box.empty() || box.front().arrival > c)
+      return fail(ctx, "receive on link l" + llvm::Twine(in.unit) + " with no data arrived" +
+                           (box.empty() ? std::string()
+                                        : " (the next vector arrives at cycle " +
+                                              std::to_string(box.front().arrival) + ")"));
+    C2cMessage m = std::move(box.front());
+    box.pop_front();
+    if (m.width != w)
+      return fail(ctx, "received " + llvm::Twine(m.width) + " streams, the instruction takes " +
+                           llvm::Twine(w));
+    if (!emitGroup(ctx, in.dst, w, pos, done, out))
+      return false;
+    if (data)
+      for (unsigned p = 0; p < w; ++p)
+        std::memcpy(out[p], m.data.data() + size_t(p) * lanes, lanes);
+    return true;
+  }
+  default:
+    return fail(ctx, "not a unit instruction");
+  }
+}
+
+void ChipSim::deliver(C2cMessage message) { inbox_[message.dstLink].push_back(std::move(message)); }
+
+bool ChipSim::finish() {
+  if (violation_)
+    return false;
+  for (auto &plane : planes_) {
+    plane->flush();
+    plane->wait();
+  }
+  for (uint32_t q : parked_) {
+    const Queue &queue = code_.queues[q];
+    violation_ = Violation{stats_.lastCycle, index_,
+                           "deadlock: chip " + std::to_string(index_) + ", unit " +
+                               unitKindName(queue.unit).str() + ", queue " + queueName(queue) +
+                               ", instruction " + std::to_string(queues_[q].pc - 1) +
+                               " (sync) waits for a notify that never comes"};
+    return false;
+  }
+  for (unsigned l = 0; l < inbox_.size(); ++l)
+    if (!inbox_[l].empty()) {
+      const C2cMessage &m = inbox_[l].front();
+      violation_ = Violation{m.arrival, index_,
+                             "chip " + std::to_string(index_) + ", unit c2c, link l" +
+                                 std::to_string(l) + ": " + std::to_string(inbox_[l].size()) +
+                                 " vector(s) sent by chip " + std::to_string(m.srcChip) +
+                                 " were never received"};
+      return false;
+    }
+  return true;
+}
+
+} // namespace lpu::sim

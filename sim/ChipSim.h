@@ -1,0 +1,163 @@
+// One chip's machine state and its cycle-by-cycle execution: the instruction
+// queues, the stream registers (values move one slice per cycle along their
+// direction), SRAM with its ports, the MXM planes, and the C2C links' send
+// side. Machine.h drives several chips and carries C2C traffic between them.
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "backend/Program.h"
+#include "backend/Topology.h"
+#include "sim/Violation.h"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <vector>
+
+namespace lpu::sim {
+
+struct C2cMessage {
+  int64_t arrival = 0; // first cycle a receive may take it
+  unsigned srcChip = 0, srcLink = 0, dstChip = 0, dstLink = 0;
+  unsigned width = 0;        // streams
+  std::vector<uint8_t> data; // width * lanes bytes (empty in timing-only runs)
+};
+
+struct TraceEvent {
+  uint32_t queue;
+  uint32_t duration;
+  int64_t cycle;
+  backend::Opcode op;
+};
+
+struct ChipStats {
+  std::array<uint64_t, backend::kNumUnitKinds> busyCycles{};
+  std::array<uint64_t, backend::kNumUnitKinds> instructions{};
+  std::vector<uint64_t> queueBusy;     // per queue of the chip's code
+  std::vector<uint64_t> linkBytesSent; // per link
+  uint64_t sramVectorsInUse = 0;
+  int64_t lastCycle = -1; // the last cycle anything happened
+};
+
+struct ChipOptions {
+  bool timingOnly = false;
+  bool trace = false;
+  unsigned matmulThreads = 1;
+};
+
+class MxmPlane;
+
+class ChipSim {
+public:
+  ChipSim(const backend::ChipDescription &chip, const backend::Topology &topology, unsigned index,
+          const backend::ChipCode &code, ChipOptions options);
+  ~ChipSim();
+  ChipSim(const ChipSim &) = delete;
+  ChipSim &operator=(const ChipSim &) = delete;
+
+  /// The bytes of one SRAM vector (nullptr in timing-only runs).
+  uint8_t *sramVector(unsigned slice, unsigned addr);
+  void markInUse(unsigned slice, unsigned addr);
+
+  /// Runs every event before cycle `limit`. Returns false once a violation
+  /// has stopped the chip (see violation()).
+  bool runUntil(int64_t limit);
+  /// No instruction left to issue (parked queues count as not done).
+  bool idle() const { return events_.empty(); }
+  int64_t nextEventCycle() const { return events_.empty() ? INT64_MAX : events_.top().first; }
+
+  /// End-of-run checks and the MXM's pending work: parked queues, data sent
+  /// to this chip that nobody received.
+  bool finish();
+
+  const std::optional<Violation> &violation() const { return violation_; }
+  std::vector<C2cMessage> takeOutbox() { return std::move(outbox_); }
+  void deliver(C2cMessage message);
+
+  const ChipStats &stats() const { return stats_; }
+  const std::vector<TraceEvent> &trace() const { return trace_; }
+  const backend::ChipCode &code() const { return code_; }
+
+private:
+  struct StreamSlot {
+    int64_t cycle = -1;
+    uint32_t pos = 0;
+    uint32_t queue = 0, instr = 0;
+  };
+  struct QueueState {
+    size_t pc = 0;
+    int64_t lastIssue = -1;
+    bool parked = false;
+    uint32_t repeatDone = 0; // repetitions issued of the current repeat
+    bool inRepeat = false;
+  };
+  struct Ctx {
+    uint32_t queue;
+    uint32_t instr;
+    uint32_t repetition; // 0 for a plain issue
+    int64_t cycle;
+  };
+
+  void issue(uint32_t queue, int64_t cycle);
+  bool execute(const backend::Instr &in, const Ctx &ctx, int64_t j);
+  bool fail(const Ctx &ctx, const llvm::Twine &detail);
+  void endCycle(int64_t cycle);
+
+  /// The value of stream `id` (direction dir) at position pos and cycle, or
+  /// nullptr after recording a violation.
+  const uint8_t *readStream(const Ctx &ctx, backend::StreamRef s, unsigned offset, unsigned pos);
+  bool readGroup(const Ctx &ctx, backend::StreamRef s, unsigned width, unsigned pos,
+                 const uint8_t **planes);
+  /// Reserves stream slots for a result at `cycle`; fills `planes` with
+  /// where to write it (a scratch buffer in timing-only runs).
+  bool emitGroup(const Ctx &ctx, backend::StreamRef s, unsigned width, unsigned pos,
+                 int64_t cycle, uint8_t **planes);
+  size_t slotIndex(unsigned dir, unsigned id, int64_t cycle) const;
+
+  bool memPort(const Ctx &ctx, unsigned slice, bool write);
+  bool checkAddr(const Ctx &ctx, unsigned slice, int64_t addr);
+
+  const backend::ChipDescription &chip_;
+  const backend::Topology &topology_;
+  unsigned index_;
+  const backend::ChipCode &code_;
+  ChipOptions options_;
+
+  std::vector<QueueState> queues_;
+  using Event = std::pair<int64_t, uint32_t>; // (cycle, queue)
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  int64_t currentCycle_ = -1;
+  bool notifyThisCycle_ = false;
+  std::vector<uint32_t> parked_;
+
+  std::unique_ptr<uint8_t, void (*)(void *)> sram_;
+  std::vector<bool> inUse_;
+  std::vector<int64_t> portCycle_; // per slice: cycle of the counts below
+  std::vector<uint8_t> portReads_, portWrites_;
+  struct PendingWrite {
+    unsigned slice, addr;
+    std::vector<uint8_t> data;
+    bool whole; // a whole vector (write) or per-lane bytes (scatter)
+    std::vector<uint32_t> addrs;
+  };
+  std::vector<PendingWrite> pendingWrites_;
+
+  static constexpr unsigned kRing = 256;
+  std::vector<StreamSlot> slots_;
+  std::vector<uint8_t> slotData_;
+  std::vector<uint8_t> scratch_;
+
+  std::vector<std::unique_ptr<MxmPlane>> planes_;
+  std::vector<int64_t> linkBusyUntil_;
+  std::vector<std::deque<C2cMessage>> inbox_;
+  std::vector<C2cMessage> outbox_;
+
+  std::optional<Violation> violation_;
+  ChipStats stats_;
+  std::vector<TraceEvent> trace_;
+};
+
+} // namespace lpu::sim

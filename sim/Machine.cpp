@@ -1,0 +1,203 @@
+#include "sim/Machine.h"
+
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/ThreadPool.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace lpu::sim {
+
+using namespace backend;
+
+llvm::Expected<std::unique_ptr<Machine>> Machine::create(const ChipDescription &chip,
+                                                         const Program &program,
+                                                         const Bucket &bucket, RunOptions options) {
+  auto topology = Topology::parse(program.topology, chip.c2cLinks);
+  if (!topology)
+    return topology.takeError();
+  std::unique_ptr<Machine> m(new Machine(chip, bucket, std::move(*topology), options));
+  ChipOptions chipOptions;
+  chipOptions.timingOnly = options.timingOnly;
+  chipOptions.trace = options.trace;
+  // With one chip the threads go to its matmuls; with several, to chips.
+  chipOptions.matmulThreads = bucket.chips.size() == 1 ? std::max(1u, options.threads) : 1;
+  for (unsigned c = 0; c < bucket.chips.size(); ++c)
+    m->chips_.push_back(std::make_unique<ChipSim>(chip, m->topology_, c, bucket.chips[c], chipOptions));
+  // Placed tensors count as SRAM in use from the start.
+  for (const TensorPlacement &t : bucket.tensors) {
+    std::vector<int64_t> shape = bucket.concreteShape(t);
+    int64_t cols = shape.empty() ? 1 : shape.back(), rows = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i)
+      rows *= shape[i];
+    int64_t perRow = (cols + chip.lanes - 1) / chip.lanes;
+    for (uint16_t s : t.slices)
+      for (int64_t v = 0; v < rows * perRow; ++v)
+        m->chips_[t.chip]->markInUse(s, unsigned(t.addr + v));
+  }
+  return m;
+}
+
+namespace {
+struct Geometry {
+  int64_t rows, cols, perRow;
+};
+Geometry geometry(const std::vector<int64_t> &shape, unsigned lanes) {
+  Geometry g;
+  g.cols = shape.empty() ? 1 : shape.back();
+  g.rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    g.rows *= shape[i];
+  g.perRow = (g.cols + lanes - 1) / lanes;
+  return g;
+}
+} // namespace
+
+llvm::Error Machine::writeTensor(const TensorPlacement &t, llvm::ArrayRef<uint8_t> bytes) {
+  Geometry g = geometry(bucket_.concreteShape(t), chip_.lanes);
+  unsigned w = streamWidth(t.dtype);
+  if (uint64_t(bytes.size()) != uint64_t(g.rows * g.cols * w))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "tensor '" + t.name + "' has " + llvm::Twine(bytes.size()) +
+                                       " bytes, its placement holds " +
+                                       llvm::Twine(g.rows * g.cols * w));
+  ChipSim &chip = *chips_[t.chip];
+  if (options_.timingOnly)
+    return llvm::Error::success();
+  for (int64_t r = 0; r < g.rows; ++r)
+    for (int64_t v = 0; v < g.perRow; ++v) {
+      unsigned addr = unsigned(t.addr + r * g.perRow + v);
+      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g.cols - c0);
+      const uint8_t *src = bytes.data() + (r * g.cols + c0) * w;
+      for (unsigned b = 0; b < w; ++b) {
+        uint8_t *dst = chip.sramVector(t.slices[b], addr);
+        std::memset(dst, 0, chip_.lanes);
+        for (int64_t i = 0; i < n; ++i)
+          dst[i] = src[i * w + b];
+      }
+    }
+  return llvm::Error::success();
+}
+
+std::vector<uint8_t> Machine::readTensor(const TensorPlacement &t) {
+  Geometry g = geometry(bucket_.concreteShape(t), chip_.lanes);
+  unsigned w = streamWidth(t.dtype);
+  std::vector<uint8_t> bytes(size_t(g.rows * g.cols * w), 0);
+  ChipSim &chip = *chips_[t.chip];
+  if (options_.timingOnly)
+    return bytes;
+  for (int64_t r = 0; r < g.rows; ++r)
+    for (int64_t v = 0; v < g.perRow; ++v) {
+      unsigned addr = unsigned(t.addr + r * g.perRow + v);
+      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g.cols - c0);
+      uint8_t *dst = bytes.data() + (r * g.cols + c0) * w;
+      for (unsigned b = 0; b < w; ++b) {
+        const uint8_t *src = chip.sramVector(t.slices[b], addr);
+        for (int64_t i = 0; i < n; ++i)
+          dst[i * w + b] = src[i];
+      }
+    }
+  return bytes;
+}
+
+llvm::Error Machine::run() {
+  const int64_t window = std::max<int64_t>(1, chip_.c2cHopCycles);
+  std::unique_ptr<llvm::ThreadPool> pool;
+  unsigned threads = std::min<unsigned>(options_.threads, unsigned(chips_.size()));
+  if (threads > 1)
+    pool = std::make_unique<llvm::ThreadPool>(llvm::hardware_concurrency(threads));
+  bool single = chips_.size() == 1;
+  int64_t start = 0;
+  for (;;) {
+    // Skip windows where nothing happens.
+    int64_t next = INT64_MAX;
+    for (auto &c : chips_)
+      next = std::min(next, c->nextEventCycle());
+    if (next == INT64_MAX)
+      break;
+    if (next >= start + window)
+      start = next - next % window;
+    int64_t limit = single ? INT64_MAX : start + window;
+    if (pool) {
+      for (auto &c : chips_)
+        pool->async([&c, limit] { c->runUntil(limit); });
+      pool->wait();
+    } else {
+      for (auto &c : chips_)
+        c->runUntil(limit);
+    }
+    // The earliest violation wins, whatever order the chips ran in.
+    const Violation *first = nullptr;
+    for (auto &c : chips_)
+      if (c->violation() &&
+          (!first || std::make_pair(c->violation()->cycle, c->violation()->chip) <
+                         std::make_pair(first->cycle, first->chip)))
+        first = &*c->violation();
+    if (first)
+      return toError(*first);
+    // Deliver this window's C2C traffic in a fixed order.
+    std::vector<C2cMessage> traffic;
+    for (auto &c : chips_)
+      for (C2cMessage &m : c->takeOutbox())
+        traffic.push_back(std::move(m));
+    std::stable_sort(traffic.begin(), traffic.end(), [](const C2cMessage &a, const C2cMessage &b) {
+      return std::make_tuple(a.arrival, a.dstChip, a.dstLink, a.srcChip) <
+             std::make_tuple(b.arrival, b.dstChip, b.dstLink, b.srcChip);
+    });
+    for (C2cMessage &m : traffic)
+      chips_[m.dstChip]->deliver(std::move(m));
+    start = limit;
+    if (single)
+      break;
+  }
+  for (auto &c : chips_)
+    if (!c->finish())
+      return toError(*c->violation());
+  cycles_ = 0;
+  for (auto &c : chips_)
+    cycles_ = std::max(cycles_, c->stats().lastCycle + 1);
+  return llvm::Error::success();
+}
+
+RunReport Machine::report() const {
+  RunReport r;
+  r.cycles = cycles_;
+  r.clockMHz = chip_.clockMHz;
+  r.lanes = chip_.lanes;
+  for (auto &c : chips_) {
+    r.chips.push_back(c->stats());
+    std::vector<std::string> names;
+    for (const Queue &q : c->code().queues)
+      names.push_back(queueName(q));
+    r.queueNames.push_back(std::move(names));
+  }
+  return r;
+}
+
+std::string Machine::traceJson() const {
+  llvm::json::Array events;
+  for (unsigned c = 0; c < chips_.size(); ++c) {
+    const ChipSim &chip = *chips_[c];
+    events.push_back(llvm::json::Object{{"name", "process_name"}, {"ph", "M"}, {"pid", c},
+                                        {"args", llvm::json::Object{{"name", "chip " + std::to_string(c)}}}});
+    for (unsigned q = 0; q < chip.code().queues.size(); ++q)
+      events.push_back(llvm::json::Object{
+          {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", q},
+          {"args", llvm::json::Object{{"name", queueName(chip.code().queues[q])}}}});
+    for (const TraceEvent &e : chip.trace())
+      events.push_back(llvm::json::Object{{"name", opcodeInfo(e.op).mnemonic},
+                                          {"ph", "X"},
+                                          {"pid", c},
+                                          {"tid", e.queue},
+                                          {"ts", e.cycle},
+                                          {"dur", e.duration}});
+  }
+  llvm::json::Object root{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::json::Value(std::move(root)) << "\n";
+  return os.str();
+}
+
+} // namespace lpu::sim

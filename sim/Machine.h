@@ -1,0 +1,70 @@
+// All chips of one program bucket: their state, the C2C traffic between
+// them, and the run itself. Chips run in lock-step windows as long as the
+// shortest link latency, so that within a window no chip can see another's
+// data: the chips of a window may run on any number of threads and the
+// result (bits, cycles, the first violation) is the same.
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "backend/Program.h"
+#include "backend/Topology.h"
+#include "sim/ChipSim.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/Error.h>
+
+#include <memory>
+#include <vector>
+
+namespace lpu::sim {
+
+struct RunOptions {
+  unsigned threads = 1;
+  bool timingOnly = false;
+  bool trace = false;
+};
+
+struct RunReport {
+  int64_t cycles = 0;
+  double clockMHz = 0;
+  std::vector<ChipStats> chips;
+  std::vector<std::vector<std::string>> queueNames; // per chip, per queue
+  unsigned lanes = 0;
+};
+
+class Machine {
+public:
+  static llvm::Expected<std::unique_ptr<Machine>>
+  create(const backend::ChipDescription &chip, const backend::Program &program,
+         const backend::Bucket &bucket, RunOptions options);
+
+  /// Places a tensor's bytes (C order, the placement's concrete shape in
+  /// this bucket) into SRAM. A no-op for the data in timing-only runs.
+  llvm::Error writeTensor(const backend::TensorPlacement &t, llvm::ArrayRef<uint8_t> bytes);
+  /// Reads a placed tensor back (C order).
+  std::vector<uint8_t> readTensor(const backend::TensorPlacement &t);
+
+  /// Runs to the end. A schedule violation is returned as an error naming
+  /// the chip, unit, queue, instruction index and cycle.
+  llvm::Error run();
+
+  RunReport report() const;
+  /// Chrome / Perfetto trace JSON: a process per chip, a thread per queue,
+  /// one complete event per issued instruction; 1 us in the viewer is one
+  /// cycle.
+  std::string traceJson() const;
+
+private:
+  Machine(const backend::ChipDescription &chip, const backend::Bucket &bucket,
+          backend::Topology topology, RunOptions options)
+      : chip_(chip), bucket_(bucket), topology_(std::move(topology)), options_(options) {}
+
+  const backend::ChipDescription &chip_;
+  const backend::Bucket &bucket_;
+  backend::Topology topology_;
+  RunOptions options_;
+  std::vector<std::unique_ptr<ChipSim>> chips_;
+  int64_t cycles_ = 0;
+};
+
+} // namespace lpu::sim

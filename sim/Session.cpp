@@ -1,0 +1,112 @@
+#include "sim/Session.h"
+
+#include "backend/tensor/RandomTensor.h"
+#include "backend/tensor/SafeTensors.h"
+#include "sim/Bucketing.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+namespace lpu::sim {
+
+using namespace backend;
+
+namespace {
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+} // namespace
+
+llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescription &chip,
+                                         const SessionOptions &options) {
+  const Entry *entry = nullptr;
+  std::vector<std::string> names;
+  for (const Entry &e : program.entries) {
+    names.push_back(e.name);
+    if (e.name == options.entry)
+      entry = &e;
+  }
+  if (options.entry.empty()) {
+    if (program.entries.size() != 1)
+      return error("the program has several entries (" + llvm::join(names, ", ") +
+                   "): choose one with --entry");
+    entry = &program.entries.front();
+  } else if (!entry) {
+    return error("no entry '" + options.entry + "' in the program (it has: " +
+                 llvm::join(names, ", ") + ")");
+  }
+  // Timing needs no data: without inputs a timing-only run takes bucket 0.
+  llvm::Expected<BucketChoice> choice =
+      options.run.timingOnly && options.inputs.empty() ? BucketChoice{} : selectBucket(*entry, options.inputs);
+  if (!choice)
+    return choice.takeError();
+  const Bucket &bucket = entry->buckets[choice->index];
+
+  std::vector<tensor::TensorSpec> paramSpecs;
+  for (const TensorPlacement &t : bucket.tensors)
+    if (t.role == TensorRole::Param)
+      paramSpecs.push_back({t.name, t.dtype, bucket.concreteShape(t)});
+  std::map<std::string, tensor::Tensor> params;
+  if (!paramSpecs.empty() && !options.run.timingOnly) {
+    if (!options.weightsFile.empty()) {
+      auto file = tensor::SafeTensorsFile::open(options.weightsFile);
+      if (!file)
+        return file.takeError();
+      auto loaded = tensor::loadTensors(*file, paramSpecs);
+      if (!loaded)
+        return loaded.takeError();
+      params = std::move(*loaded);
+    } else if (options.randomSeed) {
+      params = tensor::randomTensors(*options.randomSeed, paramSpecs);
+    } else {
+      std::vector<std::string> pn;
+      for (const auto &s : paramSpecs)
+        pn.push_back(s.name);
+      return error("the program has parameters (" + llvm::join(pn, ", ") +
+                   "): give --weights FILE.safetensors or --random-weights SEED");
+    }
+  }
+
+  auto machine = Machine::create(chip, program, bucket, options.run);
+  if (!machine)
+    return machine.takeError();
+  for (const TensorPlacement &t : bucket.tensors) {
+    if (t.role == TensorRole::Output || options.run.timingOnly)
+      continue;
+    tensor::Tensor value = t.role == TensorRole::Input
+                               ? padTo(options.inputs.at(t.name), bucket.concreteShape(t))
+                               : params.at(t.name);
+    if (auto e = (*machine)->writeTensor(t, value.bytes()))
+      return e;
+  }
+  if (auto e = (*machine)->run())
+    return e;
+
+  SessionResult result;
+  for (const TensorPlacement &t : bucket.tensors) {
+    if (t.role != TensorRole::Output || options.run.timingOnly)
+      continue;
+    std::vector<int64_t> full = bucket.concreteShape(t);
+    auto value = tensor::Tensor::fromBytes(t.dtype, full, (*machine)->readTensor(t));
+    if (!value)
+      return value.takeError();
+    std::vector<int64_t> shape;
+    for (const Dim &d : t.shape)
+      shape.push_back(d.name.empty() ? d.value
+                      : choice->bound.count(d.name) ? choice->bound.at(d.name)
+                                                    : bucket.concreteShape(t)[shape.size()]);
+    result.outputs.push_back({t.name, cropTo(*value, shape)});
+  }
+  result.report = (*machine)->report();
+  result.context.entry = entry->name;
+  result.context.bucket = choice->index;
+  for (const BucketDim &d : bucket.dims)
+    result.context.bucketDims += (result.context.bucketDims.empty() ? "" : " ") + d.name + "=" +
+                                 std::to_string(d.value);
+  result.context.paddingFraction = choice->paddingFraction;
+  result.context.timingOnly = options.run.timingOnly;
+  if (options.run.trace)
+    result.traceJson = (*machine)->traceJson();
+  return result;
+}
+
+} // namespace lpu::sim

@@ -1,0 +1,178 @@
+// lpurun: runs a program file on the simulated LPU. A thin driver: flags and
+// files here, everything else in sim/Session.h.
+#include "backend/ChipDescription.h"
+#include "backend/ProgramBinary.h"
+#include "backend/ProgramText.h"
+#include "backend/tensor/Literal.h"
+#include "backend/tensor/Npy.h"
+#include "sim/Session.h"
+#include "tools/common/ToolSupport.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+using namespace lpu;
+
+namespace {
+constexpr llvm::StringLiteral kTool = "lpurun";
+
+bool writeFile(llvm::StringRef path, llvm::StringRef data) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (!ec) {
+    os << data;
+    os.close();
+    ec = os.error();
+  }
+  if (ec) {
+    tools::reportToolError(kTool, "cannot write '" + path + "': " + ec.message());
+    return false;
+  }
+  return true;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Runs an lpuc program file (binary .lpx or its text form) on the simulated LPU."};
+  std::string programPath, entry, weights, report, tracePath, chipName, emit, emitPath = "-";
+  std::vector<std::string> inputs, outputs;
+  std::optional<uint64_t> seed;
+  unsigned threads = 1;
+  bool timingOnly = false;
+  app.add_option("program", programPath, "program file (.lpx, or the text form)")->required();
+  app.add_option("--entry", entry, "entry to run (needed when the program has several)");
+  app.add_option("--input", inputs, "NAME=FILE.npy or NAME=2x3xf32=1,2,... (repeatable)");
+  auto *w = app.add_option("--weights", weights, "parameters from a .safetensors file");
+  auto *r = app.add_option("--random-weights", seed, "deterministic random parameters from SEED");
+  w->excludes(r);
+  app.add_option("--output", outputs,
+                 "NAME=FILE.npy writes an output; '-' prints all outputs (the default)");
+  app.add_option("--report", report, "print a report: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--trace", tracePath, "write a Chrome/Perfetto trace (JSON) to FILE");
+  app.add_option("--threads", threads, "host threads (results do not depend on it)")
+      ->check(CLI::Range(1u, 256u));
+  app.add_flag("--timing-only", timingOnly, "compute cycles only, without data");
+  app.add_option("--chip", chipName, "chip description NAME or FILE (default: the program's)");
+  app.add_option("--emit", emit, "convert the program instead of running it: text or binary")
+      ->check(CLI::IsMember({"text", "binary"}));
+  app.add_option("-o", emitPath, "where --emit writes (default: stdout)");
+  tools::addCommonOptions(app, kTool);
+  if (int rc = tools::parseCommandLine(app, argc, argv, kTool); rc >= 0)
+    return rc;
+
+  auto buffer = tools::readInputFile(programPath);
+  if (!buffer) {
+    tools::reportToolError(kTool, llvm::toString(buffer.takeError()));
+    return tools::kExitUsageError;
+  }
+  llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
+                                (*buffer)->getBufferSize());
+  auto program = backend::parseProgramFile(bytes, programPath);
+  if (!program) {
+    tools::reportToolError(kTool, llvm::toString(program.takeError()));
+    return tools::kExitInputError;
+  }
+  // The text form may leave out the fingerprint ("target groqchip1"): it
+  // then means the named chip as shipped.
+  if (program->chipFingerprint == 0) {
+    auto named = backend::loadChipDescription(program->chipName);
+    if (!named) {
+      tools::reportToolError(kTool, llvm::toString(named.takeError()));
+      return tools::kExitInputError;
+    }
+    program->chipFingerprint = named->fingerprint();
+  }
+  if (!emit.empty()) {
+    std::string out = emit == "text" ? backend::printProgramText(*program)
+                                     : backend::writeProgramBinary(*program);
+    if (emitPath == "-") {
+      llvm::outs() << out;
+      return tools::kExitSuccess;
+    }
+    return writeFile(emitPath, out) ? tools::kExitSuccess : tools::kExitUsageError;
+  }
+  auto chip = backend::loadChipDescription(chipName.empty() ? program->chipName : chipName);
+  if (!chip) {
+    tools::reportToolError(kTool, llvm::toString(chip.takeError()));
+    return tools::kExitUsageError;
+  }
+  if (auto e = backend::verifyProgram(*program, *chip)) {
+    tools::reportToolError(kTool, programPath + ": " + llvm::toString(std::move(e)));
+    return tools::kExitInputError;
+  }
+
+  sim::SessionOptions options;
+  options.entry = entry;
+  options.weightsFile = weights;
+  options.randomSeed = seed;
+  options.run.threads = threads;
+  options.run.timingOnly = timingOnly;
+  options.run.trace = !tracePath.empty();
+  for (const std::string &arg : inputs) {
+    auto named = tensor::parseInputArgument(arg);
+    if (!named) {
+      tools::reportToolError(kTool, llvm::toString(named.takeError()));
+      return tools::kExitInputError;
+    }
+    if (options.inputs.count(named->name)) {
+      tools::reportToolError(kTool, "input '" + named->name + "' given twice");
+      return tools::kExitUsageError;
+    }
+    options.inputs.emplace(named->name, std::move(named->tensor));
+  }
+  if (!weights.empty()) {
+    auto check = tools::readInputFile(weights); // the usual missing/directory messages
+    if (!check) {
+      tools::reportToolError(kTool, llvm::toString(check.takeError()));
+      return tools::kExitUsageError;
+    }
+  }
+  std::map<std::string, std::string> outputFiles;
+  bool printAll = outputs.empty();
+  for (const std::string &o : outputs) {
+    if (o == "-") {
+      printAll = true;
+      continue;
+    }
+    auto [name, path] = llvm::StringRef(o).split('=');
+    if (name.empty() || path.empty()) {
+      tools::reportToolError(kTool, "--output takes NAME=FILE.npy or '-', found '" + o + "'");
+      return tools::kExitUsageError;
+    }
+    outputFiles[name.str()] = path.str();
+  }
+
+  auto result = sim::runSession(*program, *chip, options);
+  if (!result) {
+    tools::reportToolError(kTool, llvm::toString(result.takeError()));
+    return tools::kExitInputError;
+  }
+  for (const auto &[name, path] : outputFiles) {
+    bool known = false;
+    for (const auto &[outName, value] : result->outputs)
+      known |= outName == name;
+    if (!known && !timingOnly) {
+      tools::reportToolError(kTool, "no output '" + name + "' in the program");
+      return tools::kExitUsageError;
+    }
+  }
+  for (const auto &[name, value] : result->outputs) {
+    auto it = outputFiles.find(name);
+    if (it != outputFiles.end()) {
+      if (auto e = tensor::writeNpyFile(it->second, value)) {
+        tools::reportToolError(kTool, llvm::toString(std::move(e)));
+        return tools::kExitUsageError;
+      }
+    } else if (printAll) {
+      llvm::outs() << name << ": " << tensor::formatIree(value) << "\n";
+    }
+  }
+  if (report == "text")
+    llvm::outs() << sim::formatReportText(result->report, result->context);
+  else if (report == "json")
+    llvm::outs() << sim::formatReportJson(result->report, result->context);
+  if (!tracePath.empty() && !writeFile(tracePath, result->traceJson))
+    return tools::kExitUsageError;
+  return tools::kExitSuccess;
+}
