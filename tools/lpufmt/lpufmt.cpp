@@ -83,7 +83,7 @@ int formatOne(const Flags &flags, llvm::StringRef path) {
   if (!flags.language.empty())
     language = format::languageByName(flags.language);
   else if (isStdin)
-    language = flags.stdinPath.empty() ? &*format::languageByName("lpu")
+    language = flags.stdinPath.empty() ? format::languageByName("lpu")
                                        : format::languageForPath(flags.stdinPath);
   else
     language = format::languageForPath(path);
