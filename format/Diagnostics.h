@@ -1,6 +1,8 @@
-// How lpufmt shows input that does not parse: `file:line:col: error: message`,
-// then the source line and a caret. One function, so that the compiler's own
-// diagnostics engine (frontend/) can take its place in one edit.
+// How lpufmt shows input that does not parse. For .lpu these are the
+// compiler's own diagnostics (codes, carets, notes), exactly as lpuc prints
+// them; for other languages, and for the few refusals that are the
+// formatter's own (absurd nesting), `file:line:col: error: message` with the
+// source line and a caret.
 #pragma once
 
 #include "format/engine/Syntax.h"
@@ -11,7 +13,8 @@
 
 namespace lpu::format {
 
-void printSyntaxErrors(llvm::raw_ostream &os, llvm::StringRef fileName, llvm::StringRef source,
-                       const std::vector<SyntaxError> &errors, bool colors);
+void printSyntaxErrors(llvm::raw_ostream &os, llvm::StringRef language, llvm::StringRef fileName,
+                       llvm::StringRef source, const std::vector<SyntaxError> &errors,
+                       bool colors);
 
 } // namespace lpu::format

@@ -60,8 +60,10 @@ private:
     for (char c : locator_.text(node->getSymbol()))
       if (c != '_')
         digits.push_back(c);
-    // The lexical pass checked range and form; this only converts.
-    return static_cast<int64_t>(std::strtoull(digits.c_str(), nullptr, 0));
+    // The lexical pass checked range and form; this only converts. Leading
+    // zeros are decimal (`007` is 7), never octal.
+    bool hex = digits.size() > 1 && (digits[1] == 'x' || digits[1] == 'X');
+    return static_cast<int64_t>(std::strtoull(digits.c_str() + (hex ? 2 : 0), nullptr, hex ? 16 : 10));
   }
 
   /// The `///` comments right before a declaration's first token.
@@ -385,7 +387,7 @@ private:
 
   SizeExprPtr sizeAtom(LPUParser::SizeAtomContext *ctx) {
     if (auto *c = dynamic_cast<LPUParser::SizeIntContext *>(ctx))
-      return std::make_unique<SizeInt>(intValue(c->INT()), range(ctx));
+      return std::make_unique<SizeInt>(intValue(c->INT() ? c->INT() : c->HEX_INT()), range(ctx));
     if (auto *c = dynamic_cast<LPUParser::SizeNameContext *>(ctx)) {
       Ident id = ident(c->IDENT());
       return std::make_unique<SizeName>(id.name, range(ctx));
@@ -611,7 +613,25 @@ private:
     }
   }
 
+  /// W0100: `x` then a line starting with `(` or `[` is one expression.
+  void checkContinuation(antlr4::tree::TerminalNode *bracket) {
+    if (!bracket || !locator_.isReal(bracket->getSymbol()))
+      return;
+    antlr4::Token *t = bracket->getSymbol();
+    for (size_t i = t->getTokenIndex(); i-- > 0;) {
+      antlr4::Token *prev = tokens_.get(i);
+      if (prev->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+        continue;
+      if (prev->getLine() < t->getLine())
+        diags_.report(DiagID::ContinuationOnNewLine, range(bracket), locator_.text(t))
+            .label(locator_.range(prev), "continues this")
+            .help("move '" + locator_.text(t).str() + "' to the end of the line before");
+      return;
+    }
+  }
+
   ExprPtr callExpr(LPUParser::CallExprContext *c) {
+    checkContinuation(c->LPAREN());
     ExprPtr callee = expr(exprChild(c, 0));
     if (!callee)
       return nullptr;
@@ -653,6 +673,7 @@ private:
   }
 
   ExprPtr indexExpr(LPUParser::IndexExprContext *c) {
+    checkContinuation(c->LBRACK());
     ExprPtr base = expr(exprChild(c, 0));
     if (!base)
       return nullptr;
@@ -690,13 +711,16 @@ private:
       case LPUParser::INT:
         return std::make_unique<IntLit>(
             intValue(static_cast<LPUParser::IntLitContext *>(ctx)->INT()), r);
+      case LPUParser::HEX_INT:
+        return std::make_unique<IntLit>(
+            intValue(static_cast<LPUParser::IntLitContext *>(ctx)->HEX_INT()), r);
       default: break; // the rarer kinds take the general path
       }
     }
     if (auto *c = dynamic_cast<LPUParser::GenericCallContext *>(ctx))
       return genericCall(c);
     if (auto *c = dynamic_cast<LPUParser::IntLitContext *>(ctx))
-      return std::make_unique<IntLit>(intValue(c->INT()), r);
+      return std::make_unique<IntLit>(intValue(c->INT() ? c->INT() : c->HEX_INT()), r);
     if (auto *c = dynamic_cast<LPUParser::FloatLitContext *>(ctx)) {
       std::string digits;
       llvm::StringRef text = c->FLOAT() ? locator_.text(c->FLOAT()->getSymbol()) : "";

@@ -484,8 +484,6 @@ void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
         diags.report(DiagID::IntegerOverflow, range, text);
         bad.insert(t->getTokenIndex());
       }
-      if (hex)
-        w->setType(LPULexer::INT);
       break;
     }
     case LPULexer::FLOAT: {
@@ -590,7 +588,7 @@ static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, un
   Locator locator(text);
 
   CodePointStream input(text.codePoints(), buffer->getBufferIdentifier().str());
-  detail::FastLexer lexer(text.codePoints(), &input);
+  grammar::FastLexer lexer(text.codePoints(), &input);
   SilentListener silent;
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();

@@ -8,6 +8,8 @@
 
 #include <antlr4-runtime.h>
 
+#include "LPUFastLexer.h"
+
 #include <set>
 #include <string>
 #include <vector>
@@ -39,34 +41,6 @@ private:
   std::u32string codePoints_;
   std::vector<size_t> byteOffsets_; // empty when the buffer is pure ASCII
   std::vector<size_t> invalidOffsets_;
-};
-
-/// The lexical rules of grammar/LPU.g4 as a hand-written token source for
-/// the parser (Lexer.cpp says why). Whitespace is skipped, comments come on
-/// the hidden channel, token types are LPULexer's.
-class FastLexer : public antlr4::TokenSource {
-public:
-  FastLexer(const std::u32string &text, antlr4::CharStream *input);
-  std::unique_ptr<antlr4::Token> nextToken() override;
-  size_t getLine() const override { return line_; }
-  size_t getCharPositionInLine() override;
-  antlr4::CharStream *getInputStream() override;
-  std::string getSourceName() override;
-  antlr4::TokenFactory<antlr4::CommonToken> *getTokenFactory() override;
-
-private:
-  char32_t at(size_t i) const;
-  size_t digitsEnd(size_t i) const;
-  size_t exponentEnd(size_t i) const;
-  std::pair<size_t, size_t> number(size_t p) const; // {type, end}
-  std::unique_ptr<antlr4::Token> make(size_t type, size_t begin, size_t end,
-                                      size_t channel = antlr4::Token::DEFAULT_CHANNEL);
-
-  const std::u32string &text_;
-  antlr4::CharStream *input_;
-  size_t pos_ = 0;
-  size_t line_ = 1;
-  size_t lineStart_ = 0;
 };
 
 /// Source ranges of tokens and parse-tree nodes.

@@ -103,7 +103,7 @@ sizeExpr : sizeTerm ((PLUS | MINUS) sizeTerm)* ;
 sizeTerm : sizeAtom ((STAR | SLASH | PERCENT) sizeAtom)* ;
 
 sizeAtom
-  : INT                                                    # sizeInt
+  : (INT | HEX_INT)                                        # sizeInt
   | IDENT LPAREN sizeExpr (COMMA sizeExpr)* COMMA? RPAREN  # sizeCall
   | IDENT                                                  # sizeName
   | LPAREN sizeExpr RPAREN                                 # sizeParen
@@ -158,7 +158,7 @@ indexItem
 // readings parse (`f < a > (b)`); docs/language.md says so.
 primaryExpr
   : IDENT (DOT IDENT)* genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN  # genericCall
-  | INT                                                   # intLit
+  | (INT | HEX_INT)                                       # intLit
   | FLOAT                                                 # floatLit
   | (TRUE | FALSE)                                        # boolLit
   | STRING                                                # stringLit

@@ -1,5 +1,6 @@
 #include "format/lpu/LpuLanguage.h"
 
+#include "LPUFastLexer.h"
 #include "LPULexer.h"
 #include "LPUParser.h"
 
@@ -77,81 +78,13 @@ RawToken::Category categoryOf(size_t type) {
   }
 }
 
-struct Span {
-  uint32_t begin, end; // bytes
+/// The source decoded by ANTLR's own UTF-8 reader, with the code points
+/// kept for the lexer.
+class CodePoints : public antlr4::ANTLRInputStream {
+public:
+  explicit CodePoints(const std::string &source) : antlr4::ANTLRInputStream(source) {}
+  const std::u32string &codePoints() const { return _data; }
 };
-
-/// The terminated block comments of `src`, found by a scan that knows the
-/// grammar's strings and line comments. Works around the grammar's
-/// UNTERMINATED_BLOCK_COMMENT rule: `'/*' .*? EOF` is always the longest
-/// match, so the lexer would read every block comment (and the rest of the
-/// file after it) as one unterminated comment, in quadratic time. The
-/// lexer is given the source with these comments blanked out instead.
-std::vector<Span> blockComments(llvm::StringRef src) {
-  std::vector<Span> spans;
-  for (size_t i = 0; i < src.size();) {
-    char c = src[i];
-    if (c == '"') {
-      for (++i; i < src.size() && src[i] != '"' && src[i] != '\n' && src[i] != '\r'; ++i)
-        if (src[i] == '\\' && i + 1 < src.size() && src[i + 1] != '\n' && src[i + 1] != '\r')
-          ++i;
-      if (i < src.size() && src[i] == '"')
-        ++i;
-    } else if (src.substr(i).startswith("//")) {
-      while (i < src.size() && src[i] != '\n' && src[i] != '\r')
-        ++i;
-    } else if (src.substr(i).startswith("/*")) {
-      size_t close = src.find("*/", i + 2);
-      if (close == llvm::StringRef::npos)
-        break; // unterminated: the lexer reports it
-      spans.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(close + 2)});
-      i = close + 2;
-    } else {
-      ++i;
-    }
-  }
-  return spans;
-}
-
-/// `src` with each code point of the spans replaced by one space (line
-/// breaks kept), so that code point positions, lines and columns agree.
-std::string blankOut(llvm::StringRef src, const std::vector<Span> &spans) {
-  std::string out;
-  out.reserve(src.size());
-  size_t at = 0;
-  for (const Span &s : spans) {
-    out.append(src.data() + at, s.begin - at);
-    for (size_t i = s.begin; i < s.end; ++i) {
-      char c = src[i];
-      if (c == '\n' || c == '\r')
-        out += c;
-      else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80)
-        out += ' ';
-    }
-    at = s.end;
-  }
-  out.append(src.data() + at, src.size() - at);
-  return out;
-}
-
-/// Appends raw whitespace [begin, end), cut around the block comments in it.
-void addWhitespace(std::vector<RawToken> &raw, uint32_t begin, uint32_t end,
-                   const std::vector<Span> &spans, size_t &nextSpan) {
-  // A comment over several lines covers several whitespace tokens.
-  if (nextSpan > 0)
-    begin = std::max(begin, spans[nextSpan - 1].end);
-  if (begin >= end)
-    return;
-  while (nextSpan < spans.size() && spans[nextSpan].begin < end) {
-    const Span &s = spans[nextSpan++];
-    if (s.begin > begin)
-      raw.push_back({0, RawToken::Whitespace, begin, s.begin - begin});
-    raw.push_back({LPULexer::BLOCK_COMMENT, RawToken::BlockComment, s.begin, s.end - s.begin});
-    begin = s.end;
-  }
-  if (end > begin)
-    raw.push_back({0, RawToken::Whitespace, begin, end - begin});
-}
 
 class TreeConverter {
 public:
@@ -196,12 +129,10 @@ private:
 
 bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
   try {
-    std::vector<Span> comments = blockComments(tree.source);
-    antlr4::ANTLRInputStream input(comments.empty() ? tree.source : blankOut(tree.source, comments));
-    LPULexer lexer(&input);
-    lexer.removeErrorListeners();
+    // The compiler's lexer; whitespace is what lies between its tokens.
+    CodePoints input(tree.source);
+    lpu::grammar::FastLexer lexer(input.codePoints(), &input);
     ErrorCollector collector(errors);
-    lexer.addErrorListener(&collector);
     antlr4::CommonTokenStream stream(&lexer);
     stream.fill();
 
@@ -209,12 +140,15 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
     std::vector<RawToken> raw;
     std::vector<uint32_t> tokenMap(stream.size(), UINT32_MAX); // ANTLR index -> ours
     uint32_t significant = 0;
-    size_t nextSpan = 0;
+    uint32_t previousEnd = 0;
     unsigned depth = 0;
     for (antlr4::Token *t : stream.getTokens()) {
       size_t type = t->getType();
       uint32_t begin = offsets[std::min(t->getStartIndex(), offsets.size() - 1)];
       uint32_t end = type == antlr4::Token::EOF ? begin : offsets[t->getStopIndex() + 1];
+      if (begin > previousEnd)
+        raw.push_back({0, RawToken::Whitespace, previousEnd, begin - previousEnd});
+      previousEnd = end;
       if (const char *what = lexicalError(type)) {
         errors.push_back({static_cast<uint32_t>(t->getLine()),
                           static_cast<uint32_t>(t->getCharPositionInLine() + 1),
@@ -225,10 +159,6 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
       RawToken r;
       r.kind = static_cast<int>(type);
       r.category = type == antlr4::Token::EOF ? RawToken::Significant : categoryOf(type);
-      if (r.category == RawToken::Whitespace) {
-        addWhitespace(raw, begin, end, comments, nextSpan);
-        continue;
-      }
       r.offset = begin;
       r.length = end - begin;
       if (r.category == RawToken::Significant)

@@ -100,7 +100,8 @@ int formatOne(const Flags &flags, llvm::StringRef path) {
   options.corruptOutputForTesting = flags.corrupt;
   format::FormatResult result = format::formatSource(*language, source, options);
   if (result.status == format::FormatResult::SyntaxErrors) {
-    format::printSyntaxErrors(llvm::errs(), name, source, result.errors, colorsWanted());
+    format::printSyntaxErrors(llvm::errs(), language->name, name, source, result.errors,
+                              colorsWanted());
     return kExitSyntax;
   }
   if (result.status == format::FormatResult::InternalError) {

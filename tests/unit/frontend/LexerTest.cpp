@@ -52,7 +52,7 @@ void expectSameTokens(const std::string &bytes, const std::string &what) {
   LPULexer generated(&generatedInput);
   generated.removeErrorListeners();
   Input fastInput(text.codePoints());
-  lpu::detail::FastLexer fast(text.codePoints(), &fastInput);
+  lpu::grammar::FastLexer fast(text.codePoints(), &fastInput);
   std::vector<Tok> want = collect(generated, /*dropWhitespace=*/true);
   std::vector<Tok> got = collect(fast, /*dropWhitespace=*/false);
   ASSERT_EQ(got.size(), want.size()) << what;

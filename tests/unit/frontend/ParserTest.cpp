@@ -105,6 +105,7 @@ TEST(ParserTest, CallsMembersIndexingAndLists) {
   EXPECT_EQ(exprOf("a.b.c"), "(. (. a b) c)");
   EXPECT_EQ(exprOf("(a + b) * c"), "(* (+ a b) c)");
   EXPECT_EQ(exprOf("1_000 + 0x2A"), "(+ 1000 42)");
+  EXPECT_EQ(exprOf("010 + 0xff_ff"), "(+ 10 65535)"); // leading zeros are not octal
 }
 
 TEST(ParserTest, TypesWithSizeExpressionsAndPacks) {

@@ -1,16 +1,8 @@
-// The compiler's lexer: the lexical rules of grammar/LPU.g4, hand-coded.
-//
-// ANTLR's generated lexer spends thousands of instructions a token (a DFA
-// walk under a lock, several dynamic_casts, a token factory); this one spends
-// tens, and drops whitespace, which only the formatter needs (it keeps using
-// the generated lexer). LPU.g4 stays the specification: a differential test
-// (tests/unit/frontend/LexerTest.cpp) checks that both lexers give the same
-// tokens on every .lpu file of the repository and on random input.
-#include "frontend/ParserInternals.h"
+// The hand-coded lexer of LPU.g4 (LPUFastLexer.h says why it exists).
+#include "LPUFastLexer.h"
 
 #include "LPULexer.h"
-
-namespace lpu::detail {
+namespace lpu::grammar {
 
 using lpu_antlr::LPULexer;
 
@@ -256,4 +248,4 @@ std::unique_ptr<antlr4::Token> FastLexer::nextToken() {
   }
 }
 
-} // namespace lpu::detail
+} // namespace lpu::grammar
