@@ -1,10 +1,13 @@
 // lpuc: the .lpu compiler driver. Flags in, library calls, exit code out.
 #include "frontend/ASTPrinter.h"
+#include "frontend/Checker.h"
 #include "frontend/DiagnosticRender.h"
 #include "frontend/Parser.h"
 #include "frontend/Verify.h"
 #include "tools/common/ToolSupport.h"
 
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <map>
@@ -31,8 +34,22 @@ int main(int argc, char **argv) {
   std::string color = "auto";
   unsigned errorLimit = 20;
   app.add_option("file", input, "the .lpu source file ('-' reads stdin)");
-  app.add_option("--emit", emit, "print a stage of the compilation: ast")
-      ->check(CLI::IsMember({"ast"}));
+  app.add_option("--emit", emit,
+                 "print a stage of the compilation: ast, or types (every instantiated entry "
+                 "with the type of every expression)")
+      ->check(CLI::IsMember({"ast", "types"}));
+  bool stats = false, statsJson = false;
+  std::vector<std::string> includeDirs;
+  CheckOptions checkOptions;
+  app.add_flag("--stats", stats,
+               "print parameters, parameter bytes and FLOPs per entry and bucket");
+  app.add_flag("--json", statsJson, "with --stats: print one JSON object");
+  app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
+  app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
+      ->capture_default_str();
+  app.add_option("--chips", checkOptions.chips, "the chips whose SRAM (220 MiB each) holds the parameters")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
   app.add_flag("--verify,-V", verify,
                "check the diagnostics against 'expected-...' comments in the file "
@@ -93,6 +110,16 @@ int main(int argc, char **argv) {
                                      llvm::SMLoc::getFromPointer(start)},
                  sources.getMemoryBuffer(bufferId)->getBufferIdentifier());
   auto module = parseModule(diags, bufferId);
+  CheckResult result;
+
+  if (!diags.hasErrors()) {
+    std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
+    checkOptions.importPaths = includeDirs;
+    for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
+      checkOptions.importPaths.push_back(dir);
+    checkOptions.recordTypes = emit == "types";
+    result = checkProgram(*module, diags, checkOptions);
+  }
 
   if (verify)
     return verifyDiagnostics(sources, bufferId, collected.diagnostics, llvm::errs())
@@ -102,5 +129,11 @@ int main(int argc, char **argv) {
     return tools::kExitInputError;
   if (emit == "ast")
     printAST(*module, sources, llvm::outs());
+  if (emit == "types")
+    printTypes(result, llvm::outs());
+  if (stats && statsJson)
+    printStatsJson(result, llvm::outs());
+  else if (stats)
+    printStats(result, llvm::outs());
   return tools::kExitSuccess;
 }
