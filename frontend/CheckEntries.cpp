@@ -29,11 +29,15 @@ struct BucketVar {
 } // namespace
 
 void Checker::countParams(const ModelInst &inst, const std::string &prefix, BucketReport &out,
-                          std::map<const ast::ParamDecl *, uint64_t> &bytesByDecl) {
+                          std::map<const ast::ParamDecl *, uint64_t> &bytesByDecl,
+                          const ast::ParamDecl *top) {
   for (const ast::DeclPtr &mem : inst.decl->members) {
     auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(mem.get());
     if (!p)
       continue;
+    // Bytes are charged to the entry model's own declaration, the one the
+    // user can change.
+    const ast::ParamDecl *owner = top ? top : p;
     Value v = paramValue(inst, *p);
     if (v.isTensor()) {
       auto n = v.tensor.elements().constantValue();
@@ -42,16 +46,16 @@ void Checker::countParams(const ModelInst &inst, const std::string &prefix, Buck
       uint64_t bytes = static_cast<uint64_t>(*n) * dtypeBytes(v.tensor.dtype);
       out.params += static_cast<uint64_t>(*n);
       out.paramBytes += bytes;
-      bytesByDecl[p] += bytes;
+      bytesByDecl[owner] += bytes;
     } else if (v.kind == Value::Kind::Model) {
-      countParams(*v.model, prefix + p->name.name + ".", out, bytesByDecl);
+      countParams(*v.model, prefix + p->name.name + ".", out, bytesByDecl, owner);
     } else if (v.kind == Value::Kind::ModelArray) {
       auto n = v.size.constantValue();
       if (!n || *n <= 0)
         continue;
       BucketReport one;
       std::map<const ast::ParamDecl *, uint64_t> oneBytes;
-      countParams(*v.model, prefix + p->name.name + ".0.", one, oneBytes);
+      countParams(*v.model, prefix + p->name.name + ".0.", one, oneBytes, owner);
       out.params += one.params * static_cast<uint64_t>(*n);
       out.paramBytes += one.paramBytes * static_cast<uint64_t>(*n);
       for (const auto &[d, b] : oneBytes)

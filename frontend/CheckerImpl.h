@@ -158,7 +158,8 @@ public:
   void checkEntries(ModuleInfo &m, CheckResult &result);
   void checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult &result);
   void countParams(const ModelInst &inst, const std::string &prefix, BucketReport &out,
-                   std::map<const ast::ParamDecl *, uint64_t> &bytesByDecl);
+                   std::map<const ast::ParamDecl *, uint64_t> &bytesByDecl,
+                   const ast::ParamDecl *top = nullptr);
 
   // ---- helpers
   template <typename... Args> DiagnosticBuilder error(DiagID id, llvm::SMRange r, Args &&...a) {
