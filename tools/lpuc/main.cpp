@@ -10,6 +10,7 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <chrono>
 #include <map>
 
 using namespace lpu;
@@ -38,12 +39,13 @@ int main(int argc, char **argv) {
                  "print a stage of the compilation: ast, or types (every instantiated entry "
                  "with the type of every expression)")
       ->check(CLI::IsMember({"ast", "types"}));
-  bool stats = false, statsJson = false;
+  bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
   app.add_flag("--stats", stats,
                "print parameters, parameter bytes and FLOPs per entry and bucket");
   app.add_flag("--json", statsJson, "with --stats: print one JSON object");
+  app.add_flag("--time-phases", timePhases, "print the time of parsing and checking to stderr");
   app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
   app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
       ->capture_default_str();
@@ -109,7 +111,13 @@ int main(int argc, char **argv) {
     diags.report(DiagID::EmptyFile, {llvm::SMLoc::getFromPointer(start),
                                      llvm::SMLoc::getFromPointer(start)},
                  sources.getMemoryBuffer(bufferId)->getBufferIdentifier());
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  auto t0 = Clock::now();
   auto module = parseModule(diags, bufferId);
+  auto t1 = Clock::now();
   CheckResult result;
 
   if (!diags.hasErrors()) {
@@ -120,6 +128,9 @@ int main(int argc, char **argv) {
     checkOptions.recordTypes = emit == "types";
     result = checkProgram(*module, diags, checkOptions);
   }
+  if (timePhases)
+    llvm::errs() << llvm::formatv("parse: {0:f3} s\ncheck: {1:f3} s (imports included)\n",
+                                  seconds(t0, t1), seconds(t1, Clock::now()));
 
   if (verify)
     return verifyDiagnostics(sources, bufferId, collected.diagnostics, llvm::errs())
