@@ -60,8 +60,12 @@ std::string Checker::here(llvm::SMLoc loc) const {
 }
 
 std::string Checker::didYouMean(const std::string &name, const std::vector<std::string> &cands) {
+  // Close enough to be a typo: two edits for short names, a third of the
+  // length for long ones; never for one- or two-letter names.
+  if (name.size() <= 2)
+    return "";
   std::string best;
-  unsigned bestDist = std::max<size_t>(1, name.size() / 3) + 1;
+  unsigned bestDist = std::max<size_t>(2, name.size() / 3) + 1;
   for (const std::string &c : cands) {
     if (c == name)
       continue;
@@ -93,8 +97,15 @@ std::optional<TensorType> Checker::tensorType(const ast::TypeExpr &type, const E
   if (!dtype) {
     if (env.module && env.module->globals.count(name.name))
       error(DiagID::WrongKindOfName, name.range, name.name, "a model", "a tensor type");
-    else
-      error(DiagID::UnknownType, name.range, name.name);
+    else {
+      std::vector<std::string> cands = {"bool", "i8", "i16", "i32", "f16", "bf16", "f32"};
+      for (const auto &[k, v] : env.dtypes)
+        cands.push_back(k);
+      auto b = error(DiagID::UnknownType, name.range, name.name);
+      std::string s = didYouMean(name.name, cands);
+      if (!s.empty())
+        b.help("did you mean '" + s + "'?");
+    }
     return std::nullopt;
   }
   TensorType t;
