@@ -64,6 +64,25 @@ void Checker::countParams(const ModelInst &inst, const std::string &prefix, Buck
   }
 }
 
+void Checker::listParams(const ModelInst &inst, const std::string &prefix,
+                         std::vector<std::string> &out) {
+  for (const ast::DeclPtr &mem : inst.decl->members) {
+    auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(mem.get());
+    if (!p)
+      continue;
+    Value v = paramValue(inst, *p);
+    std::string path = prefix + p->name.name;
+    if (v.isTensor())
+      out.push_back(path + ": " + v.tensor.str());
+    else if (v.kind == Value::Kind::Model)
+      listParams(*v.model, path + ".", out);
+    else if (v.kind == Value::Kind::ModelArray)
+      if (auto n = v.size.constantValue())
+        for (int64_t i = 0; i < *n; ++i)
+          listParams(*v.model, path + "." + std::to_string(i) + ".", out);
+  }
+}
+
 void Checker::checkEntries(ModuleInfo &m, CheckResult &result) {
   for (const ast::DeclPtr &d : m.ast->items)
     if (auto *entry = llvm::dyn_cast_or_null<ast::EntryDecl>(d.get()))
@@ -349,6 +368,8 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     std::map<const ast::ParamDecl *, uint64_t> bytesByDecl;
     if (self)
       countParams(*self, "", bucket, bytesByDecl);
+    if (self && options_.recordParams)
+      listParams(*self, "", bucket.paramPaths);
     done();
     uint64_t capacity = options_.sramBytesPerChip * options_.chips;
     if (bucket.paramBytes > capacity) {
@@ -429,6 +450,26 @@ void printTypes(const CheckResult &result, llvm::raw_ostream &os) {
       for (const std::string &line : b.typeLines)
         os << "  " << line << "\n";
     }
+}
+
+void printParams(const CheckResult &result, llvm::raw_ostream &os) {
+  for (const EntryReport &e : result.entries) {
+    if (e.buckets.empty())
+      continue;
+    // Buckets share the weights unless a model size is bucketed.
+    std::vector<std::string> last;
+    for (const BucketReport &b : e.buckets) {
+      if (b.paramPaths == last)
+        continue;
+      std::string sizes;
+      for (const auto &[n, v] : b.sizes)
+        sizes += (sizes.empty() ? " with " : ", ") + n + " = " + std::to_string(v);
+      os << "entry " << e.name << sizes << ": " << e.target << "\n";
+      for (const std::string &p : b.paramPaths)
+        os << "  " << p << "\n";
+      last = b.paramPaths;
+    }
+  }
 }
 
 } // namespace lpu

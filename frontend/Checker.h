@@ -28,6 +28,8 @@ struct CheckOptions {
   uint64_t sramBytesPerChip = 220ull << 20;
   /// Record the type of every expression of every instantiation.
   bool recordTypes = false;
+  /// Record the path and type of every weight (`layers.3.up.w`).
+  bool recordParams = false;
 };
 
 /// One instantiation of an entry: its bucket sizes and its figures.
@@ -40,6 +42,8 @@ struct BucketReport {
   uint64_t peakActivationBytes = 0;
   /// `line:col  source  : type`, when CheckOptions::recordTypes.
   std::vector<std::string> typeLines;
+  /// `layers.3.up.w: f16[768, 3072]`, when CheckOptions::recordParams.
+  std::vector<std::string> paramPaths;
 };
 
 struct EntryReport {
@@ -65,5 +69,7 @@ std::vector<std::string> defaultStdlibPaths(llvm::StringRef bindir);
 void printStats(const CheckResult &result, llvm::raw_ostream &os);
 void printStatsJson(const CheckResult &result, llvm::raw_ostream &os);
 void printTypes(const CheckResult &result, llvm::raw_ostream &os);
+/// `lpuc --emit=params`: the weights of each entry by their paths.
+void printParams(const CheckResult &result, llvm::raw_ostream &os);
 
 } // namespace lpu

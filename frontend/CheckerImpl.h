@@ -160,6 +160,8 @@ public:
   void countParams(const ModelInst &inst, const std::string &prefix, BucketReport &out,
                    std::map<const ast::ParamDecl *, uint64_t> &bytesByDecl,
                    const ast::ParamDecl *top = nullptr);
+  void listParams(const ModelInst &inst, const std::string &prefix,
+                  std::vector<std::string> &out);
 
   // ---- helpers
   template <typename... Args> DiagnosticBuilder error(DiagID id, llvm::SMRange r, Args &&...a) {

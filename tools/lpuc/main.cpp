@@ -37,8 +37,8 @@ int main(int argc, char **argv) {
   app.add_option("file", input, "the .lpu source file ('-' reads stdin)");
   app.add_option("--emit", emit,
                  "print a stage of the compilation: ast, or types (every instantiated entry "
-                 "with the type of every expression)")
-      ->check(CLI::IsMember({"ast", "types"}));
+                 "with the type of every expression), or params (the weights by path)")
+      ->check(CLI::IsMember({"ast", "types", "params"}));
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
@@ -126,6 +126,7 @@ int main(int argc, char **argv) {
     for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
       checkOptions.importPaths.push_back(dir);
     checkOptions.recordTypes = emit == "types";
+    checkOptions.recordParams = emit == "params";
     result = checkProgram(*module, diags, checkOptions);
   }
   if (timePhases)
@@ -142,6 +143,8 @@ int main(int argc, char **argv) {
     printAST(*module, sources, llvm::outs());
   if (emit == "types")
     printTypes(result, llvm::outs());
+  if (emit == "params")
+    printParams(result, llvm::outs());
   if (stats && statsJson)
     printStatsJson(result, llvm::outs());
   else if (stats)
