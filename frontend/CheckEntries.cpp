@@ -11,9 +11,6 @@
 namespace lpu::check {
 
 namespace {
-std::string sourceText(llvm::SMRange r) {
-  return r.isValid() ? std::string(r.Start.getPointer(), r.End.getPointer()) : "";
-}
 
 std::string mib(uint64_t bytes) {
   char buf[64];

@@ -9,11 +9,6 @@
 namespace lpu::check {
 
 namespace {
-std::string sourceText(llvm::SMRange r) {
-  if (!r.isValid())
-    return "";
-  return std::string(r.Start.getPointer(), r.End.getPointer());
-}
 
 bool isStorable(const Value &v) {
   switch (v.kind) {
@@ -138,11 +133,7 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
       if (t && v.isNumber() && t->dims.empty()) {
         v = Value::ofTensor(*t);
       } else if (t) {
-        bool bad = !v.isTensor() || v.tensor.dtype != t->dtype || v.tensor.pack != t->pack ||
-                   v.tensor.dims.size() != t->dims.size();
-        for (size_t i = 0; !bad && i < t->dims.size(); ++i)
-          bad = sizesEqual(v.tensor.dims[i], t->dims[i]) == Decision::No;
-        if (bad) {
+        if (!v.isTensor() || !mayEqual(v.tensor, *t)) {
           error(DiagID::TypeMismatch, let->value->range, t->str(), v.describe())
               .label(let->type->range, "declared here");
           v = Value::error();
@@ -176,11 +167,7 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     const TensorType &t = *f.returnType;
     if (v.isNumber() && t.dims.empty())
       return;
-    bool bad = !v.isTensor() || v.tensor.dtype != t.dtype || v.tensor.pack != t.pack ||
-               v.tensor.dims.size() != t.dims.size();
-    for (size_t i = 0; !bad && i < t.dims.size(); ++i)
-      bad = sizesEqual(v.tensor.dims[i], t.dims[i]) == Decision::No;
-    if (bad) {
+    if (!v.isTensor() || !mayEqual(v.tensor, t)) {
       auto b = error(DiagID::TypeMismatch, ret->value->range, t.str(), v.describe());
       if (f.fn && f.fn->returnType)
         b.label(f.fn->returnType->range, "return type declared here");

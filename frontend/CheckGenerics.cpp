@@ -8,13 +8,6 @@
 
 namespace lpu::check {
 
-namespace {
-std::string sourceText(llvm::SMRange r) {
-  if (!r.isValid())
-    return "";
-  return std::string(r.Start.getPointer(), r.End.getPointer());
-}
-} // namespace
 
 std::optional<std::string> Checker::dtypeOf(llvm::StringRef name, const Env &env) {
   if (isDtypeName(name))
@@ -356,11 +349,7 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
       return Value::error();
     if (a.value.isTensor()) {
       const TensorType &at = a.value.tensor;
-      bool bad = at.dtype != expected->dtype || at.pack != expected->pack ||
-                 at.dims.size() != expected->dims.size();
-      for (size_t d = 0; !bad && d < at.dims.size(); ++d)
-        bad = sizesEqual(at.dims[d], expected->dims[d]) == Decision::No;
-      if (bad) {
+      if (!mayEqual(at, *expected)) {
         auto b = error(DiagID::TypeMismatch, a.range, expected->str(), at.str());
         b.note("parameter '" + fn.params[i].name.name + "' of '" + fnName + "' is declared " +
                    toString(*fn.params[i].type),

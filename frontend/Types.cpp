@@ -95,4 +95,19 @@ Decision sizesEqual(const Size &a, const Size &b) {
   return hasOpaqueAtom(d) ? Decision::Unknown : Decision::No;
 }
 
+bool mayEqual(const TensorType &a, const TensorType &b) {
+  if (a.dtype != b.dtype || a.pack != b.pack || a.dims.size() != b.dims.size())
+    return false;
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    if (sizesEqual(a.dims[i], b.dims[i]) == Decision::No)
+      return false;
+  return true;
+}
+
+std::string sourceText(llvm::SMRange r) {
+  if (!r.isValid())
+    return "";
+  return std::string(r.Start.getPointer(), r.End.getPointer());
+}
+
 } // namespace lpu::check

@@ -124,5 +124,12 @@ struct Value {
 /// decidable because atoms differ (Unknown: repeated at instantiation).
 enum class Decision { Yes, No, Unknown };
 Decision sizesEqual(const Size &a, const Size &b);
+/// False when the types provably differ (dtype, pack, rank, or a size that
+/// differs by its normal form); undecidable sizes pass, to be repeated at
+/// instantiation.
+bool mayEqual(const TensorType &a, const TensorType &b);
+
+/// The source text a range covers, as the user wrote it.
+std::string sourceText(llvm::SMRange range);
 
 } // namespace lpu::check
