@@ -216,7 +216,7 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
             Local{Value::ofInt(Size::constant(*start + i)), loop->var.range, false};
         checkBlock(loop->body, f);
         f.scopes.pop_back();
-        if (inner_.errorLimitReached())
+        if (diags_.errorLimitReached())
           break;
       }
       return;

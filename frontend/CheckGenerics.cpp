@@ -8,7 +8,6 @@
 
 namespace lpu::check {
 
-
 std::optional<std::string> Checker::dtypeOf(llvm::StringRef name, const Env &env) {
   if (isDtypeName(name))
     return name.str();
