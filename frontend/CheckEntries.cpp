@@ -280,11 +280,17 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
       inst->module = mod;
       inst->sizes = menv.sizes;
       inst->dtypes = menv.dtypes;
+      // The model as the entry names it: bucketed sizes show their set.
       std::string args;
-      for (const ast::GenericParam &g : model->generics)
-        args += (args.empty() ? "" : ", ") + g.name.name + " = " +
-                (g.kind == ast::GenericParam::Kind::Dtype ? menv.dtypes[g.name.name]
-                                                          : menv.sizes[g.name.name].str());
+      for (const ast::GenericParam &g : model->generics) {
+        std::string value = g.kind == ast::GenericParam::Kind::Dtype
+                                ? " = " + menv.dtypes[g.name.name]
+                                : " = " + menv.sizes[g.name.name].str();
+        for (const ast::GenericArg &a : modelSeg->genericArgs)
+          if (a.kind == ast::GenericArg::Kind::Bucket && a.name.name == g.name.name)
+            value = " in {" + sourceText(a.range).substr(sourceText(a.range).find('{') + 1);
+        args += (args.empty() ? "" : ", ") + g.name.name + value;
+      }
       inst->name = model->name.name + (args.empty() ? "" : "<" + args + ">");
       inst->key = std::to_string(reinterpret_cast<uintptr_t>(model)) + "<";
       for (const auto &[k, v] : inst->sizes)
