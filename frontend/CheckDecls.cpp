@@ -46,6 +46,7 @@ CheckResult Checker::run(const ast::Module &main) {
   for (auto &mod : modules_)
     checkDefinitions(*mod);
   detectRecursion();
+  detectSelfContainment();
   checkEntries(*m, result);
   return result;
 }
@@ -336,8 +337,11 @@ void Checker::checkDefinitions(ModuleInfo &m) {
     std::vector<const ast::Decl *> generics;
     ModelInstPtr self = symbolicModel(*model, m);
     for (const ast::DeclPtr &mem : model->members)
-      if (auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(mem.get()))
-        paramValue(*self, *p);
+      if (auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(mem.get())) {
+        Value v = paramValue(*self, *p);
+        if (v.kind == Value::Kind::Model || v.kind == Value::Kind::ModelArray)
+          containment_[model].push_back({v.model->decl, p->range});
+      }
     for (const ast::DeclPtr &mem : model->members)
       if (auto *fn = llvm::dyn_cast_or_null<ast::FnDecl>(mem.get()))
         checkFnDefinition(m, *fn, self);
@@ -407,6 +411,44 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
         .label(fn.body.range, "the body ends here without 'return'");
   if (inner_.errorCount() > before)
     failedDefinitions_.insert(&fn);
+}
+
+void Checker::detectSelfContainment() {
+  // A model that holds itself, directly or through others, would have
+  // infinitely many parameters: the same rule as recursion.
+  std::map<const ast::ModelDecl *, int> state;
+  std::vector<std::pair<const ast::ModelDecl *, llvm::SMRange>> stack;
+  std::function<void(const ast::ModelDecl *)> visit = [&](const ast::ModelDecl *m) {
+    state[m] = 1;
+    for (const auto &[held, site] : containment_[m]) {
+      if (state[held] == 1) {
+        auto start = std::find_if(stack.begin(), stack.end(),
+                                  [&](const auto &e) { return e.first == held; });
+        std::string chain;
+        for (auto it = start; it != stack.end(); ++it) {
+          chain += it->first->name.name + " -> ";
+          selfContaining_.insert(it->first);
+        }
+        auto b = error(DiagID::Recursion, site, chain + held->name.name);
+        for (auto it = start + 1; it != stack.end(); ++it)
+          b.note("'" + (it - 1)->first->name.name + "' holds '" + it->first->name.name + "' here",
+                 it->second);
+        continue;
+      }
+      if (state[held] == 0) {
+        stack.push_back({held, site});
+        visit(held);
+        stack.pop_back();
+      }
+    }
+    state[m] = 2;
+  };
+  for (const auto &[m, edges] : containment_)
+    if (state[m] == 0) {
+      stack.push_back({m, llvm::SMRange()});
+      visit(m);
+      stack.pop_back();
+    }
 }
 
 void Checker::detectRecursion() {

@@ -140,7 +140,20 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
           "'" + segs[i].name.name + "' is neither a model nor a fn");
     return;
   }
-  if (failedDefinitions_.count(fn) || recursive_.count(fn))
+  // A model that holds a self-containing one, at any depth, has no finite
+  // parameter list either; that error is reported at the cycle.
+  std::set<const ast::ModelDecl *> seen;
+  std::function<bool(const ast::ModelDecl *)> infinite = [&](const ast::ModelDecl *md) {
+    if (selfContaining_.count(md))
+      return true;
+    if (!seen.insert(md).second)
+      return false;
+    for (const auto &[held, site] : containment_[md])
+      if (infinite(held))
+        return true;
+    return false;
+  };
+  if (failedDefinitions_.count(fn) || recursive_.count(fn) || (model && infinite(model)))
     return; // its errors are reported already
 
   // The bucketed sizes, in the order written.

@@ -107,6 +107,7 @@ public:
   std::optional<TensorType> tensorType(const ast::TypeExpr &type, const Env &env);
   const ast::Decl *findMember(const ast::ModelDecl &model, llvm::StringRef name) const;
   void detectRecursion();
+  void detectSelfContainment();
   void checkDuplicates(const std::vector<const ast::Decl *> &decls);
 
   // ---- CheckGenerics.cpp
@@ -186,6 +187,10 @@ public:
       callGraph_;
   std::map<const ast::FnDecl *, ModuleInfo *> fnModule_;
   std::set<const ast::FnDecl *> recursive_;
+  /// Models holding models: (container -> (held, the param holding it)).
+  std::map<const ast::ModelDecl *, std::vector<std::pair<const ast::ModelDecl *, llvm::SMRange>>>
+      containment_;
+  std::set<const ast::ModelDecl *> selfContaining_;
   const ast::FnDecl *definingFn_ = nullptr; // while checking a definition
   unsigned unrollBudgetReported_ = 0;
 };
