@@ -6,14 +6,35 @@ namespace lpu::sizes {
 
 namespace {
 
+// Coefficients saturate instead of overflowing: a size past 2^63 is far
+// beyond any memory, and the SRAM check reports it as such.
+int64_t satAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return a > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+int64_t satMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    return (a > 0) == (b > 0) ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 int64_t floorDiv(int64_t a, int64_t b) {
+  if (b == -1)
+    return satMul(a, -1);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0)))
     --q;
   return q;
 }
-int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
-int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
+int64_t ceilDiv(int64_t a, int64_t b) { return satMul(floorDiv(satMul(a, -1), b), -1); }
+int64_t floorMod(int64_t a, int64_t b) {
+  if (b == -1)
+    return 0;
+  return a - floorDiv(a, b) * b;
+}
 
 std::string monoKey(const std::vector<AtomPtr> &atoms) {
   std::string k;
@@ -117,7 +138,7 @@ void Size::addTerm(const std::string &mk, const std::vector<AtomPtr> &atoms, int
     terms_.emplace(mk, Term{atoms, coeff});
     return;
   }
-  it->second.coeff += coeff;
+  it->second.coeff = satAdd(it->second.coeff, coeff);
   if (it->second.coeff == 0)
     terms_.erase(it);
 }
@@ -148,7 +169,7 @@ Size operator+(const Size &a, const Size &b) {
 Size Size::operator-() const {
   Size r = *this;
   for (auto &[mk, t] : r.terms_)
-    t.coeff = -t.coeff;
+    t.coeff = satMul(t.coeff, -1);
   r.rekey();
   return r;
 }
@@ -163,7 +184,7 @@ Size operator*(const Size &a, const Size &b) {
       atoms.insert(atoms.end(), tb.atoms.begin(), tb.atoms.end());
       std::sort(atoms.begin(), atoms.end(),
                 [](const AtomPtr &x, const AtomPtr &y) { return x->key < y->key; });
-      r.addTerm(monoKey(atoms), atoms, ta.coeff * tb.coeff);
+      r.addTerm(monoKey(atoms), atoms, satMul(ta.coeff, tb.coeff));
     }
   r.rekey();
   return r;
@@ -391,9 +412,9 @@ std::optional<int64_t> evaluate(const Size &s, const std::map<std::string, int64
         default: return std::nullopt;
         }
       }
-      product *= v;
+      product = satMul(product, v);
     }
-    total += product;
+    total = satAdd(total, product);
   }
   return total;
 }

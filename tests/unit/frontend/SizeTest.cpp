@@ -105,3 +105,12 @@ TEST(SizeTest, SubstituteAndEvaluate) {
   s.collectNames(names);
   EXPECT_EQ(names.size(), 4u);
 }
+
+TEST(SizeTest, CoefficientsSaturateInsteadOfOverflowing) {
+  Size big = c(INT64_MAX / 2 + 1);
+  EXPECT_EQ((big * c(4)).constantValue(), INT64_MAX);
+  EXPECT_EQ((big + big + big).constantValue(), INT64_MAX);
+  EXPECT_EQ((-(big * c(4))).constantValue(), -INT64_MAX);
+  EXPECT_EQ(floordiv(c(INT64_MIN), c(-1)).constantValue(), INT64_MAX);
+  EXPECT_EQ(mod(c(INT64_MIN), c(-1)).constantValue(), 0);
+}
