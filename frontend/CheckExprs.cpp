@@ -5,6 +5,7 @@
 #include "frontend/CheckerImpl.h"
 
 #include <cmath>
+#include <utility>
 
 namespace lpu::check {
 
@@ -597,9 +598,14 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
     v.originWhat = "'" + callee.text + "'";
     return v;
   }
-  case Value::Kind::Function:
-    return callFunction(*callee.fn, callee.module, callee.model,
-                        e.hasGenericArgs ? &e.genericArgs : nullptr, std::move(args), f, e.range);
+  case Value::Kind::Function: {
+    llvm::SMRange saved = std::exchange(calleeOrigin_, llvm::SMRange());
+    Value v = callFunction(*callee.fn, callee.module, callee.model,
+                           e.hasGenericArgs ? &e.genericArgs : nullptr, std::move(args), f,
+                           e.range);
+    calleeOrigin_ = saved;
+    return v;
+  }
   case Value::Kind::Model: {
     auto *fwd = llvm::dyn_cast_or_null<ast::FnDecl>(findMember(*callee.model->decl, "forward"));
     if (!fwd) {
@@ -608,9 +614,13 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
                 callee.model->decl->name.range);
       return Value::error();
     }
+    std::string savedText = std::exchange(calleeText_, sourceText(e.callee->range));
+    llvm::SMRange saved = std::exchange(calleeOrigin_, callee.origin);
     Value v = callFunction(*fwd, callee.model->module, callee.model,
                            e.hasGenericArgs ? &e.genericArgs : nullptr, std::move(args), f,
                            e.range);
+    calleeOrigin_ = saved;
+    calleeText_ = savedText;
     if (v.isTensor()) {
       v.originWhat = "'" + sourceText(e.callee->range) + "'";
     }

@@ -355,6 +355,8 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
                fn.params[i].range);
         if (a.expr)
           noteOrigin(b, a.expr, a.value);
+        if (self && calleeOrigin_.isValid())
+          b.note("'" + calleeText_ + "' is " + self->name + ", declared here", calleeOrigin_);
         return Value::error();
       }
     }

@@ -192,6 +192,11 @@ public:
       containment_;
   std::set<const ast::ModelDecl *> selfContaining_;
   const ast::FnDecl *definingFn_ = nullptr; // while checking a definition
+  /// While a model value is called: what it is called in the source and
+  /// where its param is declared, so a mismatch can say where its sizes
+  /// came from.
+  std::string calleeText_;
+  llvm::SMRange calleeOrigin_;
   unsigned unrollBudgetReported_ = 0;
 };
 
