@@ -125,7 +125,8 @@ int main(int argc, char **argv) {
   double c1 = cpu();
   CheckResult result;
 
-  if (!diags.hasErrors()) {
+  // --emit=ast shows the parser's stage alone: later stages do not run.
+  if (!diags.hasErrors() && emit != "ast") {
     std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
     checkOptions.importPaths = includeDirs;
     for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
