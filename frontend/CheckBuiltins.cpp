@@ -452,7 +452,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!axis)
       return Value::error();
     TensorType part = *t;
-    size_t at = t->pack ? *axis : *axis;
+    size_t at = static_cast<size_t>(*axis);
     checkExactDivision(t->dims[at], Size::constant(*n), f.env, e.range);
     part.dims[at] = sizes::div(t->dims[at], Size::constant(*n));
     Value list;

@@ -334,7 +334,6 @@ void Checker::checkDefinitions(ModuleInfo &m) {
     auto *model = llvm::dyn_cast_or_null<ast::ModelDecl>(d.get());
     if (!model)
       continue;
-    std::vector<const ast::Decl *> generics;
     ModelInstPtr self = symbolicModel(*model, m);
     for (const ast::DeclPtr &mem : model->members)
       if (auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(mem.get())) {

@@ -31,6 +31,7 @@ ModuleInfo *Checker::loadMain(const ast::Module &main) {
   modules_.push_back(std::move(m));
   llvm::SmallString<256> abs(main.fileName);
   llvm::sys::fs::make_absolute(abs);
+  llvm::sys::path::remove_dots(abs, true);
   modulesByPath_[std::string(abs)] = raw;
   collectGlobals(*raw);
   raw->loading = true;
@@ -57,20 +58,13 @@ void Checker::collectGlobals(ModuleInfo &m) {
     if (!d || d->name.empty())
       continue;
     decls.push_back(d.get());
-    moduleOfDecl_[d.get()] = &m;
     m.globals.emplace(d->name.name, d.get());
     if (auto *model = llvm::dyn_cast<ast::ModelDecl>(d.get())) {
       std::vector<const ast::Decl *> members;
       for (const ast::DeclPtr &mem : model->members)
-        if (mem) {
+        if (mem)
           members.push_back(mem.get());
-          moduleOfDecl_[mem.get()] = &m;
-          if (auto *fn = llvm::dyn_cast<ast::FnDecl>(mem.get()))
-            fnModule_[fn] = &m;
-        }
       checkDuplicates(members);
-    } else if (auto *fn = llvm::dyn_cast<ast::FnDecl>(d.get())) {
-      fnModule_[fn] = &m;
     }
   }
   checkDuplicates(decls);

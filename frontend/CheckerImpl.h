@@ -177,7 +177,6 @@ public:
   CheckOptions options_;
   std::vector<std::unique_ptr<ModuleInfo>> modules_;
   std::map<std::string, ModuleInfo *> modulesByPath_;
-  std::map<const ast::Decl *, ModuleInfo *> moduleOfDecl_;
   std::map<std::string, ModelInstPtr> modelCache_;
   std::map<std::string, Instance> instances_;
   std::set<const ast::FnDecl *> failedDefinitions_;
@@ -185,7 +184,6 @@ public:
   /// Call graph from the definition checks: caller -> (callee, call site).
   std::map<const ast::FnDecl *, std::vector<std::pair<const ast::FnDecl *, llvm::SMRange>>>
       callGraph_;
-  std::map<const ast::FnDecl *, ModuleInfo *> fnModule_;
   std::set<const ast::FnDecl *> recursive_;
   /// Models holding models: (container -> (held, the param holding it)).
   std::map<const ast::ModelDecl *, std::vector<std::pair<const ast::ModelDecl *, llvm::SMRange>>>
@@ -197,7 +195,6 @@ public:
   /// came from.
   std::string calleeText_;
   llvm::SMRange calleeOrigin_;
-  unsigned unrollBudgetReported_ = 0;
 };
 
 } // namespace lpu::check
