@@ -536,7 +536,9 @@ Value Checker::binary(const ast::BinaryExpr &e, Frame &f) {
     error(DiagID::ExpectedTensor, e.opRange, l.describe() + " " + op + " " + r.describe());
     return Value::error();
   }
-  Value lt = l, rt = r;
+  // A compile-time bool meeting a tensor is a rank-0 bool tensor.
+  Value lt = l.kind == Value::Kind::Bool ? Value::ofTensor(TensorType{"bool", std::nullopt, {}}) : l;
+  Value rt = r.kind == Value::Kind::Bool ? Value::ofTensor(TensorType{"bool", std::nullopt, {}}) : r;
   if (!unifyDtypes(lt, rt, f, e.opRange, op))
     return Value::error();
   const std::string &dtype = lt.tensor.dtype;
