@@ -534,7 +534,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!x || !w || !stride || !pad || !dil || !groups)
       return Value::error();
     if (x->dims.size() != 4 || x->pack || w->dims.size() != 4 || w->pack) {
-      error(DiagID::ConvShape, e.range,
+      error(DiagID::ConvShape, e.range, name,
             "x must be [N, C, H, W] and w [O, C / groups, KH, KW], found " + x->str() + " and " +
                 w->str());
       return Value::error();
@@ -548,7 +548,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       return c && *c < min;
     };
     if (below(*stride, 1) || below(*dil, 1) || *groups < 1 || below(*pad, 0)) {
-      error(DiagID::ConvShape, e.range, "stride, dilation and groups are at least 1, padding at least 0");
+      error(DiagID::ConvShape, e.range, name, "stride, dilation and groups are at least 1, padding at least 0");
       return Value::error();
     }
     Size g = Size::constant(*groups);
@@ -559,7 +559,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       checkExactDivision(O, g, f.env, e.range);
     }
     if (sizesEqual(perGroup, w->dims[1]) == Decision::No) {
-      error(DiagID::ConvShape, e.range,
+      error(DiagID::ConvShape, e.range, name,
             "the input has " + C.str() + " channels, the weights expect " + w->dims[1].str() +
                 (*groups > 1 ? " per group" : ""))
           .label((*a)[0]->range, x->str())
@@ -593,7 +593,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!x || !k || !s || !p)
       return Value::error();
     if (x->dims.size() != 4 || x->pack) {
-      error(DiagID::ConvShape, (*a)[0]->range, name + " needs [N, C, H, W], found " + x->str());
+      error(DiagID::ConvShape, (*a)[0]->range, name, "needs [N, C, H, W], found " + x->str());
       return Value::error();
     }
     auto below = [](const Size &v, int64_t min) {
@@ -601,7 +601,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       return c && *c < min;
     };
     if (below(*k, 1) || below(*s, 1) || below(*p, 0)) {
-      error(DiagID::ConvShape, e.range, "kernel and stride are at least 1, padding at least 0");
+      error(DiagID::ConvShape, e.range, name, "kernel and stride are at least 1, padding at least 0");
       return Value::error();
     }
     auto outDim = [&](const Size &in) {

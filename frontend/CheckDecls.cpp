@@ -127,9 +127,9 @@ std::optional<TensorType> Checker::tensorType(const ast::TypeExpr &type, const E
     auto s = sizeOf(*d.size, env);
     if (!s)
       return std::nullopt;
-    if (env.concrete)
-      if (auto c = s->constantValue();
-          c && *c < 1 && !(*c == 0 && llvm::isa<ast::SizeInt>(d.size.get()))) {
+    // A constant dimension is known at the definition already.
+    if (auto c = s->constantValue();
+        c && *c < 1 && !(*c == 0 && llvm::isa<ast::SizeInt>(d.size.get()))) {
         error(DiagID::NonPositiveSize, d.range,
               std::string(d.range.Start.getPointer(), d.range.End.getPointer()), *c);
         return std::nullopt;

@@ -162,6 +162,10 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
   }
   if (auto *ret = llvm::dyn_cast<ast::ReturnStmt>(&s)) {
     Value v = ret->value ? expr(*ret->value, f) : Value::error();
+    if (!isStorable(v)) {
+      error(DiagID::NotFirstClass, ret->value->range, v.describe());
+      v = Value::error();
+    }
     f.returned = v;
     if (v.isError() || !f.returnType)
       return;
