@@ -429,6 +429,21 @@ std::optional<TensorType> Checker::broadcast(const TensorType &a, const TensorTy
       noteOrigin(d, le, *lv);
     if (rv)
       noteOrigin(d, re, *rv);
+    // Only the feature widths differ: the usual fix is a projection.
+    bool lastOnly = id == DiagID::ShapeMismatch && a.dims.size() == b.dims.size() &&
+                    !a.dims.empty() && a.pack == b.pack;
+    for (size_t i = 0; lastOnly && i + 1 < a.dims.size(); ++i)
+      lastOnly = a.dims[i] == b.dims[i];
+    if (lastOnly) {
+      bool rhsName = llvm::isa_and_nonnull<ast::NameExpr>(re);
+      const ast::Expr *odd = rhsName ? re : le;
+      if (auto *n = llvm::dyn_cast_or_null<ast::NameExpr>(odd)) {
+        const Size &want = rhsName ? a.dims.back() : b.dims.back();
+        const Size &have = rhsName ? b.dims.back() : a.dims.back();
+        d.help("project '" + n->name + "' back to " + want.str() + ", e.g. with nn.Linear<" +
+               have.str() + ", " + want.str() + ">");
+      }
+    }
     return std::optional<TensorType>();
   };
   TensorType out;
