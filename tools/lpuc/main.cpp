@@ -1,12 +1,17 @@
 // lpuc: the .lpu compiler driver. Flags in, library calls, exit code out.
 #include "frontend/ASTPrinter.h"
+#include "frontend/Checker.h"
 #include "frontend/DiagnosticRender.h"
 #include "frontend/Parser.h"
 #include "frontend/Verify.h"
 #include "tools/common/ToolSupport.h"
 
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <chrono>
+#include <ctime>
 #include <map>
 
 using namespace lpu;
@@ -31,8 +36,23 @@ int main(int argc, char **argv) {
   std::string color = "auto";
   unsigned errorLimit = 20;
   app.add_option("file", input, "the .lpu source file ('-' reads stdin)");
-  app.add_option("--emit", emit, "print a stage of the compilation: ast")
-      ->check(CLI::IsMember({"ast"}));
+  app.add_option("--emit", emit,
+                 "print a stage of the compilation: ast, or types (every instantiated entry "
+                 "with the type of every expression), or params (the weights by path)")
+      ->check(CLI::IsMember({"ast", "types", "params"}));
+  bool stats = false, statsJson = false, timePhases = false;
+  std::vector<std::string> includeDirs;
+  CheckOptions checkOptions;
+  app.add_flag("--stats", stats,
+               "print parameters, parameter bytes and FLOPs per entry and bucket");
+  app.add_flag("--json", statsJson, "with --stats: print one JSON object");
+  app.add_flag("--time-phases", timePhases, "print the time of parsing and checking to stderr");
+  app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
+  app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
+      ->capture_default_str();
+  app.add_option("--chips", checkOptions.chips, "the chips whose SRAM (220 MiB each) holds the parameters")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
   app.add_flag("--verify,-V", verify,
                "check the diagnostics against 'expected-...' comments in the file "
@@ -92,7 +112,34 @@ int main(int argc, char **argv) {
     diags.report(DiagID::EmptyFile, {llvm::SMLoc::getFromPointer(start),
                                      llvm::SMLoc::getFromPointer(start)},
                  sources.getMemoryBuffer(bufferId)->getBufferIdentifier());
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  // CPU time beside wall time: benchmarks on a shared machine need both.
+  auto cpu = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
+  auto t0 = Clock::now();
+  double c0 = cpu();
   auto module = parseModule(diags, bufferId);
+  auto t1 = Clock::now();
+  double c1 = cpu();
+  CheckResult result;
+
+  // --emit=ast shows the parser's stage alone: later stages do not run.
+  if (!diags.hasErrors() && emit != "ast") {
+    std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
+    checkOptions.importPaths = includeDirs;
+    for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
+      checkOptions.importPaths.push_back(dir);
+    checkOptions.recordTypes = emit == "types";
+    checkOptions.recordParams = emit == "params";
+    result = checkProgram(*module, diags, checkOptions);
+  }
+  if (timePhases)
+    llvm::errs() << llvm::formatv("parse: {0:f3} s (cpu {1:f3} s)\n"
+                                  "check: {2:f3} s (cpu {3:f3} s, imports included)\n",
+                                  seconds(t0, t1), c1 - c0, seconds(t1, Clock::now()),
+                                  cpu() - c1);
 
   if (verify)
     return verifyDiagnostics(sources, bufferId, collected.diagnostics, llvm::errs())
@@ -102,5 +149,13 @@ int main(int argc, char **argv) {
     return tools::kExitInputError;
   if (emit == "ast")
     printAST(*module, sources, llvm::outs());
+  if (emit == "types")
+    printTypes(result, llvm::outs());
+  if (emit == "params")
+    printParams(result, llvm::outs());
+  if (stats && statsJson)
+    printStatsJson(result, llvm::outs());
+  else if (stats)
+    printStats(result, llvm::outs());
   return tools::kExitSuccess;
 }

@@ -61,7 +61,7 @@ void expectSameTokens(const std::string &bytes, const std::string &what) {
 }
 
 TEST(LexerTest, AgreesWithTheGrammarOnEveryRepositoryFile) {
-  std::filesystem::path root(LPU_SOURCE_ROOT);
+  std::filesystem::path root(LPU_SOURCE_DIR);
   int files = 0;
   for (const char *dir : {"examples", "stdlib", "tests/lit", "bench"})
     for (const auto &entry : std::filesystem::recursive_directory_iterator(root / dir)) {

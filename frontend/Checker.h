@@ -1,0 +1,75 @@
+// Name resolution, the size/shape type checker, the static rules of the
+// machine and entry instantiation: everything between the AST and the IR.
+//
+// checkProgram loads the imports of a parsed module, checks every generic
+// definition once with symbolic sizes, then instantiates every entry for
+// every bucket combination with numbers and checks it again. All problems go
+// into the diagnostics engine; the result describes the instantiated entries.
+#pragma once
+
+#include "frontend/AST.h"
+#include "frontend/Diagnostics.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lpu {
+
+struct CheckOptions {
+  /// Directories searched, in order, for `import std.nn` (std/nn.lpu).
+  std::vector<std::string> importPaths;
+  unsigned maxUnroll = 4096;
+  unsigned chips = 1;
+  uint64_t sramBytesPerChip = 220ull << 20;
+  /// Record the type of every expression of every instantiation.
+  bool recordTypes = false;
+  /// Record the path and type of every weight (`layers.3.up.w`).
+  bool recordParams = false;
+};
+
+/// One instantiation of an entry: its bucket sizes and its figures.
+struct BucketReport {
+  std::vector<std::pair<std::string, int64_t>> sizes; // bucketed sizes, in order
+  std::string signature;                              // `(x: f16[1, 784]) -> f32[1, 10]`
+  uint64_t params = 0;
+  uint64_t paramBytes = 0;
+  uint64_t flops = 0;
+  uint64_t peakActivationBytes = 0;
+  /// `line:col  source  : type`, when CheckOptions::recordTypes.
+  std::vector<std::string> typeLines;
+  /// `layers.3.up.w: f16[768, 3072]`, when CheckOptions::recordParams.
+  std::vector<std::string> paramPaths;
+};
+
+struct EntryReport {
+  std::string name;
+  std::string target; // `Mlp<D = 784, H = 256, C = 10>.forward`
+  std::vector<BucketReport> buckets;
+};
+
+struct CheckResult {
+  std::vector<EntryReport> entries;
+};
+
+/// Checks `module` (parsed from a buffer of `diags.sources()`), loading its
+/// imports into the same SourceMgr. Errors are reported into `diags`.
+CheckResult checkProgram(const ast::Module &module, DiagnosticEngine &diags,
+                         const CheckOptions &options);
+
+/// The stdlib directories to search for a given lpuc binary location:
+/// <bindir>/../stdlib, <bindir>/../../stdlib, <bindir>/../share/lpu/stdlib.
+std::vector<std::string> defaultStdlibPaths(llvm::StringRef bindir);
+
+/// `lpuc --stats` in text and JSON; `lpuc --emit=types`.
+void printStats(const CheckResult &result, llvm::raw_ostream &os);
+void printStatsJson(const CheckResult &result, llvm::raw_ostream &os);
+void printTypes(const CheckResult &result, llvm::raw_ostream &os);
+/// `lpuc --emit=params`: the weights of each entry by their paths.
+void printParams(const CheckResult &result, llvm::raw_ostream &os);
+
+} // namespace lpu
