@@ -333,43 +333,33 @@ private:
     return t;
   }
 
-  /// Rebuilds a left-associative chain `a op b op c` from a flat rule.
-  template <typename Operand, typename Node, typename MakeOperand, typename MapOp>
-  std::unique_ptr<Node> chain(antlr4::ParserRuleContext *ctx, MakeOperand make, MapOp mapOp) {
-    if (wellFormed_ && ctx->children.size() == 1)
-      return make(static_cast<Operand *>(ctx->children[0]));
-    std::unique_ptr<Node> acc;
-    antlr4::tree::TerminalNode *pendingOp = nullptr;
-    for (antlr4::tree::ParseTree *child : ctx->children) {
-      if (auto *term = dynamic_cast<antlr4::tree::TerminalNode *>(child)) {
-        pendingOp = term;
-        continue;
-      }
-      auto *operand = dynamic_cast<Operand *>(child);
-      if (!operand)
-        continue;
-      std::unique_ptr<Node> rhs = make(operand);
-      if (!acc) {
-        acc = std::move(rhs);
-      } else if (pendingOp && rhs) {
-        SMRange whole = join(acc->range, rhs->range);
-        acc = mapOp(pendingOp, std::move(acc), std::move(rhs), whole, range(pendingOp));
-      }
-      pendingOp = nullptr;
-    }
-    return acc;
-  }
-
   SizeExprPtr sizeExpr(LPUParser::SizeExprContext *ctx) {
     if (!ctx)
       return nullptr;
-    return chain<LPUParser::SizeTermContext, SizeExpr>(
-        ctx, [&](auto *t) { return sizeTerm(t); }, sizeBinary);
-  }
-
-  SizeExprPtr sizeTerm(LPUParser::SizeTermContext *ctx) {
-    return chain<LPUParser::SizeAtomContext, SizeExpr>(
-        ctx, [&](auto *a) { return sizeAtom(a); }, sizeBinary);
+    const auto &kids = ctx->children;
+    // A well-formed tree tells the alternative by its children; otherwise
+    // each labelled class is tried.
+    auto *first = kids.empty() ? nullptr : dynamic_cast<antlr4::tree::TerminalNode *>(kids[0]);
+    bool binary = wellFormed_ ? kids.size() == 3 && !first
+                              : dynamic_cast<LPUParser::SizeMulContext *>(ctx) ||
+                                    dynamic_cast<LPUParser::SizeAddContext *>(ctx);
+    if (binary) {
+      auto *op = dynamic_cast<antlr4::tree::TerminalNode *>(kids[1]);
+      SizeExprPtr lhs = sizeExpr(dynamic_cast<LPUParser::SizeExprContext *>(kids[0]));
+      SizeExprPtr rhs = sizeExpr(dynamic_cast<LPUParser::SizeExprContext *>(kids[2]));
+      if (!op || !lhs || !rhs)
+        return nullptr;
+      return sizeBinary(op, std::move(lhs), std::move(rhs), range(ctx), range(op));
+    }
+    if (auto *c = dynamic_cast<LPUParser::SizeIntContext *>(ctx))
+      return std::make_unique<SizeInt>(intValue(c->INT() ? c->INT() : c->HEX_INT()), range(ctx));
+    if (auto *c = dynamic_cast<LPUParser::SizeNameContext *>(ctx))
+      return std::make_unique<SizeName>(ident(c->IDENT()).name, range(ctx));
+    if (auto *c = dynamic_cast<LPUParser::SizeParenContext *>(ctx))
+      return sizeExpr(c->sizeExpr());
+    if (auto *c = dynamic_cast<LPUParser::SizeCallContext *>(ctx))
+      return sizeCall(c);
+    return nullptr;
   }
 
   static SizeExprPtr sizeBinary(antlr4::tree::TerminalNode *op, SizeExprPtr lhs, SizeExprPtr rhs,
@@ -385,36 +375,25 @@ private:
     return std::make_unique<SizeBinary>(sop, std::move(lhs), std::move(rhs), whole, opRange);
   }
 
-  SizeExprPtr sizeAtom(LPUParser::SizeAtomContext *ctx) {
-    if (auto *c = dynamic_cast<LPUParser::SizeIntContext *>(ctx))
-      return std::make_unique<SizeInt>(intValue(c->INT() ? c->INT() : c->HEX_INT()), range(ctx));
-    if (auto *c = dynamic_cast<LPUParser::SizeNameContext *>(ctx)) {
-      Ident id = ident(c->IDENT());
-      return std::make_unique<SizeName>(id.name, range(ctx));
+  SizeExprPtr sizeCall(LPUParser::SizeCallContext *ctx) {
+    Ident fn = ident(ctx->IDENT());
+    auto args = ctx->sizeExpr();
+    std::optional<SizeFn> kind = llvm::StringSwitch<std::optional<SizeFn>>(fn.name)
+                                     .Case("min", SizeFn::Min)
+                                     .Case("max", SizeFn::Max)
+                                     .Case("floordiv", SizeFn::FloorDiv)
+                                     .Case("ceildiv", SizeFn::CeilDiv)
+                                     .Default(std::nullopt);
+    if (!kind) {
+      if (!fn.empty())
+        diags_.report(DiagID::UnknownSizeFunction, fn.range, fn.name);
+      return nullptr;
     }
-    if (auto *c = dynamic_cast<LPUParser::SizeParenContext *>(ctx))
-      return sizeExpr(c->sizeExpr());
-    if (auto *c = dynamic_cast<LPUParser::SizeCallContext *>(ctx)) {
-      Ident fn = ident(c->IDENT());
-      auto args = c->sizeExpr();
-      std::optional<SizeFn> kind = llvm::StringSwitch<std::optional<SizeFn>>(fn.name)
-                                       .Case("min", SizeFn::Min)
-                                       .Case("max", SizeFn::Max)
-                                       .Case("floordiv", SizeFn::FloorDiv)
-                                       .Case("ceildiv", SizeFn::CeilDiv)
-                                       .Default(std::nullopt);
-      if (!kind) {
-        if (!fn.empty())
-          diags_.report(DiagID::UnknownSizeFunction, fn.range, fn.name);
-        return nullptr;
-      }
-      if (args.size() != 2) {
-        diags_.report(DiagID::SizeFunctionArity, range(ctx), fn.name, args.size());
-        return nullptr;
-      }
-      return std::make_unique<SizeCall>(*kind, sizeExpr(args[0]), sizeExpr(args[1]), range(ctx));
+    if (args.size() != 2) {
+      diags_.report(DiagID::SizeFunctionArity, range(ctx), fn.name, args.size());
+      return nullptr;
     }
-    return nullptr;
+    return std::make_unique<SizeCall>(*kind, sizeExpr(args[0]), sizeExpr(args[1]), range(ctx));
   }
 
   // ---------------------------------------------------------------- statements

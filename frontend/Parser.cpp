@@ -161,8 +161,6 @@ const char *ruleWords(size_t rule) {
   case LPUParser::RuleDims: return "a type";
   case LPUParser::RuleDim:
   case LPUParser::RuleSizeExpr:
-  case LPUParser::RuleSizeTerm:
-  case LPUParser::RuleSizeAtom:
   case LPUParser::RuleConstraint: return "a size expression";
   case LPUParser::RuleGenericArgs:
   case LPUParser::RuleGenericArg:

@@ -98,15 +98,14 @@ genericValue
   ;
 
 // Size expressions: integers, size names, + - * / %, min/max/floordiv/ceildiv.
-sizeExpr : sizeTerm ((PLUS | MINUS) sizeTerm)* ;
-
-sizeTerm : sizeAtom ((STAR | SLASH | PERCENT) sizeAtom)* ;
-
-sizeAtom
+// Left-recursive like expr, for the same reason (one rule invocation a leaf).
+sizeExpr
   : (INT | HEX_INT)                                        # sizeInt
   | IDENT LPAREN sizeExpr (COMMA sizeExpr)* COMMA? RPAREN  # sizeCall
   | IDENT                                                  # sizeName
   | LPAREN sizeExpr RPAREN                                 # sizeParen
+  | sizeExpr (STAR | SLASH | PERCENT) sizeExpr             # sizeMul
+  | sizeExpr (PLUS | MINUS) sizeExpr                       # sizeAdd
   ;
 
 // ---------------------------------------------------------------- statements

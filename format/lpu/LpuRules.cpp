@@ -248,20 +248,6 @@ Doc whereRule(FormatContext &cx, uint32_t node) {
   return d.group(d.indent(seq.done()));
 }
 
-/// `operand (op operand)*`: flat, or broken after each operator.
-Doc chainRule(FormatContext &cx, uint32_t node) {
-  DocArena &d = cx.doc();
-  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
-  if (kids.size() == 1)
-    return cx.child(kids[0]);
-  Doc first = cx.child(kids[0]);
-  Seq rest(cx);
-  rest.add(d.text(""), cx.lastToken(kids[0]));
-  for (size_t k = 1; k + 1 < kids.size(); k += 2)
-    rest.add(kids[k], d.text(" ")).add(kids[k + 1], d.line());
-  return d.group(d.concat({first, d.indent(rest.done())}));
-}
-
 /// A rule whose first bracket (of `openKind`) opens a comma list closing at
 /// the last child, e.g. `min(a, b)`, `[a, b]`, `<B, S>`, `S in {1, 2}`.
 template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
@@ -279,13 +265,6 @@ template <int OpenKind> Doc listRule(FormatContext &cx, uint32_t node) {
   return seq.done();
 }
 
-Doc sizeAtomRule(FormatContext &cx, uint32_t node) {
-  llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
-  if (kids.size() > 3 && isToken(kids[1], cx, P::LPAREN)) // min(a, b)
-    return listRule<P::LPAREN>(cx, node);
-  return spaced(cx, node);
-}
-
 Doc genericArgRule(FormatContext &cx, uint32_t node) {
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (findToken(cx, kids, P::LBRACE) != kids.size())
@@ -297,7 +276,7 @@ Doc genericArgRule(FormatContext &cx, uint32_t node) {
 /// or 0 for any other shape. Nodes of one level chain: `a + b - c`.
 int binaryLevel(FormatContext &cx, uint32_t node) {
   const SyntaxNode &n = cx.tree().nodes[node];
-  if (n.kind != P::RuleExpr)
+  if (n.kind != P::RuleExpr && n.kind != P::RuleSizeExpr)
     return 0;
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (kids.size() != 3)
@@ -334,7 +313,7 @@ void flattenChain(FormatContext &cx, uint32_t node, int level, std::vector<Synta
   out.push_back(kids[2]);
 }
 
-/// One alternative of the left-recursive `expr` rule. Binary operators of
+/// One alternative of the left-recursive `expr` or `sizeExpr` rule. Binary operators of
 /// one level form one chain, flat or broken after each operator; calls and
 /// indexing hug their callee; prefix operators hug their operand.
 Doc exprRule(FormatContext &cx, uint32_t node) {
@@ -408,9 +387,7 @@ const RuleTable &lpuRules() {
           {P::RuleGenericArgs, listRule<P::LT>},
           {P::RuleDims, listRule<P::LBRACK>},
           {P::RuleGenericArg, genericArgRule},
-          {P::RuleSizeAtom, sizeAtomRule},
-          {P::RuleSizeExpr, chainRule},
-          {P::RuleSizeTerm, chainRule},
+          {P::RuleSizeExpr, exprRule},
           {P::RuleExpr, exprRule},
           {P::RuleIndexItem, tight},
           {P::RuleDottedName, tight},
