@@ -102,7 +102,9 @@ std::vector<uint8_t> Machine::readTensor(const TensorPlacement &t) {
 }
 
 llvm::Error Machine::run() {
-  const int64_t window = std::max<int64_t>(1, chip_.c2cHopCycles);
+  // Nothing sent in a window can arrive before the window ends: a vector
+  // takes at least one serialisation time plus the hop latency.
+  const int64_t window = std::max<int64_t>(1, int64_t(chip_.c2cHopCycles) + chip_.c2cCyclesPerVector);
   std::unique_ptr<llvm::ThreadPool> pool;
   unsigned threads = std::min<unsigned>(options_.threads, unsigned(chips_.size()));
   if (threads > 1)
