@@ -185,9 +185,12 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
   expectError(group, "entry 'main' bucket 0: chip 0 queue vxm15 instruction 1 (cvt): stream group "
                      "e30 of 4 streams does not fit in 32");
   Program link = p;
-  link.entries[0].buckets[0].chips[0].queues[3].instrs[0].unit = 9;
-  expectError(link, "entry 'main' bucket 0: chip 0 queue c2c2 instruction 0 (send): link 9 is not "
+  link.entries[0].buckets[0].chips[0].queues[3].instrs[0].unit = 7;
+  expectError(link, "entry 'main' bucket 0: chip 0 queue c2c2 instruction 0 (send): link 7 is not "
                     "cabled in topology 'node'");
+  link.entries[0].buckets[0].chips[0].queues[3].instrs[0].unit = 9;
+  expectError(link, "entry 'main' bucket 0: chip 0 queue c2c2 instruction 0 (send): link 9 is in "
+                    "the other hemisphere");
   Program place = p;
   place.entries[0].buckets[0].tensors[0].slices = {0};
   expectError(place, "entry 'main' bucket 0: input 'x' of dtype f16 needs 2 slices, has 1");
