@@ -19,6 +19,13 @@ llvm::StringRef tensorRoleName(TensorRole role) {
   return "?";
 }
 
+llvm::StringRef layoutName(Layout layout) {
+  switch (layout) {
+  case Layout::Rows: return "rows";
+  }
+  return "?";
+}
+
 bool isProgramToken(llvm::StringRef s) {
   if (s.empty() || s.size() > 4096)
     return false;

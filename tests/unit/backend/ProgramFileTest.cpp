@@ -98,7 +98,7 @@ TEST(ProgramFile, TextRoundTripIsIdentity) {
   EXPECT_NE(text.find("read s2 @10-3 -> e0"), std::string::npos);
   EXPECT_NE(text.find("cvt f32 i8 e4 -> w31"), std::string::npos);
   EXPECT_NE(text.find("scatter e1 w2 s9 @8191"), std::string::npos);
-  EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100"), std::string::npos);
+  EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100 layout rows"), std::string::npos);
 }
 
 TEST(ProgramFile, BinaryRoundTripIsIdentity) {
