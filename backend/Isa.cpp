@@ -17,7 +17,6 @@ llvm::StringRef unitKindName(UnitKind kind) {
 
 namespace {
 using K = OperandKind;
-constexpr K kNone[] = {K::DType}; // placeholder never used with size 0
 constexpr K kNop[] = {K::Count};
 constexpr K kRepeat[] = {K::Count, K::Delay};
 constexpr K kRead[] = {K::Slice, K::Addr, K::Dst};
@@ -42,8 +41,8 @@ template <size_t N> llvm::ArrayRef<K> ops(const K (&a)[N]) { return llvm::ArrayR
 const OpcodeInfo kTable[] = {
     {Opcode::Nop, "nop", std::nullopt, ops(kNop)},
     {Opcode::Repeat, "repeat", std::nullopt, ops(kRepeat)},
-    {Opcode::Sync, "sync", std::nullopt, llvm::ArrayRef<K>(kNone, size_t(0))},
-    {Opcode::Notify, "notify", std::nullopt, llvm::ArrayRef<K>(kNone, size_t(0))},
+    {Opcode::Sync, "sync", std::nullopt, llvm::ArrayRef<K>()},
+    {Opcode::Notify, "notify", std::nullopt, llvm::ArrayRef<K>()},
     {Opcode::Read, "read", UnitKind::Mem, ops(kRead)},
     {Opcode::Write, "write", UnitKind::Mem, ops(kWrite)},
     {Opcode::Gather, "gather", UnitKind::Mem, ops(kGather)},

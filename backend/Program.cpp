@@ -19,6 +19,13 @@ llvm::StringRef tensorRoleName(TensorRole role) {
   return "?";
 }
 
+llvm::StringRef layoutName(Layout layout) {
+  switch (layout) {
+  case Layout::Rows: return "rows";
+  }
+  return "?";
+}
+
 bool isProgramToken(llvm::StringRef s) {
   if (s.empty() || s.size() > 4096)
     return false;
@@ -204,6 +211,9 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
               case OperandKind::Link:
                 if (in.unit >= chip.c2cLinks)
                   return error(iw + ": link " + llvm::Twine(in.unit) + " does not exist");
+                if (east && (in.unit >= chip.c2cLinks / 2) != *east)
+                  return error(iw + ": link " + llvm::Twine(in.unit) +
+                               " is in the other hemisphere");
                 if (!topo->peer(c, in.unit))
                   return error(iw + ": link " + llvm::Twine(in.unit) + " is not cabled in topology '" +
                                program.topology + "'");

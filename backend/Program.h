@@ -20,6 +20,10 @@ class ChipDescription;
 enum class TensorRole : uint8_t { Input, Output, Param };
 llvm::StringRef tensorRoleName(TensorRole role); // "input", "output", "param"
 
+/// How a tensor's elements map onto SRAM vectors (see TensorPlacement).
+enum class Layout : uint8_t { Rows };
+llvm::StringRef layoutName(Layout layout); // "rows"
+
 /// A dimension of a placed tensor: a number, or a named bucket dimension
 /// (e.g. `n`), whose value in this bucket is in Bucket::dims.
 struct Dim {
@@ -42,6 +46,7 @@ struct TensorPlacement {
   uint32_t chip = 0;
   std::vector<uint16_t> slices;
   uint32_t addr = 0;
+  Layout layout = Layout::Rows;
   bool operator==(const TensorPlacement &) const = default;
 };
 

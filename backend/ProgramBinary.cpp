@@ -196,6 +196,7 @@ std::string writeProgramBinary(const Program &p) {
         for (uint16_t s : t.slices)
           w.u16(s);
         w.u32(t.addr);
+        w.u8(uint8_t(t.layout));
       }
       w.u32(uint32_t(b.chips.size()));
       for (const ChipCode &c : b.chips) {
@@ -275,7 +276,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         bad |= !isProgramIdentifier(d.name) || d.value < 0;
         b.dims.push_back(std::move(d));
       }
-      uint32_t nTensors = r.count(20);
+      uint32_t nTensors = r.count(21);
       for (uint32_t i = 0; i < nTensors && !r.failed(); ++i) {
         TensorPlacement t;
         uint8_t role = r.u8();
@@ -301,6 +302,9 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         for (uint32_t k = 0; k < nSlices && !r.failed(); ++k)
           t.slices.push_back(r.u16());
         t.addr = r.u32();
+        uint8_t layout = r.u8();
+        bad |= layout > uint8_t(Layout::Rows);
+        t.layout = Layout::Rows;
         b.tensors.push_back(std::move(t));
       }
       uint32_t nChips = r.count(4);

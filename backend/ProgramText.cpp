@@ -128,7 +128,7 @@ std::string printProgramText(const Program &p) {
         out += "] chip " + std::to_string(t.chip) + " slices ";
         for (size_t i = 0; i < t.slices.size(); ++i)
           out += (i ? "," : "") + std::to_string(t.slices[i]);
-        out += " addr " + std::to_string(t.addr) + "\n";
+        out += " addr " + std::to_string(t.addr) + " layout " + layoutName(t.layout).str() + "\n";
       }
       for (size_t c = 0; c < b.chips.size(); ++c) {
         out += "    chip " + std::to_string(c) + "\n";
@@ -225,8 +225,14 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
     if (key == "tensor") {
       if (!bucket || chip)
         return fail("'tensor' must come in a bucket before its first 'chip'");
-      if (words.size() != 11 || words[5] != "chip" || words[7] != "slices" || words[9] != "addr")
-        return fail("expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A'");
+      // "layout rows" may be left out: rows is the default.
+      bool hasLayout = words.size() == 13 && words[11] == "layout";
+      if ((words.size() != 11 && !hasLayout) || words[5] != "chip" || words[7] != "slices" ||
+          words[9] != "addr")
+        return fail("expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout "
+                    "rows]'");
+      if (hasLayout && words[12] != "rows")
+        return fail("unknown layout '" + words[12] + "' (expected rows)");
       TensorPlacement t;
       if (words[1] == "input")
         t.role = TensorRole::Input;

@@ -115,8 +115,6 @@ def generate(m, k, n, dt="f16"):
     kt, nt = -(-k // LANES), -(-n // LANES)
     if m > 4096:
         raise SystemExit("M must be at most 4096 (accumulator rows per plane)")
-    if m > MEM_VECTORS // 2 and (kt > 1 or nt > 1) and False:
-        pass
     blocks = MEM_VECTORS // max(m, k)  # tensor blocks per slice group
     if blocks < 1:
         raise SystemExit("M and K must be at most 8192")

@@ -42,6 +42,9 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
                                                  options.matmulThreads));
   linkBusyUntil_.assign(chip.c2cLinks, 0);
   inbox_.resize(chip.c2cLinks);
+  for (unsigned op = 0; op < kNumOpcodes; ++op)
+    for (unsigned t = 0; t < 8; ++t)
+      timing_.push_back(chip.timingOf(Opcode(op), DType(t <= unsigned(DType::F32) ? t : 0)));
   stats_.queueBusy.assign(code.queues.size(), 0);
   stats_.linkBytesSent.assign(chip.c2cLinks, 0);
 }
@@ -213,7 +216,7 @@ void ChipSim::issue(uint32_t q, int64_t cycle) {
     ctx.repetition = j;
     if (!execute(prev, ctx, j))
       return;
-    unsigned interval = chip_.timingOf(prev.op, prev.dtype).issue;
+    unsigned interval = timingOf(prev.op, prev.dtype).issue;
     if (j < in.count) {
       events_.push({st.lastIssue + int64_t(j + 1) * in.delay, q});
     } else {
@@ -231,7 +234,7 @@ void ChipSim::issue(uint32_t q, int64_t cycle) {
     return;
   case Opcode::Repeat: {
     const Instr &prev = queue.instrs[st.pc - 1];
-    unsigned interval = chip_.timingOf(prev.op, prev.dtype).issue;
+    unsigned interval = timingOf(prev.op, prev.dtype).issue;
     if (in.delay < interval) {
       fail(ctx, "repeat every " + llvm::Twine(in.delay) + " cycles, but " +
                     opcodeInfo(prev.op).mnemonic + " issues at most every " +
@@ -259,7 +262,7 @@ void ChipSim::issue(uint32_t q, int64_t cycle) {
   }
   if (!execute(in, ctx, 0))
     return;
-  unsigned interval = chip_.timingOf(in.op, in.dtype).issue;
+  unsigned interval = timingOf(in.op, in.dtype).issue;
   if (++st.pc < queue.instrs.size())
     events_.push({cycle + interval, q});
 }
@@ -268,7 +271,7 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
   const Queue &queue = code_.queues[ctx.queue];
   QueueState &st = queues_[ctx.queue];
   const int64_t c = ctx.cycle;
-  ChipDescription::Timing timing = chip_.timingOf(in.op, in.dtype);
+  ChipDescription::Timing timing = timingOf(in.op, in.dtype);
   const int64_t done = c + timing.latency;
   const unsigned lanes = chip_.lanes;
   const bool data = !options_.timingOnly;

@@ -155,6 +155,12 @@ private:
   std::vector<std::deque<C2cMessage>> inbox_;
   std::vector<C2cMessage> outbox_;
 
+  /// The chip file's timing, flattened: [opcode][dtype] (the hot path).
+  std::vector<backend::ChipDescription::Timing> timing_;
+  const backend::ChipDescription::Timing &timingOf(backend::Opcode op, backend::DType t) const {
+    return timing_[unsigned(op) * 8 + unsigned(t)];
+  }
+
   std::optional<Violation> violation_;
   ChipStats stats_;
   std::vector<TraceEvent> trace_;

@@ -4,7 +4,10 @@
 #include <llvm/Support/ThreadPool.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace lpu::sim {
@@ -102,7 +105,14 @@ std::vector<uint8_t> Machine::readTensor(const TensorPlacement &t) {
 }
 
 llvm::Error Machine::run() {
-  const int64_t window = std::max<int64_t>(1, chip_.c2cHopCycles);
+  auto started = std::chrono::steady_clock::now();
+  auto stopClock = llvm::make_scope_exit([&] {
+    hostRunSeconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  });
+  // Nothing sent in a window can arrive before the window ends: a vector
+  // takes at least one serialisation time plus the hop latency.
+  const int64_t window = std::max<int64_t>(1, int64_t(chip_.c2cHopCycles) + chip_.c2cCyclesPerVector);
   std::unique_ptr<llvm::ThreadPool> pool;
   unsigned threads = std::min<unsigned>(options_.threads, unsigned(chips_.size()));
   if (threads > 1)
@@ -163,6 +173,7 @@ llvm::Error Machine::run() {
 RunReport Machine::report() const {
   RunReport r;
   r.cycles = cycles_;
+  r.hostRunSeconds = hostRunSeconds_;
   r.clockMHz = chip_.clockMHz;
   r.lanes = chip_.lanes;
   for (auto &c : chips_) {

@@ -30,6 +30,9 @@ struct RunReport {
   std::vector<ChipStats> chips;
   std::vector<std::vector<std::string>> queueNames; // per chip, per queue
   unsigned lanes = 0;
+  /// Host seconds spent in Machine::run (for benchmarks; the only field
+  /// that differs between runs).
+  double hostRunSeconds = 0;
 };
 
 class Machine {
@@ -65,6 +68,7 @@ private:
   RunOptions options_;
   std::vector<std::unique_ptr<ChipSim>> chips_;
   int64_t cycles_ = 0;
+  double hostRunSeconds_ = 0;
 };
 
 } // namespace lpu::sim

@@ -92,9 +92,17 @@ void MxmPlane::flush() {
     accI_.assign(size_t(accRows_) * dim_, 0);
   for (uint32_t r : pendingRows_)
     pendingRow_[r] = 0;
-  auto act = std::make_shared<std::vector<float>>(std::move(pendingAct_));
+  // The previous batch has finished (wait() above): its buffer takes the
+  // next batch's activations.
+  std::vector<float> recycled;
+  if (runningAct_)
+    recycled.swap(*runningAct_);
+  recycled.clear();
+  auto act = std::make_shared<std::vector<float>>();
+  act->swap(pendingAct_);
+  pendingAct_.swap(recycled);
+  runningAct_ = act;
   auto rows = std::make_shared<std::vector<uint32_t>>(std::move(pendingRows_));
-  pendingAct_.clear();
   pendingRows_.clear();
   auto weights = weights_;
   unsigned dim = dim_, threads = threads_;

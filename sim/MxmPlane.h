@@ -55,6 +55,9 @@ private:
   std::vector<float> pendingAct_;
   std::vector<uint32_t> pendingRows_;
   std::future<void> job_;
+  // The running batch's activations; reused for the batch after next, so
+  // that the simulator does not fault in fresh pages for every batch.
+  std::shared_ptr<std::vector<float>> runningAct_;
 };
 
 } // namespace lpu::sim

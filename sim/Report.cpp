@@ -69,6 +69,7 @@ std::string formatReportJson(const RunReport &r, const ReportContext &ctx) {
                           {"cycles", r.cycles},
                           {"clock_mhz", r.clockMHz},
                           {"time_us", double(r.cycles) / r.clockMHz},
+                          {"host_run_seconds", r.hostRunSeconds},
                           {"chips", std::move(chips)}};
   std::string out;
   llvm::raw_string_ostream os(out);

@@ -98,7 +98,7 @@ TEST(ProgramFile, TextRoundTripIsIdentity) {
   EXPECT_NE(text.find("read s2 @10-3 -> e0"), std::string::npos);
   EXPECT_NE(text.find("cvt f32 i8 e4 -> w31"), std::string::npos);
   EXPECT_NE(text.find("scatter e1 w2 s9 @8191"), std::string::npos);
-  EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100"), std::string::npos);
+  EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100 layout rows"), std::string::npos);
 }
 
 TEST(ProgramFile, BinaryRoundTripIsIdentity) {
@@ -185,9 +185,12 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
   expectError(group, "entry 'main' bucket 0: chip 0 queue vxm15 instruction 1 (cvt): stream group "
                      "e30 of 4 streams does not fit in 32");
   Program link = p;
-  link.entries[0].buckets[0].chips[0].queues[3].instrs[0].unit = 9;
-  expectError(link, "entry 'main' bucket 0: chip 0 queue c2c2 instruction 0 (send): link 9 is not "
+  link.entries[0].buckets[0].chips[0].queues[3].instrs[0].unit = 7;
+  expectError(link, "entry 'main' bucket 0: chip 0 queue c2c2 instruction 0 (send): link 7 is not "
                     "cabled in topology 'node'");
+  link.entries[0].buckets[0].chips[0].queues[3].instrs[0].unit = 9;
+  expectError(link, "entry 'main' bucket 0: chip 0 queue c2c2 instruction 0 (send): link 9 is in "
+                    "the other hemisphere");
   Program place = p;
   place.entries[0].buckets[0].tensors[0].slices = {0};
   expectError(place, "entry 'main' bucket 0: input 'x' of dtype f16 needs 2 slices, has 1");

@@ -19,6 +19,6 @@ for c in range(8 * nodes):
     if nodes == 2 and c == 0:
         out += ["queue c2c7", "  nop 4", "  send i8 l7 w0"]
     if nodes == 2 and c == 8:
-        out += ["queue c2c8", "  nop 300", "  recv i8 l7 -> e1",
+        out += ["queue c2c7", "  nop 300", "  recv i8 l7 -> e1",
                 "queue mem2", "  nop 302", "  write e1 s0 @2"]
 print("\n".join(out))
