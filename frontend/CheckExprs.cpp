@@ -100,7 +100,8 @@ void Checker::logType(Frame &f, const ast::Expr &e, const Value &v) {
     text = text.substr(0, nl) + " ...";
   if (text.size() > 48)
     text = text.substr(0, 45) + "...";
-  f.typeLog->push_back(here(e.range.Start) + "  " + text + " : " + v.tensor.str());
+  f.typeLog->push_back(std::string(2 * f.depth, ' ') + here(e.range.Start) + "  " + text + " : " +
+                       v.tensor.str());
 }
 
 void Checker::noteOrigin(DiagnosticBuilder &b, const ast::Expr *e, const Value &v) {

@@ -52,6 +52,7 @@ struct Frame {
   uint64_t flops = 0;
   uint64_t peakBytes = 0;
   std::vector<std::string> *typeLog = nullptr;
+  unsigned depth = 0; // of instantiation below the entry, to indent the log
 };
 
 /// An argument at a call: its value and where it was written.
