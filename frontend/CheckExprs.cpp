@@ -594,7 +594,9 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
       error(DiagID::NotFirstClass, a.value->range, v.describe());
       failed = true;
     }
-    args.push_back(Arg{std::move(v), a.range, a.name.name, a.value.get()});
+    // Errors about an argument point at its value, the smallest span.
+    llvm::SMRange at = a.value ? a.value->range : a.range;
+    args.push_back(Arg{std::move(v), at, a.name.name, a.value.get(), a.name.range});
   }
   if (failed)
     return Value::error();

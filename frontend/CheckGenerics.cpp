@@ -245,7 +245,7 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
         found = true;
       }
     if (!found) {
-      error(DiagID::UnknownArgument, a.range, fnName, a.name);
+      error(DiagID::UnknownArgument, a.nameRange, fnName, a.name);
       return Value::error();
     }
   }

@@ -58,9 +58,10 @@ struct Frame {
 /// An argument at a call: its value and where it was written.
 struct Arg {
   Value value;
-  llvm::SMRange range;
-  std::string name; // named argument
+  llvm::SMRange range; // of the value: `2` in `axis = 2`
+  std::string name;    // named argument
   const ast::Expr *expr = nullptr;
+  llvm::SMRange nameRange; // `axis` in `axis = 2`
 };
 
 /// A memoised instantiation with numbers.
