@@ -131,6 +131,7 @@ int main(int argc, char **argv) {
     checkOptions.importPaths = includeDirs;
     for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
       checkOptions.importPaths.push_back(dir);
+    checkOptions.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
     checkOptions.recordTypes = emit == "types";
     checkOptions.recordParams = emit == "params";
     result = checkProgram(*module, diags, checkOptions);
