@@ -119,7 +119,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       }
       auto it = std::find(names.begin(), names.end(), a.name);
       if (it == names.end()) {
-        error(DiagID::UnknownArgument, a.range, name, a.name);
+        error(DiagID::UnknownArgument, a.nameRange, name, a.name);
         return std::nullopt;
       }
       out[it - names.begin()] = &a;

@@ -380,8 +380,21 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
   for (const ast::WhereConstraint &w : fn.where) {
     auto l = w.lhs ? sizeOf(*w.lhs, f.env) : std::nullopt;
     auto r = w.rhs ? sizeOf(*w.rhs, f.env) : std::nullopt;
-    if (l && r && w.op == ast::CompareOp::Eq)
-      f.env.facts.push_back(*l - *r);
+    if (!l || !r || w.op != ast::CompareOp::Eq)
+      continue;
+    f.env.facts.push_back(*l - *r);
+    // `where N == M` (a generic of this fn equal to a size without it):
+    // inside the body N *is* M, so the normal forms see it.
+    std::vector<std::string> rhsNames;
+    r->collectNames(rhsNames);
+    auto name = l->asName();
+    bool ownGeneric = name && std::any_of(fn.generics.begin(), fn.generics.end(),
+                                          [&](const ast::GenericParam &g) {
+                                            return g.name.name == *name &&
+                                                   g.kind == ast::GenericParam::Kind::Size;
+                                          });
+    if (ownGeneric && std::find(rhsNames.begin(), rhsNames.end(), *name) == rhsNames.end())
+      f.env.sizes[*name] = *r;
   }
   f.scopes.emplace_back();
   for (const ast::FnParam &p : fn.params) {

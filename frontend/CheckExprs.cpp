@@ -100,7 +100,8 @@ void Checker::logType(Frame &f, const ast::Expr &e, const Value &v) {
     text = text.substr(0, nl) + " ...";
   if (text.size() > 48)
     text = text.substr(0, 45) + "...";
-  f.typeLog->push_back(here(e.range.Start) + "  " + text + " : " + v.tensor.str());
+  f.typeLog->push_back(std::string(2 * f.depth, ' ') + here(e.range.Start) + "  " + text + " : " +
+                       v.tensor.str());
 }
 
 void Checker::noteOrigin(DiagnosticBuilder &b, const ast::Expr *e, const Value &v) {
@@ -593,7 +594,9 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
       error(DiagID::NotFirstClass, a.value->range, v.describe());
       failed = true;
     }
-    args.push_back(Arg{std::move(v), a.range, a.name.name, a.value.get()});
+    // Errors about an argument point at its value, the smallest span.
+    llvm::SMRange at = a.value ? a.value->range : a.range;
+    args.push_back(Arg{std::move(v), at, a.name.name, a.value.get(), a.name.range});
   }
   if (failed)
     return Value::error();

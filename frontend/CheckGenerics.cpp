@@ -150,7 +150,8 @@ std::string Checker::describeBindings(const ast::FnDecl &fn, const Env &env) con
       auto it = env.sizes.find(g.name.name);
       v = it == env.sizes.end() ? "?" : it->second.str();
     }
-    out += (out.empty() ? "" : ", ") + g.name.name + " = " + v;
+    out += std::string(out.empty() ? "" : ", ") +
+           (g.kind == ast::GenericParam::Kind::Pack ? ".." : "") + g.name.name + " = " + v;
   }
   return out;
 }
@@ -244,7 +245,7 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
         found = true;
       }
     if (!found) {
-      error(DiagID::UnknownArgument, a.range, fnName, a.name);
+      error(DiagID::UnknownArgument, a.nameRange, fnName, a.name);
       return Value::error();
     }
   }
@@ -381,7 +382,8 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     return Value::error();
   Value result = Value::ofTensor(*ret);
   if (env.concrete) {
-    if (!instantiateBody(fn, env, paramValues, caller, callRange, fnName))
+    std::string label = self ? self->name + "." + fn.name.name : fn.name.name;
+    if (!instantiateBody(fn, env, paramValues, caller, callRange, label))
       return Value::error();
   }
   result.origin = callRange;
@@ -412,6 +414,12 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   f.env.facts.clear();
   f.fn = &fn;
   f.typeLog = caller.typeLog;
+  f.depth = label.empty() ? 0 : caller.depth + 1;
+  // Each instance's expressions under a line naming it, indented below
+  // its caller's, so the log reads as the call tree.
+  if (f.typeLog && !label.empty())
+    f.typeLog->push_back(std::string(2 * caller.depth, ' ') + "in '" + label + "' with " +
+                         describeBindings(fn, f.env) + ":");
   f.scopes.emplace_back();
   for (size_t i = 0; i < fn.params.size() && i < args.size(); ++i) {
     Value v = args[i];

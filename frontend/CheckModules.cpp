@@ -91,8 +91,16 @@ void Checker::loadImports(ModuleInfo &m) {
         name += (name.empty() ? "" : ".") + part.name;
       }
       rel += ".lpu";
+      // Only directories that exist are searched (and named when nothing
+      // is found), each once.
+      std::set<std::string> searched;
       for (const std::string &dir : options_.importPaths) {
-        llvm::SmallString<256> p(dir);
+        llvm::SmallString<256> norm(dir);
+        llvm::sys::fs::make_absolute(norm);
+        llvm::sys::path::remove_dots(norm, true);
+        if (!llvm::sys::fs::is_directory(norm) || !searched.insert(std::string(norm)).second)
+          continue;
+        llvm::SmallString<256> p(norm);
         llvm::sys::path::append(p, rel);
         tried.push_back(std::string(p));
         if (found.empty() && llvm::sys::fs::is_regular_file(p))
@@ -105,7 +113,7 @@ void Checker::loadImports(ModuleInfo &m) {
       for (const std::string &t : tried)
         b.note("tried " + t);
       if (tried.empty())
-        b.note("no import directories are known; pass -I DIR");
+        b.note("no import directory exists; pass -I DIR");
       continue;
     }
     ModuleInfo *target = loadModuleFile(found, name, at);

@@ -52,14 +52,16 @@ struct Frame {
   uint64_t flops = 0;
   uint64_t peakBytes = 0;
   std::vector<std::string> *typeLog = nullptr;
+  unsigned depth = 0; // of instantiation below the entry, to indent the log
 };
 
 /// An argument at a call: its value and where it was written.
 struct Arg {
   Value value;
-  llvm::SMRange range;
-  std::string name; // named argument
+  llvm::SMRange range; // of the value: `2` in `axis = 2`
+  std::string name;    // named argument
   const ast::Expr *expr = nullptr;
+  llvm::SMRange nameRange; // `axis` in `axis = 2`
 };
 
 /// A memoised instantiation with numbers.

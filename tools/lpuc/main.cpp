@@ -43,9 +43,9 @@ int main(int argc, char **argv) {
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
-  app.add_flag("--stats", stats,
-               "print parameters, parameter bytes and FLOPs per entry and bucket");
-  app.add_flag("--json", statsJson, "with --stats: print one JSON object");
+  CLI::Option *statsFlag = app.add_flag(
+      "--stats", stats, "print parameters, parameter bytes and FLOPs per entry and bucket");
+  app.add_flag("--json", statsJson, "with --stats: print one JSON object")->needs(statsFlag);
   app.add_flag("--time-phases", timePhases, "print the time of parsing and checking to stderr");
   app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
   app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
@@ -131,6 +131,7 @@ int main(int argc, char **argv) {
     checkOptions.importPaths = includeDirs;
     for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
       checkOptions.importPaths.push_back(dir);
+    checkOptions.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
     checkOptions.recordTypes = emit == "types";
     checkOptions.recordParams = emit == "params";
     result = checkProgram(*module, diags, checkOptions);
