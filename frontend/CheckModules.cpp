@@ -148,7 +148,7 @@ ModuleInfo *Checker::loadModuleFile(const std::string &path, const std::string &
   }
   unsigned id = diags_.sources().AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   auto m = std::make_unique<ModuleInfo>();
-  m->owned = parseModule(diags_, id);
+  m->owned = parseModule(diags_, id, options_.parse);
   m->owned->fileName = path;
   m->ast = m->owned.get();
   m->path = path;

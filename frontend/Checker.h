@@ -9,6 +9,7 @@
 
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
+#include "frontend/Parser.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -30,6 +31,8 @@ struct CheckOptions {
   bool recordTypes = false;
   /// Record the path and type of every weight (`layers.3.up.w`).
   bool recordParams = false;
+  /// How imported modules are parsed.
+  ParseOptions parse;
 };
 
 /// One instantiation of an entry: its bucket sizes and its figures.

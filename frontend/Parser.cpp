@@ -11,6 +11,7 @@
 #include <llvm/ADT/APFloat.h>
 #include <llvm/ADT/APInt.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/BuryPointer.h>
 
 #include <cerrno>
 #include <chrono>
@@ -532,21 +533,12 @@ class SilentListener : public antlr4::BaseErrorListener {};
 
 } // namespace
 
-std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId) {
-  return parseModule(diags, bufferId, nullptr);
-}
-
 namespace {
-class PhaseClock;
-}
-static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, unsigned bufferId,
-                                                     ParseStats &stats, PhaseClock &clock);
 
-namespace {
 /// Adds the seconds since the last lap to `*slot` (when timing is wanted).
 class PhaseClock {
 public:
-  explicit PhaseClock(ParseStats *stats) : on_(stats != nullptr) {}
+  explicit PhaseClock(bool on) : on_(on) {}
   void lap(double *slot) {
     if (!on_)
       return;
@@ -559,45 +551,40 @@ private:
   bool on_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
-} // namespace
 
-std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId,
-                                         ParseStats *stats) {
-  ParseStats ignored;
-  PhaseClock clock(stats);
-  if (!stats)
-    stats = &ignored;
-  auto module = parseModuleTimed(diags, bufferId, *stats, clock);
-  clock.lap(&stats->teardownSeconds);
-  return module;
-}
+/// Everything ANTLR needs for one parse, in construction order. It is
+/// garbage once the AST is built, and freeing it (hundreds of thousands of
+/// parse-tree nodes and tokens) costs about a quarter of the parse.
+struct ParseMachinery {
+  ParseMachinery(llvm::StringRef source, std::string name)
+      : text(source), input(text.codePoints(), std::move(name)), lexer(text.codePoints(), &input),
+        tokens(&lexer), parser(&tokens) {}
+  SourceText text;
+  CodePointStream input;
+  grammar::FastLexer lexer;
+  antlr4::CommonTokenStream tokens;
+  LPUParser parser;
+  SilentListener silent;
+};
 
-static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, unsigned bufferId,
-                                                     ParseStats &statsRef, PhaseClock &clock) {
-  ParseStats *stats = &statsRef;
+std::unique_ptr<ast::Module> parse(DiagnosticEngine &diags, unsigned bufferId,
+                                   ParseMachinery &m, ParseStats &stats, PhaseClock &clock) {
   const llvm::MemoryBuffer *buffer = diags.sources().getMemoryBuffer(bufferId);
-  diags.beginBatch();
-  SourceText text(buffer->getBuffer());
-  for (size_t offset : text.invalidOffsets()) {
+  for (size_t offset : m.text.invalidOffsets()) {
     const char *p = buffer->getBufferStart() + offset;
     diags.report(DiagID::InvalidUtf8,
                  {llvm::SMLoc::getFromPointer(p), llvm::SMLoc::getFromPointer(p + 1)});
   }
-  Locator locator(text);
-
-  CodePointStream input(text.codePoints(), buffer->getBufferIdentifier().str());
-  grammar::FastLexer lexer(text.codePoints(), &input);
-  SilentListener silent;
-  antlr4::CommonTokenStream tokens(&lexer);
-  tokens.fill();
+  Locator locator(m.text);
+  m.tokens.fill();
   std::set<size_t> bad;
-  checkTokens(tokens, locator, diags, bad);
-  stats->tokens = tokens.size();
-  clock.lap(&stats->lexSeconds);
+  checkTokens(m.tokens, locator, diags, bad);
+  stats.tokens = m.tokens.size();
+  clock.lap(&stats.lexSeconds);
 
-  LPUParser parser(&tokens);
+  LPUParser &parser = m.parser;
   parser.removeErrorListeners();
-  parser.addErrorListener(&silent);
+  parser.addErrorListener(&m.silent);
 
   // Stage 1: SLL prediction, bail out at the first error. Nearly every
   // correct file parses here, and SLL is much faster than full LL.
@@ -615,21 +602,52 @@ static std::unique_ptr<ast::Module> parseModuleTimed(DiagnosticEngine &diags, un
   TokenWords words(parser.getVocabulary());
   bool wellFormed = tree != nullptr;
   if (!tree) {
-    stats->usedFullLL = true;
-    tokens.seek(0);
+    stats.usedFullLL = true;
+    m.tokens.seek(0);
     parser.reset();
-    parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(diags, locator, tokens, words, bad));
+    parser.setErrorHandler(
+        std::make_shared<SyntaxErrorStrategy>(diags, locator, m.tokens, words, bad));
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::LL);
     tree = parser.module();
   }
 
-  clock.lap(&stats->parseSeconds);
-  auto module = detail::buildModule(tree, tokens, locator, diags, bad, wellFormed);
-  clock.lap(&stats->buildSeconds);
+  clock.lap(&stats.parseSeconds);
+  auto module = detail::buildModule(tree, m.tokens, locator, diags, bad, wellFormed);
+  clock.lap(&stats.buildSeconds);
   module->fileName = buffer->getBufferIdentifier().str();
   module->bufferId = bufferId;
+  return module;
+}
+
+} // namespace
+
+std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId) {
+  return parseModule(diags, bufferId, ParseOptions{}, nullptr);
+}
+
+std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId,
+                                         ParseStats *stats) {
+  return parseModule(diags, bufferId, ParseOptions{}, stats);
+}
+
+std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned bufferId,
+                                         const ParseOptions &options, ParseStats *stats) {
+  ParseStats ignored;
+  PhaseClock clock(stats != nullptr);
+  if (!stats)
+    stats = &ignored;
+  const llvm::MemoryBuffer *buffer = diags.sources().getMemoryBuffer(bufferId);
+  diags.beginBatch();
+  auto machinery =
+      std::make_unique<ParseMachinery>(buffer->getBuffer(), buffer->getBufferIdentifier().str());
+  auto module = parse(diags, bufferId, *machinery, *stats, clock);
   diags.endBatch();
+  if (options.freeParseTree)
+    machinery.reset();
+  else
+    llvm::BuryPointer(std::move(machinery)); // as clang's -disable-free does
+  clock.lap(&stats->teardownSeconds);
   return module;
 }
 

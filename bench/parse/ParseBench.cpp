@@ -79,7 +79,7 @@ double parseOnce(const std::string &text, bool *fullLL) {
   diags.setConsumer(&sink);
   lpu::ParseStats stats;
   double start = threadCpuSeconds();
-  auto module = lpu::parseModule(diags, id, &stats);
+  auto module = lpu::parseModule(diags, id, &stats); // frees ANTLR's tree, unlike lpuc
   double seconds = threadCpuSeconds() - start;
   if (diags.hasErrors()) {
     llvm::errs() << "parse_bench: the generated program has errors\n";
