@@ -39,7 +39,9 @@ int main(int argc, char **argv) {
   std::optional<uint64_t> seed;
   unsigned threads = 1;
   bool timingOnly = false;
-  app.add_option("program", programPath, "program file (.lpx, or the text form)")->required();
+  // Not ->required(): CLI11 would then report a missing program before an
+  // unknown flag, which hides the real mistake; checked after parsing.
+  app.add_option("program", programPath, "program file (.lpx, or the text form)");
   app.add_option("--entry", entry, "entry to run (needed when the program has several)");
   app.add_option("--input", inputs, "NAME=FILE.npy or NAME=2x3xf32=1,2,... (repeatable)");
   auto *w = app.add_option("--weights", weights, "parameters from a .safetensors file");
@@ -60,6 +62,11 @@ int main(int argc, char **argv) {
   tools::addCommonOptions(app, kTool);
   if (int rc = tools::parseCommandLine(app, argc, argv, kTool); rc >= 0)
     return rc;
+  if (programPath.empty()) {
+    tools::reportToolError(kTool, "no program file");
+    llvm::errs() << "Run '" << kTool << " --help' for the options.\n";
+    return tools::kExitUsageError;
+  }
 
   auto buffer = tools::readInputFile(programPath);
   if (!buffer) {
