@@ -389,19 +389,28 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     done();
     uint64_t capacity = options_.sramBytesPerChip * options_.chips;
     if (bucket.paramBytes > capacity) {
-      auto b = error(DiagID::ParamsExceedSram, entry.name.range, entryName, mib(bucket.paramBytes),
-                     mib(capacity), options_.chips);
       std::vector<std::pair<uint64_t, const ast::ParamDecl *>> largest;
       for (const auto &[d, bytes] : bytesByDecl)
         largest.push_back({bytes, d});
       std::sort(largest.rbegin(), largest.rend());
+      // The error sits at the largest parameter's declaration, labelled with
+      // its size; the next few large ones are secondary spans, and a note
+      // points back at the entry that asked for them all.
+      auto describe = [&](size_t k) {
+        return "'" + largest[k].second->name.name + "' (" + toString(*largest[k].second->type) +
+               ") holds " + mib(largest[k].first) + " in all";
+      };
+      llvm::SMRange at = largest.empty() ? entry.name.range : largest[0].second->range;
+      auto b = error(DiagID::ParamsExceedSram, at, entryName, mib(bucket.paramBytes),
+                     mib(capacity), options_.chips);
+      if (!largest.empty())
+        b.primaryLabel(describe(0));
       // The few largest, and none too small to matter.
-      for (size_t k = 0; k < largest.size() && k < 3; ++k)
+      for (size_t k = 1; k < largest.size() && k < 3; ++k)
         if (largest[k].first * 100 >= bucket.paramBytes)
-          b.note("'" + largest[k].second->name.name + "' (" +
-                     toString(*largest[k].second->type) + ") holds " + mib(largest[k].first) +
-                     " in all",
-                 largest[k].second->range);
+          b.note(describe(k), largest[k].second->range);
+      if (!largest.empty())
+        b.note("entry '" + entryName + "' needs all of them", entry.name.range);
       uint64_t need = (bucket.paramBytes + options_.sramBytesPerChip - 1) / options_.sramBytesPerChip;
       b.help("compile for " + std::to_string(need) + " chips with --chips " + std::to_string(need));
     }
