@@ -123,6 +123,24 @@ Value Checker::checkBlock(const ast::Block &block, Frame &f) {
   return Value();
 }
 
+/// `let x: T = e` and `const X: T = e`: the value must have the declared
+/// type; a number literal takes a declared rank-0 type.
+Value Checker::annotated(const ast::TypeExpr &type, const ast::Expr &value, Value v, Frame &f) {
+  if (v.isError())
+    return v;
+  auto t = tensorType(type, f.env);
+  if (!t)
+    return v;
+  if (v.isNumber() && t->dims.empty())
+    return Value::ofTensor(*t);
+  if (!v.isTensor() || !mayEqual(v.tensor, *t)) {
+    error(DiagID::TypeMismatch, value.range, t->str(), v.describe())
+        .label(type.range, "declared here");
+    return Value::error();
+  }
+  return v;
+}
+
 void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
   if (auto *let = llvm::dyn_cast<ast::LetStmt>(&s)) {
     Value v = let->value ? expr(*let->value, f) : Value::error();
@@ -130,18 +148,8 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
       error(DiagID::NotFirstClass, let->value->range, v.describe());
       v = Value::error();
     }
-    if (let->type && !v.isError()) {
-      auto t = tensorType(*let->type, f.env);
-      if (t && v.isNumber() && t->dims.empty()) {
-        v = Value::ofTensor(*t);
-      } else if (t) {
-        if (!v.isTensor() || !mayEqual(v.tensor, *t)) {
-          error(DiagID::TypeMismatch, let->value->range, t->str(), v.describe())
-              .label(let->type->range, "declared here");
-          v = Value::error();
-        }
-      }
-    }
+    if (let->type)
+      v = annotated(*let->type, *let->value, v, f);
     declareLocal(f, let->name, v, let->isVar);
     return;
   }
@@ -302,7 +310,8 @@ Value Checker::lookupName(const std::string &name, llvm::SMRange range, Frame &f
       Frame cf;
       cf.env.module = m;
       cf.scopes.emplace_back();
-      return c->value ? expr(*c->value, cf) : Value::error();
+      Value v = c->value ? expr(*c->value, cf) : Value::error();
+      return c->type && c->value ? annotated(*c->type, *c->value, v, cf) : v;
     }
     if (auto *md = llvm::dyn_cast<ast::ModelDecl>(d)) {
       Value v;

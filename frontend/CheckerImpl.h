@@ -127,6 +127,7 @@ public:
 
   // ---- CheckExprs.cpp
   Value checkBlock(const ast::Block &block, Frame &f);
+  Value annotated(const ast::TypeExpr &type, const ast::Expr &value, Value v, Frame &f);
   void checkStmt(const ast::Stmt &s, Frame &f);
   Value expr(const ast::Expr &e, Frame &f);
   Value lookupName(const std::string &name, llvm::SMRange range, Frame &f);
