@@ -215,12 +215,23 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
           return Value::error();
         }
         env.dtypes[target->name.name] = *d;
-      } else if (target->kind == ast::GenericParam::Kind::Size && ga.size) {
+      } else if (target->kind == ast::GenericParam::Kind::Pack) {
+        // A pack binds to the leading dimensions of an argument; there is
+        // no syntax for a list of sizes, so a given value cannot mean it.
+        error(DiagID::WrongKindOfName, ga.range, sourceText(ga.range),
+              "a value for the batch pack '.." + target->name.name + "'",
+              "allowed: a pack is inferred from the argument types");
+        return Value::error();
+      } else if (ga.size) {
         auto s = sizeOf(*ga.size, caller.env, &caller);
         if (!s)
           return Value::error();
         env.sizes[target->name.name] = *s;
         sources[target->name.name] = {ga.range, "given here"};
+      } else {
+        error(DiagID::WrongKindOfName, ga.range, sourceText(ga.range), "a type",
+              "a size for '" + target->name.name + "'");
+        return Value::error();
       }
     }
   }
