@@ -297,22 +297,24 @@ Size div(const Size &a, const Size &b) {
   return makeAtom(AtomKind::Div, a, b);
 }
 
-Size floordiv(const Size &a, const Size &b) {
+/// floordiv and ceildiv: folded when both sizes are numbers, the quotient
+/// when it is exact, an atom otherwise.
+template <typename Fold>
+static Size roundedDiv(const Size &a, const Size &b, AtomKind kind, Fold fold) {
   auto ca = a.constantValue(), cb = b.constantValue();
   if (ca && cb && *cb != 0)
-    return Size::constant(floorDiv(*ca, *cb));
+    return Size::constant(fold(*ca, *cb));
   if (auto q = exactQuotient(a, b))
     return *q;
-  return makeAtom(AtomKind::FloorDiv, a, b);
+  return makeAtom(kind, a, b);
+}
+
+Size floordiv(const Size &a, const Size &b) {
+  return roundedDiv(a, b, AtomKind::FloorDiv, [](auto x, auto y) { return floorDiv(x, y); });
 }
 
 Size ceildiv(const Size &a, const Size &b) {
-  auto ca = a.constantValue(), cb = b.constantValue();
-  if (ca && cb && *cb != 0)
-    return Size::constant(ceilDiv(*ca, *cb));
-  if (auto q = exactQuotient(a, b))
-    return *q;
-  return makeAtom(AtomKind::CeilDiv, a, b);
+  return roundedDiv(a, b, AtomKind::CeilDiv, [](auto x, auto y) { return ceilDiv(x, y); });
 }
 
 Size mod(const Size &a, const Size &b) {

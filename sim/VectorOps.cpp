@@ -114,22 +114,25 @@ void vxmUnary(Opcode op, DType type, Planes in, OutPlanes out, unsigned lanes) {
   }
 }
 
+/// The comparison opcodes, for floats and integers alike.
+template <typename T> bool compareValues(Opcode op, T x, T y) {
+  switch (op) {
+  case Opcode::CmpEq: return x == y;
+  case Opcode::CmpNe: return x != y;
+  case Opcode::CmpLt: return x < y;
+  case Opcode::CmpLe: return x <= y;
+  case Opcode::CmpGt: return x > y;
+  default: return x >= y;
+  }
+}
+
 void vxmBinary(Opcode op, DType type, Planes a, Planes b, OutPlanes out, unsigned lanes) {
   bool compare = op >= Opcode::CmpEq && op <= Opcode::CmpGe;
   for (unsigned i = 0; i < lanes; ++i) {
     if (tensor::isFloat(type)) {
       float x = elementAsFloat(type, a, i), y = elementAsFloat(type, b, i);
       if (compare) {
-        bool r = false;
-        switch (op) {
-        case Opcode::CmpEq: r = x == y; break;
-        case Opcode::CmpNe: r = x != y; break;
-        case Opcode::CmpLt: r = x < y; break;
-        case Opcode::CmpLe: r = x <= y; break;
-        case Opcode::CmpGt: r = x > y; break;
-        default: r = x >= y; break;
-        }
-        out[0][i] = r;
+        out[0][i] = compareValues(op, x, y);
         continue;
       }
       float r = 0;
@@ -144,16 +147,7 @@ void vxmBinary(Opcode op, DType type, Planes a, Planes b, OutPlanes out, unsigne
     } else {
       int64_t x = elementAsInt(type, a, i), y = elementAsInt(type, b, i);
       if (compare) {
-        bool r = false;
-        switch (op) {
-        case Opcode::CmpEq: r = x == y; break;
-        case Opcode::CmpNe: r = x != y; break;
-        case Opcode::CmpLt: r = x < y; break;
-        case Opcode::CmpLe: r = x <= y; break;
-        case Opcode::CmpGt: r = x > y; break;
-        default: r = x >= y; break;
-        }
-        out[0][i] = r;
+        out[0][i] = compareValues(op, x, y);
         continue;
       }
       int64_t r = 0;
