@@ -9,5 +9,11 @@ if [ "${1:-}" = "--sanitize" ]; then
 else
   dir=build; extra=()
 fi
+# ccache, when installed, makes rebuilds in several checkouts cheap; the
+# paths it hashes are made relative to the checkout.
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD"
+  extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}" >/dev/null
 cmake --build "$dir"
