@@ -13,6 +13,9 @@ packages=(
   libgtest-dev googletest               # unit tests
   python3 python3-numpy                 # lit runs on python3; numpy gives independent reference numbers
   afl++ libopenblas0-pthread            # scripts/fuzz.sh; OpenBLAS behind numpy for bench/sim_matmul.sh
+  libopenblas-dev                       # the reference interpreter's matmul and convolution kernels
+  python3-torch                         # an independent reference for model tests, and the CPU baseline in bench/
+  ccache                                # shares compiled objects between build trees
 )
 
 missing=()
