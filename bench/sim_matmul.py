@@ -9,8 +9,8 @@ import numpy as np
 lpurun = sys.argv[1]
 m, k, n = (int(a) for a in sys.argv[2:5]) if len(sys.argv) > 4 else (4096, 4096, 4096)
 here = os.path.dirname(os.path.abspath(__file__))
-L = 320
-kt, nt = -(-k // L), -(-n // L)
+sys.path.insert(0, here)
+from sim_matmul_gen import read_tile_outputs, write_tile_inputs
 threads = os.cpu_count() or 1
 rng = np.random.default_rng(0)
 A = rng.uniform(-1, 1, (m, k)).astype(np.float16)
@@ -20,14 +20,7 @@ with tempfile.TemporaryDirectory() as d:
     subprocess.run([sys.executable, f"{here}/sim_matmul_gen.py", str(m), str(k), str(n), "-o",
                     f"{d}/mm.lpuasm"], check=True)
     subprocess.run([lpurun, f"{d}/mm.lpuasm", "--emit=binary", "-o", f"{d}/mm.lpx"], check=True)
-    Ap = np.zeros((m, kt * L), np.float16); Ap[:, :k] = A
-    Bp = np.zeros((k, nt * L), np.float16); Bp[:, :n] = B
-    args = []
-    for t in range(kt):
-        np.save(f"{d}/A{t}.npy", Ap[:, L * t:L * t + L]); args.append(f"--input=A{t}={d}/A{t}.npy")
-    for j in range(nt):
-        np.save(f"{d}/B{j}.npy", Bp[:, L * j:L * j + L]); args.append(f"--input=B{j}={d}/B{j}.npy")
-        args.append(f"--output=C{j}={d}/C{j}.npy")
+    args = write_tile_inputs(A, B, d)
 
     def run(extra):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -41,7 +34,7 @@ with tempfile.TemporaryDirectory() as d:
 
     timing, t_wall, t_cpu = run(["--timing-only"])
     report, wall, cpu = run(args)
-    C = np.concatenate([np.load(f"{d}/C{j}.npy") for j in range(nt)], axis=1)[:, :n]
+    C = read_tile_outputs(d, n)
 
 cycles = report["cycles"]
 assert cycles == timing["cycles"]
@@ -84,7 +77,7 @@ flops = 2.0 * m * k * n
 best_np = min(np_default, np_skx)
 print(f"matmul {m}x{k}x{n} fp16 -> fp32 on one simulated groqchip1, host threads {threads}")
 print(f"  simulated cycles:          {cycles} ({report['time_us']:.1f} us at {report['clock_mhz']:g} MHz)")
-print(f"  lpurun host seconds:       {wall:.2f} wall, {cpu:.2f} cpu (incl. reading {2 * 13} .npy inputs, writing outputs)")
+print(f"  lpurun host seconds:       {wall:.2f} wall, {cpu:.2f} cpu (incl. reading {len([a for a in args if a.startswith('--input')])} .npy inputs, writing outputs)")
 print(f"  of which simulating:       {report['host_run_seconds']:.2f} s (the rest: reading and placing inputs, writing outputs)")
 print(f"  simulated cycles per host second: {cycles / wall:,.0f} ({cycles / report['host_run_seconds']:,.0f} while simulating)")
 print(f"  timing-only host seconds:  {t_wall:.2f} ({cycles / t_wall:,.0f} cycles/s)")

@@ -240,6 +240,33 @@ def generate(m, k, n, dt="f16"):
     return "\n".join(out) + "\n"
 
 
+def write_tile_inputs(A, B, directory):
+    """Saves A and B as the program's per-tile .npy inputs (zero-padded to
+    whole tiles) and returns the lpurun flags that pass them, with an
+    --output flag for each C tile (read back with read_tile_outputs)."""
+    import numpy as np
+    (m, k), n = A.shape, B.shape[1]
+    kt, nt = -(-k // LANES), -(-n // LANES)
+    Ap = np.zeros((m, kt * LANES), A.dtype); Ap[:, :k] = A
+    Bp = np.zeros((k, nt * LANES), B.dtype); Bp[:, :n] = B
+    args = []
+    for t in range(kt):
+        np.save(f"{directory}/A{t}.npy", Ap[:, LANES * t:LANES * (t + 1)])
+        args.append(f"--input=A{t}={directory}/A{t}.npy")
+    for j in range(nt):
+        np.save(f"{directory}/B{j}.npy", Bp[:, LANES * j:LANES * (j + 1)])
+        args.append(f"--input=B{j}={directory}/B{j}.npy")
+        args.append(f"--output=C{j}={directory}/C{j}.npy")
+    return args
+
+
+def read_tile_outputs(directory, n):
+    """C [M, N] from the C tiles lpurun wrote, padding columns dropped."""
+    import numpy as np
+    nt = -(-n // LANES)
+    return np.concatenate([np.load(f"{directory}/C{j}.npy") for j in range(nt)], axis=1)[:, :n]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("m", type=int)

@@ -8,8 +8,8 @@ import numpy as np
 src, m, k, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 extra = [a for a in sys.argv[5:] if a != "--i8"]
 i8 = "--i8" in sys.argv[5:]
-L = 320
-kt, nt = -(-k // L), -(-n // L)
+sys.path.insert(0, f"{src}/bench")
+from sim_matmul_gen import read_tile_outputs, write_tile_inputs
 rng = np.random.default_rng(11)
 if i8:
     A = rng.integers(-128, 128, (m, k)).astype(np.int8)
@@ -20,17 +20,10 @@ else:
 with tempfile.TemporaryDirectory() as d:
     subprocess.run([sys.executable, f"{src}/bench/sim_matmul_gen.py", str(m), str(k), str(n),
                     "-o", f"{d}/mm.lpuasm"] + (["--dtype", "i8"] if i8 else []), check=True)
-    Ap = np.zeros((m, kt * L), A.dtype); Ap[:, :k] = A
-    Bp = np.zeros((k, nt * L), B.dtype); Bp[:, :n] = B
-    args = []
-    for t in range(kt):
-        np.save(f"{d}/A{t}.npy", Ap[:, L * t:L * t + L]); args.append(f"--input=A{t}={d}/A{t}.npy")
-    for j in range(nt):
-        np.save(f"{d}/B{j}.npy", Bp[:, L * j:L * j + L]); args.append(f"--input=B{j}={d}/B{j}.npy")
-        args.append(f"--output=C{j}={d}/C{j}.npy")
+    args = write_tile_inputs(A, B, d)
     report = subprocess.run(["lpurun", f"{d}/mm.lpuasm"] + args + extra, check=True,
                             capture_output=True, text=True).stdout
-    C = np.concatenate([np.load(f"{d}/C{j}.npy") for j in range(nt)], axis=1)[:, :n]
+    C = read_tile_outputs(d, n)
 if i8:
     # int8 x int8 accumulated in int32: exact.
     assert C.dtype == np.int32 and np.array_equal(C, A.astype(np.int64) @ B.astype(np.int64))
