@@ -250,7 +250,7 @@ void Lowering::binary(const ast::BinaryExpr &e, const Value &l, const Value &r, 
   if (!result.isTensor())
     return;
   using B = ast::BinaryOp;
-  ir::OpKind kind;
+  ir::OpKind kind = ir::OpKind::Add;
   switch (e.op) {
   case B::Or: kind = ir::OpKind::Or; break;
   case B::And: kind = ir::OpKind::And; break;
@@ -462,7 +462,9 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     } else if (a[1]->kind == Value::Kind::List) {
       for (const Value &el : a[1]->elements)
         axes.push_back(axisOf(&el, rank));
+      // The IR's normal form: sorted, each axis once.
       std::sort(axes.begin(), axes.end());
+      axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
     } else {
       axes.push_back(axisOf(a[1], rank));
     }
@@ -470,12 +472,15 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
       result.op = emit(ir::OpKind::Softmax, *type, {x}, at, {{"axis", axes[0]}});
       return;
     }
-    bool keep = !single && a[2] && a[2]->boolean.value_or(false);
+    if (name == "argmax") {
+      result.op = emit(ir::OpKind::Argmax, *type, {x}, at, {{"axis", axes[0]}, {"keep", false}});
+      return;
+    }
+    bool keep = a[2] && a[2]->boolean.value_or(false);
     ir::OpKind kind = name == "sum"    ? ir::OpKind::ReduceSum
                       : name == "mean" ? ir::OpKind::ReduceMean
                       : name == "max"  ? ir::OpKind::ReduceMax
-                      : name == "min"  ? ir::OpKind::ReduceMin
-                                       : ir::OpKind::Argmax;
+                                       : ir::OpKind::ReduceMin;
     result.op = emit(kind, *type, {x}, at, {{"axes", axes}, {"keep", keep}});
     return;
   }
@@ -507,10 +512,14 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
   }
   if (name == "gather") {
     auto a = bind({"table", "ids", "axis"});
-    if (!a[0]->op)
+    if (!a[0]->op || !a[1]->op)
       return;
     int64_t axis = axisOf(a[2], static_cast<int64_t>(a[0]->op->type().rank()));
-    result.op = emit(ir::OpKind::Gather, *type, {a[0]->op, a[1]->op}, at, {{"axis", axis}});
+    // The IR gathers by i32 ids; narrower integer ids widen first.
+    ir::Op *ids = a[1]->op;
+    if (ids->type().dtype != ir::DType::I32)
+      ids = emit(ir::OpKind::Convert, ir::Type{ir::DType::I32, ids->type().shape}, {ids}, at);
+    result.op = emit(ir::OpKind::Gather, *type, {a[0]->op, ids}, at, {{"axis", axis}});
     return;
   }
   if (name == "iota") {
@@ -539,7 +548,13 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
   if (name == "max_pool2d" || name == "avg_pool2d") {
     auto a = bind({"x", "kernel", "stride", "padding"});
     auto num = [&](const Value *v, int64_t dflt) { return v ? intOf(*v).value_or(dflt) : dflt; };
-    int64_t kernel = num(a[1], 1);
+    int64_t kernel = num(a[1], 1), padding = num(a[3], 0);
+    if (2 * padding > kernel) {
+      cannotLower(at, "'" + name + "'",
+                  "padding " + std::to_string(padding) + " is more than half the kernel " +
+                      std::to_string(kernel));
+      return;
+    }
     result.op = emit(name == "max_pool2d" ? ir::OpKind::MaxPool2d : ir::OpKind::AvgPool2d, *type,
                      {a[0]->op}, at,
                      {{"kernel", twice(kernel)},
