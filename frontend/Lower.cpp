@@ -60,15 +60,25 @@ bool verifyLowered(const ir::Module &module, DiagnosticEngine &diags) {
 }
 
 bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptions &options,
-            llvm::raw_ostream &os, bool roundTrip) {
+            llvm::raw_ostream &os, const EmitIROptions &emitOptions) {
   auto lowered = lowerProgram(module, diags, options);
+  if (lowered && emitOptions.injectFault)
+    for (const auto &fn : lowered->functions) {
+      auto it = llvm::find_if(fn->ops(), [](const auto &op) { return ir::isElementwise(op->kind()); });
+      if (it == fn->ops().end())
+        continue;
+      ir::Type t = (*it)->type();
+      t.shape.push_back(2);
+      (*it)->setType(t);
+      break;
+    }
   if (!lowered || !verifyLowered(*lowered, diags))
     return false;
   std::string text;
   llvm::raw_string_ostream printed(text);
   ir::print(*lowered, printed);
   printed.flush();
-  if (roundTrip) {
+  if (emitOptions.roundTrip) {
     auto parsed = ir::parseModule(text, "<lowered IR>");
     if (!parsed) {
       reportInternal(diags, {}, "the printed IR does not parse back: " +

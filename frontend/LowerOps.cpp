@@ -158,9 +158,22 @@ ir::Location Lowering::location(llvm::SMLoc at) const {
 
 ir::Op *Lowering::emit(ir::OpKind kind, ir::Type type, std::vector<ir::Op *> operands,
                        llvm::SMRange at, std::vector<std::pair<std::string, ir::Attr>> attrs) {
-  for (ir::Op *o : operands)
+  std::vector<ir::Type> types;
+  for (ir::Op *o : operands) {
     if (!o)
       return nullptr; // an operand failed to lower: reported already
+    types.push_back(o->type());
+  }
+  // The checker's rules and the IR's differ in places (a `<` of bools, a
+  // conv2d of integers): such a program is reported at its source.
+  auto inferred = ir::inferType(kind, types, attrs, &type);
+  if (auto *why = std::get_if<std::string>(&inferred)) {
+    std::string text = sourceText(at);
+    if (text.size() > 40)
+      text = text.substr(0, 37) + "...";
+    cannotLower(at, "'" + text + "'", *why);
+    return nullptr;
+  }
   ir::Op *op = fn_->append(kind, std::move(type), std::move(operands), location(at.Start));
   for (auto &[name, value] : attrs)
     op->setAttr(name, std::move(value));
