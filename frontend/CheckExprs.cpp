@@ -185,7 +185,9 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
       error(DiagID::NotFirstClass, ret->value->range, v.describe());
       v = Value::error();
     }
-    f.returned = v;
+    if (!f.hasReturned)
+      f.returned = v;
+    f.hasReturned = true;
     if (v.isError() || !f.returnType)
       return;
     const TensorType &t = *f.returnType;

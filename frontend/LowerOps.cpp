@@ -5,7 +5,6 @@
 // reshapes and broadcasts around an IR matmul of rank >= 2.
 #include "frontend/LowerImpl.h"
 
-#include <cmath>
 #include <numeric>
 
 namespace lpu::check {
@@ -28,31 +27,6 @@ std::optional<ir::OpKind> unaryKind(llvm::StringRef name) {
       .Case("rsqrt", ir::OpKind::Rsqrt)
       .Case("abs", ir::OpKind::Abs)
       .Default(std::nullopt);
-}
-
-/// A unary built-in applied to a compile-time number.
-double foldUnary(llvm::StringRef name, double x) {
-  if (name == "relu")
-    return x > 0 ? x : 0;
-  if (name == "gelu")
-    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  if (name == "gelu_tanh")
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-  if (name == "silu")
-    return x / (1 + std::exp(-x));
-  if (name == "sigmoid")
-    return 1 / (1 + std::exp(-x));
-  if (name == "tanh")
-    return std::tanh(x);
-  if (name == "exp")
-    return std::exp(x);
-  if (name == "log")
-    return std::log(x);
-  if (name == "sqrt")
-    return std::sqrt(x);
-  if (name == "rsqrt")
-    return 1 / std::sqrt(x);
-  return std::fabs(x); // abs
 }
 
 /// The value of a compile-time number or bool.
@@ -405,12 +379,6 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
 
   if (auto kind = unaryKind(name)) {
     auto a = bind({"x"});
-    if (a[0] && a[0]->isNumber()) {
-      // A compile-time number: fold, so `sqrt(2.0)` is its value.
-      if (auto n = numberOf(*a[0]))
-        result = Value::ofFloat(foldUnary(name, *n));
-      return;
-    }
     if (result.isTensor() && a[0])
       if (auto type = irType(result.tensor, at))
         result.op = emit(*kind, *type, {a[0]->op}, at);
