@@ -405,8 +405,7 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
         v = x;
         if (lowering())
           lower_->unary(u, x, v);
-      }
-      else {
+      } else {
         error(DiagID::WrongDtypeKind, u.opRange, "!", "a bool", x.describe());
         return Value::error();
       }

@@ -36,6 +36,19 @@ void reportInternal(DiagnosticEngine &diags, const ir::Location &loc, const std:
   diags.report(DiagID::InvalidLoweredIR, {}, message);
 }
 
+/// The fault --inject-ir-fault makes: an extra axis on the result of the
+/// first elementwise op, which its operands do not have.
+void breakFirstElementwiseOp(ir::Module &module) {
+  for (const auto &fn : module.functions)
+    for (const auto &op : fn->ops())
+      if (ir::isElementwise(op->kind())) {
+        ir::Type t = op->type();
+        t.shape.push_back(2);
+        op->setType(t);
+        return;
+      }
+}
+
 } // namespace
 
 std::unique_ptr<ir::Module> lowerProgram(const ast::Module &module, DiagnosticEngine &diags,
@@ -63,15 +76,7 @@ bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptio
             llvm::raw_ostream &os, const EmitIROptions &emitOptions) {
   auto lowered = lowerProgram(module, diags, options);
   if (lowered && emitOptions.injectFault)
-    for (const auto &fn : lowered->functions) {
-      auto it = llvm::find_if(fn->ops(), [](const auto &op) { return ir::isElementwise(op->kind()); });
-      if (it == fn->ops().end())
-        continue;
-      ir::Type t = (*it)->type();
-      t.shape.push_back(2);
-      (*it)->setType(t);
-      break;
-    }
+    breakFirstElementwiseOp(*lowered);
   if (!lowered || !verifyLowered(*lowered, diags))
     return false;
   std::string text;
