@@ -499,6 +499,14 @@ Result window(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs) {
   }
   if (!r.error.empty())
     return r.error;
+  // Far beyond any real window, and small enough that the size arithmetic
+  // below cannot overflow.
+  constexpr int64_t kLimit = int64_t(1) << 40;
+  for (const auto *list : {&stride, &padding, &dilation, &kernel})
+    if (*list)
+      for (int64_t v : **list)
+        if (v > kLimit)
+          return name.str() + ": window attribute value " + std::to_string(v) + " is too large";
   for (int i = 0; i < 2; ++i) {
     if ((*stride)[i] < 1)
       return name.str() + ": stride " + listStr(*stride) + " must be positive";
@@ -548,6 +556,8 @@ Result window(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs) {
 Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Type *declared) {
   llvm::StringRef name = mnemonic(kind);
   AttrReader r{name, attrs, {}};
+  if (in.empty())
+    return name.str() + ": needs at least one operand";
   const Type &x = in[0];
   switch (kind) {
   case OpKind::Reshape:
@@ -611,8 +621,6 @@ Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Ty
     return out;
   }
   case OpKind::Concat: {
-    if (in.empty())
-      return name.str() + ": needs at least one operand";
     auto axis = r.axis("axis", x.rank());
     if (!axis)
       return r.error;
