@@ -67,6 +67,8 @@ void Lowering::beginFunction(const std::string &name,
   building_ = std::make_unique<ir::Function>(name, std::move(bucket));
   fn_ = building_.get();
   failed_ = false;
+  errorsAtStart_ = diags_.errorCount();
+  ownErrors_ = 0;
   params_.clear();
 }
 
@@ -98,7 +100,12 @@ void Lowering::finishFunction(const Value &returned, const TensorType &ret, llvm
 
 void Lowering::cannotLower(llvm::SMRange at, const std::string &what, const std::string &why) {
   failed_ = true;
+  // One error per root cause: after a checker error here, a value that
+  // cannot be lowered is most likely its consequence.
+  if (diags_.errorCount() != errorsAtStart_ + ownErrors_)
+    return;
   diags_.report(DiagID::CannotLower, at, what, why);
+  ++ownErrors_;
 }
 
 std::optional<ir::Type> Lowering::irType(const TensorType &t, llvm::SMRange at) {
