@@ -28,7 +28,7 @@ const PassInfo kPasses[] = {
      createFuseElementwisePass},
     {"simplify", "algebraic rewrites: transpose/reshape/convert chains, x + 0, x * 1",
      createSimplifyPass},
-    {"test-break-ir", "(tests only) gives the first elementwise op a wrong type",
+    {"test-break-ir", "(tests only) gives the first op with operands a wrong type",
      createTestBreakIRPass},
 };
 
@@ -129,11 +129,15 @@ llvm::Expected<bool> PassManager::run(Module &module) {
       if (!options_.verifyEach)
         continue;
       std::vector<VerifyError> errors = verify(*fn);
-      if (!errors.empty())
-        return llvm::createStringError(std::errc::invalid_argument,
-                                       "the IR does not verify after pass '%s' on func @%s:\n%s",
-                                       pass->name().str().c_str(), fn->name().c_str(),
-                                       formatErrors(errors, fn.get()).c_str());
+      if (errors.empty())
+        continue;
+      std::string messages = formatErrors(errors, fn.get());
+      if (!messages.empty() && messages.back() == '\n')
+        messages.pop_back();
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "the IR does not verify after pass '%s' on func @%s:\n%s",
+                                     pass->name().str().c_str(), fn->name().c_str(),
+                                     messages.c_str());
     }
   }
   return changed;
