@@ -29,7 +29,10 @@ namespace lpu::ir {
 
 namespace {
 
-constexpr float kSqrt2 = 1.41421356237309504880f;
+// The constants and formulas are the reference interpreter's
+// (ir/InterpreterElementwise.cpp), so that a folded value is the value the
+// interpreter would have computed.
+constexpr float kRsqrt2 = 0.70710678118654752f;
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 
 bool fitsIn(DType dtype, double value) {
@@ -110,7 +113,7 @@ std::optional<double> foldUnary(OpKind kind, DType to, double a) {
       return std::nullopt; // max(-0.0, 0.0) may give either zero
     return floatResult(to, x > 0 ? x : 0.0f);
   case OpKind::Gelu:
-    return floatResult(to, 0.5f * x * (1.0f + std::erf(x / kSqrt2)));
+    return floatResult(to, 0.5f * x * (1.0f + std::erf(x * kRsqrt2)));
   case OpKind::GeluTanh:
     return floatResult(to, 0.5f * x *
                                (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))));
@@ -262,19 +265,21 @@ std::optional<double> foldReduce(const Op &op, DType to, double a) {
   case OpKind::Argmax:
     return 0.0; // every element ties; the first index wins, as in NumPy
   case OpKind::ReduceSum:
+    if (isFloat && !std::isfinite(a))
+      return std::nullopt;
     if (isFloat) {
       std::optional<float> sum = exactSplatSum(static_cast<float>(a), n);
       return sum ? floatResult(to, *sum) : std::nullopt;
     }
     return intResult(to, a * static_cast<double>(n));
   case OpKind::ReduceMean:
-    if (!isFloat || !exactSplatSum(static_cast<float>(a), n))
+    if (!isFloat || !std::isfinite(a) || !exactSplatSum(static_cast<float>(a), n))
       return std::nullopt;
     return a; // the exact sum n * v divided by n
   case OpKind::Softmax: {
     auto axis = op.intAttr("axis");
-    if (!isFloat || !axis)
-      return std::nullopt;
+    if (!isFloat || !axis || !std::isfinite(a))
+      return std::nullopt; // inf - inf is NaN
     int64_t k = *axis < 0 ? *axis + static_cast<int64_t>(in.rank()) : *axis;
     if (k < 0 || k >= static_cast<int64_t>(in.rank()) || in.shape[k] >= (int64_t{1} << 24))
       return std::nullopt;

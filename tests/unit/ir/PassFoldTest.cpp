@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace lpu::ir {
 namespace {
@@ -150,6 +151,9 @@ TEST(PassFoldTest, SumOfASplatFoldsWhenEveryPartialSumIsExact) {
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::I8, int64_t{3}, 100, DType::I8), std::nullopt);
   EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, -3.5, 7, DType::F32), -3.5);
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, -0.0, 8, DType::F32), std::nullopt);
+  double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, inf, 8, DType::F32), std::nullopt);
+  EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, -inf, 8, DType::F32), -inf);
 }
 
 TEST(PassFoldTest, SoftmaxOfASplatIsOneOverTheAxisLength) {
@@ -160,6 +164,14 @@ TEST(PassFoldTest, SoftmaxOfASplatIsOneOverTheAxisLength) {
   finish(fn, s);
   // np.float16(np.float32(1) / np.float32(3)) == 0.333251953125
   EXPECT_EQ(foldedResult(fn), 0.333251953125);
+
+  // exp(inf - inf) is NaN: a splat of inf does not fold.
+  Function g("g");
+  Op *inf = constant(g, t(DType::F32, {2, 3}), std::numeric_limits<double>::infinity());
+  Op *s2 = g.append(OpKind::Softmax, t(DType::F32, {2, 3}), {inf});
+  s2->setAttr("axis", int64_t{1});
+  finish(g, s2);
+  EXPECT_EQ(foldedResult(g), std::nullopt);
 }
 
 TEST(PassFoldTest, ChainsFoldInOneRunAndKeepTheLocation) {
