@@ -257,6 +257,8 @@ std::optional<double> foldReduce(const Op &op, DType to, double a) {
   const Type &in = op.operand(0)->type();
   int64_t outCount = op.type().numElements();
   int64_t n = outCount > 0 ? in.numElements() / outCount : 0;
+  if (n <= 0)
+    return std::nullopt; // reducing nothing: the identity of each reduction
   bool isFloat = tensor::isFloat(to);
   switch (op.kind()) {
   case OpKind::ReduceMax:

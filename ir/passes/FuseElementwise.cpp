@@ -77,6 +77,12 @@ private:
   }
 
   /// Whether no path leaves the union of these groups and re-enters it.
+  const std::vector<Op *> &usersOf(const Op *op) const {
+    static const std::vector<Op *> none;
+    auto it = users_.find(op);
+    return it == users_.end() ? none : it->second;
+  }
+
   bool isConvex(const llvm::DenseSet<size_t> &roots) {
     auto inside = [&](const Op *op) { return roots.contains(find(index_[op])); };
     size_t last = 0;
@@ -85,7 +91,7 @@ private:
     for (size_t root : roots)
       for (size_t m : members_[root]) {
         last = std::max(last, m);
-        for (const Op *user : users_.lookup(ops_[m]))
+        for (const Op *user : usersOf(ops_[m]))
           if (!inside(user) && seen.insert(user).second)
             work.push_back(user);
       }
@@ -94,7 +100,7 @@ private:
       work.pop_back();
       if (index_[op] > last)
         continue; // every member comes earlier, so nothing here leads back
-      for (const Op *user : users_.lookup(op)) {
+      for (const Op *user : usersOf(op)) {
         if (inside(user))
           return false;
         if (seen.insert(user).second)
