@@ -44,23 +44,20 @@ public:
 
   bool run(Function &fn) override {
     // The key spells out everything that decides the value; operands by
-    // their position, which is unique in the function.
+    // their position, which is unique in the function. Operands merged
+    // earlier in the walk already read the survivor, so chains of
+    // duplicates merge in one run.
     llvm::DenseMap<const Op *, size_t> position;
     llvm::StringMap<Op *> seen;
-    Replacements replacements;
-    size_t index = 0;
-    for (const std::unique_ptr<Op> &owned : fn.ops()) {
-      Op &op = *owned;
-      replacements.apply(op);
-      position[&op] = index++;
+    return rewriteOps(fn, [&](Op &op, bool &) -> Op * {
+      size_t index = position.size();
+      position[&op] = index;
       if (op.kind() == OpKind::Return || op.kind() == OpKind::Input ||
           op.kind() == OpKind::Param)
-        continue;
+        return nullptr;
       std::string key;
       llvm::raw_string_ostream os(key);
       os << static_cast<int>(op.kind()) << '|' << op.type().str() << '|';
-      // Operands replaced earlier in this walk already point at the
-      // survivor, so chains of duplicates merge in one pass.
       for (const Op *operand : op.operands())
         os << position.lookup(operand) << ',';
       for (const auto &[name, value] : op.attrs()) {
@@ -69,12 +66,8 @@ public:
       }
       os.flush();
       auto [it, inserted] = seen.try_emplace(key, &op);
-      if (inserted)
-        continue;
-      replacements.replace(&op, it->second);
-    }
-    eraseOps(fn, replacements.replaced());
-    return !replacements.empty();
+      return inserted ? nullptr : it->second;
+    });
   }
 };
 

@@ -28,13 +28,6 @@ bool isCommutative(OpKind kind) {
   }
 }
 
-bool isIdentityPerm(const std::vector<int64_t> &perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i))
-      return false;
-  return true;
-}
-
 /// The operand `op` is a no-op on, or null.
 Op *identityOperand(const Op &op) {
   if (op.operands().empty())
@@ -73,26 +66,17 @@ public:
   llvm::StringRef name() const override { return "canonicalize"; }
 
   bool run(Function &fn) override {
-    bool changed = false;
-    Replacements replacements;
-    for (const std::unique_ptr<Op> &owned : fn.ops()) {
-      Op &op = *owned;
-      replacements.apply(op);
+    return rewriteOps(fn, [](Op &op, bool &changed) -> Op * {
       if (isCommutative(op.kind()) && op.operand(0)->kind() == OpKind::Constant &&
           op.operand(1)->kind() != OpKind::Constant) {
         Op *first = op.operand(0);
         op.setOperand(0, op.operand(1));
         op.setOperand(1, first);
         changed = true;
-        continue;
+        return nullptr;
       }
-      if (Op *input = identityOperand(op)) {
-        replacements.replace(&op, input);
-        changed = true;
-      }
-    }
-    eraseOps(fn, replacements.replaced());
-    return changed;
+      return identityOperand(op);
+    });
   }
 };
 

@@ -358,23 +358,12 @@ public:
   llvm::StringRef name() const override { return "fold"; }
 
   bool run(Function &fn) override {
-    // A snapshot: folding inserts constants into the op list.
-    std::vector<Op *> order;
-    for (const std::unique_ptr<Op> &op : fn.ops())
-      order.push_back(op.get());
-    Replacements replacements;
-    for (Op *op : order) {
-      replacements.apply(*op);
-      if (op->kind() == OpKind::Return)
-        continue;
-      std::optional<double> value = foldOp(*op);
-      if (!value)
-        continue;
-      Op *constant = makeSplat(fn, op, op->type(), *value, op->loc());
-      replacements.replace(op, constant);
-    }
-    eraseOps(fn, replacements.replaced());
-    return !replacements.empty();
+    return rewriteOps(fn, [&](Op &op, bool &) -> Op * {
+      if (op.kind() == OpKind::Return)
+        return nullptr;
+      std::optional<double> value = foldOp(op);
+      return value ? makeSplat(fn, &op, op.type(), *value, op.loc()) : nullptr;
+    });
   }
 };
 

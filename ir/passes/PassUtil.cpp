@@ -47,6 +47,35 @@ UserMap computeUsers(const Function &fn) {
   return users;
 }
 
+bool rewriteOps(Function &fn, llvm::function_ref<Op *(Op &op, bool &changed)> rewrite) {
+  // A snapshot: a rewrite may insert ops.
+  std::vector<Op *> order;
+  for (const std::unique_ptr<Op> &op : fn.ops())
+    order.push_back(op.get());
+  llvm::DenseMap<const Op *, Op *> replacement;
+  llvm::DenseSet<const Op *> replaced;
+  bool changed = false;
+  for (Op *op : order) {
+    for (size_t i = 0; i < op->operands().size(); ++i)
+      if (Op *to = replacement.lookup(op->operand(i)))
+        op->setOperand(i, to);
+    if (Op *to = rewrite(*op, changed)) {
+      replacement[op] = to;
+      replaced.insert(op);
+      changed = true;
+    }
+  }
+  eraseOps(fn, replaced);
+  return changed;
+}
+
+bool isIdentityPerm(const std::vector<int64_t> &perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
 void eraseOps(Function &fn, const llvm::DenseSet<const Op *> &dead) {
   if (!dead.empty())
     fn.eraseIf([&](const Op &op) { return dead.contains(&op); });

@@ -6,6 +6,7 @@
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 
 #include <optional>
 #include <vector>
@@ -32,32 +33,16 @@ bool isSplatOf(const Op *op, double value);
 using UserMap = llvm::DenseMap<const Op *, std::vector<Op *>>;
 UserMap computeUsers(const Function &fn);
 
-/// Replacements made during one walk in program order. Each op of the walk
-/// first reads through the replacements made so far (apply), so a later op
-/// never sees a replaced value; one sweep instead of a replaceAllUsesWith
-/// (a scan of the whole function) per replaced op.
-class Replacements {
-public:
-  /// `to` must already read through earlier replacements.
-  void replace(const Op *from, Op *to) {
-    map_[from] = to;
-    dead_.insert(from);
-  }
-  void apply(Op &op) const {
-    if (map_.empty())
-      return;
-    for (size_t i = 0; i < op.operands().size(); ++i)
-      if (Op *to = map_.lookup(op.operand(i)))
-        op.setOperand(i, to);
-  }
-  /// The replaced ops, for eraseOps once the walk is done.
-  const llvm::DenseSet<const Op *> &replaced() const { return dead_; }
-  bool empty() const { return map_.empty(); }
+/// Walks `fn` in program order and lets `rewrite` look at each op after its
+/// operands have been replaced: `rewrite` may change the op in place (and
+/// set `changed`), insert new ops before it, or return the value that takes
+/// its place, in which case every later op reads that value instead and the
+/// op is erased at the end. Returns whether anything changed. One sweep,
+/// instead of a replaceAllUsesWith (a scan of the whole function) per op.
+bool rewriteOps(Function &fn, llvm::function_ref<Op *(Op &op, bool &changed)> rewrite);
 
-private:
-  llvm::DenseMap<const Op *, Op *> map_;
-  llvm::DenseSet<const Op *> dead_;
-};
+/// Whether `perm` is 0, 1, 2, ...
+bool isIdentityPerm(const std::vector<int64_t> &perm);
 
 /// Erases the ops in `dead` (nothing may still read them); the passes
 /// collect what they replaced and erase it in one sweep.

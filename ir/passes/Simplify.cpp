@@ -37,13 +37,6 @@ bool convertIsExact(DType from, DType to) {
   }
 }
 
-bool isIdentityPerm(const std::vector<int64_t> &perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i))
-      return false;
-  return true;
-}
-
 /// The value `op` can be replaced by, after rewriting `op` in place when a
 /// shorter form of it exists. Null when `op` stays.
 Op *simplifyLayoutChain(Op &op, bool &rewrote) {
@@ -132,23 +125,14 @@ public:
   llvm::StringRef name() const override { return "simplify"; }
 
   bool run(Function &fn) override {
-    bool changed = false;
-    Replacements replacements;
-    for (const std::unique_ptr<Op> &owned : fn.ops()) {
-      Op &op = *owned;
-      replacements.apply(op);
+    return rewriteOps(fn, [](Op &op, bool &changed) -> Op * {
       bool rewrote = false;
       Op *replacement = simplifyLayoutChain(op, rewrote);
+      changed |= rewrote;
       if (!replacement && !rewrote)
         replacement = simplifyArithmetic(op);
-      changed |= rewrote;
-      if (replacement) {
-        replacements.replace(&op, replacement);
-        changed = true;
-      }
-    }
-    eraseOps(fn, replacements.replaced());
-    return changed;
+      return replacement;
+    });
   }
 };
 
