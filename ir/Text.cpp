@@ -193,6 +193,9 @@ namespace {
 constexpr int64_t kMaxDim = int64_t(1) << 40;
 constexpr int64_t kMaxElements = int64_t(1) << 48;
 
+// Not x3::digit: it hands bytes above 0x7f to std::isdigit as negative ints.
+const auto digit = x3::char_('0', '9');
+
 /// A recursive-descent reader over the text; X3 recognises the tokens.
 /// Whitespace and `//` comments may appear between tokens; an op ends at the
 /// end of its line. The first error stops it.
@@ -389,7 +392,7 @@ private:
   bool integer(int64_t &out, const llvm::Twine &what) {
     skip();
     const char *first = p_;
-    auto rule = x3::raw[-x3::lit('-') >> +x3::digit];
+    auto rule = x3::raw[-x3::lit('-') >> +digit];
     const char *it = p_;
     if (!x3::parse(it, end_, rule) ||
         (it < end_ && (*it == '.' || *it == 'e' || *it == 'E' || llvm::isAlpha(*it))))
@@ -447,8 +450,8 @@ private:
       return checkWordEnd(first);
     }
     const char *it = p_;
-    auto number = x3::raw[-x3::lit('-') >> +x3::digit >> -(x3::lit('.') >> *x3::digit) >>
-                          -(x3::char_("eE") >> -x3::char_("+-") >> +x3::digit)];
+    auto number = x3::raw[-x3::lit('-') >> +digit >> -(x3::lit('.') >> *digit) >>
+                          -(x3::char_("eE") >> -x3::char_("+-") >> +digit)];
     if (!x3::parse(it, end_, number))
       return expected("an attribute value");
     llvm::StringRef token(first, size_t(it - first));

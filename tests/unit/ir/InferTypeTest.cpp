@@ -212,6 +212,11 @@ TEST(InferContract, Conv2dAndPools) {
   zeroStride[0].second = Ints{0, 1};
   EXPECT_NE(bad(OpKind::Conv2d, {f32({1, 3, 224, 224}), f32({64, 3, 7, 7})}, zeroStride), "");
 
+  Attrs huge = conv;
+  huge[1].second = Ints{int64_t(1) << 62, 0};
+  EXPECT_NE(bad(OpKind::Conv2d, {f32({1, 3, 224, 224}), f32({64, 3, 7, 7})}, huge).find("too large"),
+            std::string::npos);
+
   Attrs pool{{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}};
   EXPECT_EQ(ok(OpKind::MaxPool2d, {f32({1, 64, 112, 112})}, pool), f32({1, 64, 56, 56}));
   EXPECT_EQ(ok(OpKind::AvgPool2d, {f16({1, 8, 7, 7})},
