@@ -1,20 +1,18 @@
 // fold: an op whose operands are all splat constants becomes a splat
-// constant, computed with the reference interpreter's arithmetic: operands
-// are first rounded to their dtype, float ops compute in f32 and round the
-// f32 result to the result dtype (f16 and bf16 through backend/tensor/DType.h,
-// ties to even). An op is left alone whenever the language does not pin the
-// answer down or the answer would not be a finite constant:
-//   - any float operand NaN, or a result that is NaN or infinite;
-//   - integer results that overflow their dtype (wrapping is not promised),
-//     division or remainder by zero, division with a remainder and
-//     operands of different signs (truncating and flooring disagree),
-//     rem of a negative operand, pow with a negative exponent;
-//   - float -> integer converts of non-integral or out-of-range values;
-//   - maximum/minimum of 0.0 and -0.0, relu of -0.0;
-//   - reduce_sum and reduce_mean unless every partial sum is exact in f32
-//     (then any order of accumulation gives n * v, and mean gives v), the
-//     sum of -0.0 (the accumulator's starting zero decides its sign), and
-//     integer reduce_mean;
+// constant, computed by docs/ir.md's arithmetic (the reference
+// interpreter's): a constant's value is first converted to its dtype as
+// `convert` does; float ops compute in f32 and round the result once to the
+// result dtype (f16 and bf16 through backend/tensor/DType.h, ties to even);
+// integers wrap in their width; division floors. Left alone:
+//   - a NaN operand, and a float result that is NaN or infinite (a NaN's
+//     payload is not pinned down; an overflow should show where it happens);
+//   - maximum/minimum of 0.0 against -0.0 (docs/ir.md says the first operand
+//     wins a tie, the interpreter returns the second: until they agree);
+//   - int -> f16/bf16 converts of integers beyond 2^24 (the interpreter goes
+//     through f32 and may round twice);
+//   - empty reductions, reduce_sum/reduce_mean over more than 2^24
+//     elements (folding simulates the interpreter's sequential f32
+//     accumulation), softmax of an infinite splat;
 //   - contractions (matmul, conv2d, pooling) and anything reading an iota,
 //     input or param: only splat constants fold.
 // docs/passes.md lists every folded op.
@@ -29,34 +27,35 @@ namespace lpu::ir {
 
 namespace {
 
-// The constants and formulas are the reference interpreter's
-// (ir/InterpreterElementwise.cpp), so that a folded value is the value the
-// interpreter would have computed.
+// The formulas and constants of docs/ir.md, spelled as the reference
+// interpreter spells them (ir/InterpreterElementwise.cpp), so that a folded
+// value is bit for bit the interpreter's.
 constexpr float kRsqrt2 = 0.70710678118654752f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f;
 
-bool fitsIn(DType dtype, double value) {
+/// The largest count whose sequential f32 sum fold is willing to simulate.
+constexpr int64_t kMaxSummed = int64_t{1} << 24;
+
+/// Two's complement in the dtype's width (bool: x != 0).
+double wrapInt(DType dtype, int64_t v) {
   switch (dtype) {
   case DType::Bool:
-    return value == 0 || value == 1;
+    return v != 0;
   case DType::I8:
-    return value >= -128 && value <= 127;
+    return static_cast<int8_t>(static_cast<uint8_t>(v));
   case DType::I16:
-    return value >= -32768 && value <= 32767;
-  case DType::I32:
-    return value >= -2147483648.0 && value <= 2147483647.0;
+    return static_cast<int16_t>(static_cast<uint16_t>(v));
   default:
-    return true;
+    return static_cast<int32_t>(static_cast<uint32_t>(v));
   }
 }
 
-/// A splat operand's value as the interpreter holds it: rounded to its dtype.
-double operandValue(DType dtype, double raw) {
-  if (tensor::isFloat(dtype))
-    return tensor::roundToFloatType(dtype, static_cast<float>(raw));
-  if (dtype == DType::Bool)
-    return raw != 0 ? 1 : 0;
-  return std::trunc(raw);
+/// float -> int: toward zero, saturating at the dtype's range.
+double saturateToInt(DType dtype, double v) {
+  double lo = dtype == DType::I8 ? -128.0 : dtype == DType::I16 ? -32768.0 : -2147483648.0;
+  double hi = dtype == DType::I8 ? 127.0 : dtype == DType::I16 ? 32767.0 : 2147483647.0;
+  double t = std::trunc(v);
+  return t < lo ? lo : t > hi ? hi : t;
 }
 
 /// The f32 result of a float op, rounded to `dtype`; nullopt unless finite.
@@ -69,35 +68,48 @@ std::optional<double> floatResult(DType dtype, float value) {
   return rounded;
 }
 
-std::optional<double> intResult(DType dtype, double value) {
-  if (!fitsIn(dtype, value))
-    return std::nullopt;
-  return value;
+/// `convert` of `v` (a value of dtype `from`) to `to`.
+std::optional<double> convertValue(DType from, DType to, double v) {
+  if (to == DType::Bool)
+    return v != 0 ? 1.0 : 0.0;
+  if (tensor::isFloat(to)) {
+    if (!tensor::isFloat(from) && to != DType::F32 && std::fabs(v) > double(kMaxSummed))
+      return std::nullopt; // through f32 first: a second rounding
+    return floatResult(to, static_cast<float>(v));
+  }
+  if (tensor::isFloat(from))
+    return saturateToInt(to, v);
+  return wrapInt(to, static_cast<int64_t>(v));
 }
 
-std::optional<double> foldUnary(OpKind kind, DType to, double a) {
-  if (kind == OpKind::Convert) {
-    if (tensor::isFloat(to))
-      return floatResult(to, static_cast<float>(a));
-    if (to == DType::Bool)
-      return a != 0 ? 1 : 0;
-    if (a != std::trunc(a))
-      return std::nullopt;
-    return intResult(to, a);
-  }
+/// A constant's value converted to its dtype, or nullopt for NaN.
+std::optional<double> operandValue(const Op &constant) {
+  std::optional<double> raw = splatValue(&constant);
+  if (!raw || std::isnan(*raw))
+    return std::nullopt;
+  DType dtype = constant.type().dtype;
+  const Attr *attr = constant.attr("value");
+  if (tensor::isInteger(dtype) && std::holds_alternative<int64_t>(*attr))
+    return wrapInt(dtype, std::get<int64_t>(*attr));
+  if (tensor::isFloat(dtype))
+    return tensor::roundToFloatType(dtype, static_cast<float>(*raw)); // may be inf
+  return convertValue(DType::F32, dtype, *raw);
+}
+
+std::optional<double> foldUnary(OpKind kind, DType from, DType to, double a) {
+  if (kind == OpKind::Convert)
+    return convertValue(from, to, a);
+  if (to == DType::Bool)
+    return kind == OpKind::Not ? std::optional<double>(a != 0 ? 0.0 : 1.0) : std::nullopt;
   if (!tensor::isFloat(to)) {
-    bool isBool = to == DType::Bool;
+    auto i = static_cast<int64_t>(a);
     switch (kind) {
     case OpKind::Neg:
-      return isBool ? std::nullopt : intResult(to, -a);
+      return wrapInt(to, -i);
     case OpKind::Abs:
-      return isBool ? std::nullopt : intResult(to, std::fabs(a));
+      return wrapInt(to, i < 0 ? -i : i);
     case OpKind::Relu:
-      return isBool ? std::nullopt : intResult(to, a > 0 ? a : 0);
-    case OpKind::Not:
-      if (isBool)
-        return a != 0 ? 0 : 1;
-      return intResult(to, static_cast<double>(~static_cast<int64_t>(a)));
+      return i > 0 ? a : 0.0;
     default:
       return std::nullopt;
     }
@@ -109,9 +121,7 @@ std::optional<double> foldUnary(OpKind kind, DType to, double a) {
   case OpKind::Abs:
     return floatResult(to, std::fabs(x));
   case OpKind::Relu:
-    if (x == 0 && std::signbit(x))
-      return std::nullopt; // max(-0.0, 0.0) may give either zero
-    return floatResult(to, x > 0 ? x : 0.0f);
+    return floatResult(to, x > 0.0f ? x : 0.0f);
   case OpKind::Gelu:
     return floatResult(to, 0.5f * x * (1.0f + std::erf(x * kRsqrt2)));
   case OpKind::GeluTanh:
@@ -155,6 +165,27 @@ std::optional<double> compare(OpKind kind, double a, double b) {
   }
 }
 
+int64_t floorDiv(int64_t a, int64_t b) {
+  if (b == 0)
+    return 0;
+  int64_t q = a / b;
+  if (a % b != 0 && (a < 0) != (b < 0))
+    --q;
+  return q;
+}
+
+/// Integer pow by docs/ir.md: repeated multiplication, wrapping; a negative
+/// exponent gives 1 / a^-e truncated.
+int64_t intPow(DType dtype, int64_t base, int64_t exponent) {
+  if (exponent < 0)
+    return base == 1 ? 1 : base == -1 ? (exponent % 2 ? -1 : 1) : 0;
+  uint64_t result = 1, b = static_cast<uint64_t>(base);
+  for (; exponent; exponent >>= 1, b *= b)
+    if (exponent & 1)
+      result *= b; // modulo 2^64, then wrapped: the same low bits
+  return static_cast<int64_t>(wrapInt(dtype, static_cast<int64_t>(result)));
+}
+
 std::optional<double> foldBinary(OpKind kind, DType dtype, DType to, double a, double b) {
   if (to == DType::Bool && dtype != DType::Bool)
     return compare(kind, a, b);
@@ -176,11 +207,13 @@ std::optional<double> foldBinary(OpKind kind, DType dtype, DType to, double a, d
       return floatResult(to, x * y);
     case OpKind::Div:
       return floatResult(to, x / y);
-    case OpKind::Rem:
-      // fmod truncates, NumPy's remainder floors: equal for x >= 0, y > 0.
-      if (!(x >= 0 && y > 0))
-        return std::nullopt;
-      return floatResult(to, std::fmod(x, y));
+    case OpKind::Rem: {
+      // NumPy's remainder: the sign of the divisor.
+      float r = std::fmod(x, y);
+      if (r != 0.0f && (r < 0.0f) != (y < 0.0f))
+        r += y;
+      return floatResult(to, r);
+    }
     case OpKind::Pow:
       return floatResult(to, std::pow(x, y));
     case OpKind::Maximum:
@@ -195,62 +228,35 @@ std::optional<double> foldBinary(OpKind kind, DType dtype, DType to, double a, d
   auto i = static_cast<int64_t>(a), j = static_cast<int64_t>(b);
   switch (kind) {
   case OpKind::Add:
-    return intResult(to, a + b);
+    return wrapInt(to, i + j);
   case OpKind::Sub:
-    return intResult(to, a - b);
+    return wrapInt(to, i - j);
   case OpKind::Mul:
-    return intResult(to, a * b);
+    return wrapInt(to, i * j);
   case OpKind::Div:
-    if (j == 0 || (i % j != 0 && (i < 0) != (j < 0)))
-      return std::nullopt;
-    return intResult(to, static_cast<double>(i / j));
+    return wrapInt(to, floorDiv(i, j));
   case OpKind::Rem:
-    if (i < 0 || j <= 0)
-      return std::nullopt;
-    return intResult(to, static_cast<double>(i % j));
-  case OpKind::Pow: {
-    if (j < 0)
-      return std::nullopt;
-    double result = 1;
-    for (int64_t k = 0; k < j; ++k) {
-      result *= a;
-      if (!fitsIn(to, result))
-        return std::nullopt;
-      if (result == 0 || result == 1)
-        break; // stays there (a is 0 or 1)
-    }
-    return result;
-  }
+    return wrapInt(to, j == 0 ? 0 : i - floorDiv(i, j) * j);
+  case OpKind::Pow:
+    return static_cast<double>(intPow(to, i, j));
   case OpKind::Maximum:
     return std::max(a, b);
   case OpKind::Minimum:
     return std::min(a, b);
-  case OpKind::And:
-    return static_cast<double>(i & j);
-  case OpKind::Or:
-    return static_cast<double>(i | j);
   default:
     return std::nullopt;
   }
 }
 
-/// A sum of n copies of v in which every partial sum is exact in f32, so
-/// that every order of accumulation gives the same result; nullopt if not.
-std::optional<float> exactSplatSum(float v, int64_t n) {
-  if (v == 0)
-    return std::signbit(v) ? std::nullopt : std::optional<float>(0.0f);
-  int exponent = 0;
-  double mantissa = std::frexp(static_cast<double>(v), &exponent); // |m| in [0.5, 1)
-  // The odd integer significand of v: v = odd * 2^k.
-  auto significand = static_cast<uint64_t>(std::ldexp(std::fabs(mantissa), 24));
-  while (significand % 2 == 0)
-    significand /= 2;
-  if (n <= 0 || significand * static_cast<uint64_t>(n) >= (uint64_t{1} << 24))
+/// n copies of v added one by one in f32 from 0.0, as the interpreter adds
+/// the reduced elements (for a splat their order does not matter).
+std::optional<float> splatSum(float v, int64_t n) {
+  if (n > kMaxSummed)
     return std::nullopt;
-  double sum = static_cast<double>(v) * static_cast<double>(n);
-  if (!std::isfinite(static_cast<float>(sum)))
-    return std::nullopt;
-  return static_cast<float>(sum);
+  float acc = 0.0f;
+  for (int64_t k = 0; k < n; ++k)
+    acc += v;
+  return acc;
 }
 
 std::optional<double> foldReduce(const Op &op, DType to, double a) {
@@ -258,34 +264,40 @@ std::optional<double> foldReduce(const Op &op, DType to, double a) {
   int64_t outCount = op.type().numElements();
   int64_t n = outCount > 0 ? in.numElements() / outCount : 0;
   if (n <= 0)
-    return std::nullopt; // reducing nothing: the identity of each reduction
+    return std::nullopt; // an empty reduction: its identity, not the value
   bool isFloat = tensor::isFloat(to);
   switch (op.kind()) {
   case OpKind::ReduceMax:
   case OpKind::ReduceMin:
     return a;
   case OpKind::Argmax:
-    return 0.0; // every element ties; the first index wins, as in NumPy
+    return 0.0; // every element ties; the first index wins
   case OpKind::ReduceSum:
-    if (isFloat && !std::isfinite(a))
-      return std::nullopt;
-    if (isFloat) {
-      std::optional<float> sum = exactSplatSum(static_cast<float>(a), n);
-      return sum ? floatResult(to, *sum) : std::nullopt;
+  case OpKind::ReduceMean: {
+    if (!isFloat) {
+      if (op.kind() == OpKind::ReduceMean)
+        return std::nullopt;
+      // i32 accumulation wraps: the low 32 bits of n * v.
+      uint64_t sum = static_cast<uint64_t>(n) * static_cast<uint64_t>(static_cast<int64_t>(a));
+      return wrapInt(to, static_cast<int64_t>(wrapInt(DType::I32, static_cast<int64_t>(sum))));
     }
-    return intResult(to, a * static_cast<double>(n));
-  case OpKind::ReduceMean:
-    if (!isFloat || !std::isfinite(a) || !exactSplatSum(static_cast<float>(a), n))
+    if (!std::isfinite(a))
       return std::nullopt;
-    return a; // the exact sum n * v divided by n
+    std::optional<float> sum = splatSum(static_cast<float>(a), n);
+    if (!sum)
+      return std::nullopt;
+    if (op.kind() == OpKind::ReduceMean)
+      return floatResult(to, *sum / static_cast<float>(n));
+    return floatResult(to, *sum);
+  }
   case OpKind::Softmax: {
     auto axis = op.intAttr("axis");
     if (!isFloat || !axis || !std::isfinite(a))
       return std::nullopt; // inf - inf is NaN
     int64_t k = *axis < 0 ? *axis + static_cast<int64_t>(in.rank()) : *axis;
-    if (k < 0 || k >= static_cast<int64_t>(in.rank()) || in.shape[k] >= (int64_t{1} << 24))
+    if (k < 0 || k >= static_cast<int64_t>(in.rank()) || in.shape[k] > kMaxSummed)
       return std::nullopt;
-    // exp(v - max) is exactly 1, the sum exactly the axis length.
+    // exp(v - max) is exactly 1, so the sum is exactly the axis length.
     return floatResult(to, 1.0f / static_cast<float>(in.shape[k]));
   }
   default:
@@ -293,53 +305,43 @@ std::optional<double> foldReduce(const Op &op, DType to, double a) {
   }
 }
 
-std::optional<double> foldLayout(const Op &op, llvm::ArrayRef<double> values,
-                                 llvm::ArrayRef<double> raw) {
+std::optional<double> foldLayout(const Op &op, llvm::ArrayRef<double> values) {
   switch (op.kind()) {
   case OpKind::Reshape:
   case OpKind::Transpose:
   case OpKind::Broadcast:
   case OpKind::Slice:
-    return raw[0];
+    return values[0];
+  case OpKind::Gather: // every id, clamped into range, picks the same value
+    if (op.operand(0)->type().numElements() == 0)
+      return std::nullopt;
+    return values[0];
   case OpKind::Concat:
     for (double v : values)
       if (std::bit_cast<uint64_t>(v) != std::bit_cast<uint64_t>(values[0]))
         return std::nullopt;
-    return raw[0];
-  case OpKind::Gather: {
-    auto axis = op.intAttr("axis");
-    const Type &table = op.operand(0)->type();
-    if (!axis)
-      return std::nullopt;
-    int64_t k = *axis < 0 ? *axis + static_cast<int64_t>(table.rank()) : *axis;
-    if (k < 0 || k >= static_cast<int64_t>(table.rank()) || values[1] < 0 ||
-        values[1] >= static_cast<double>(table.shape[k]))
-      return std::nullopt; // an out-of-range id is the run time's to report
-    return raw[0];
-  }
+    return values[0];
   default:
     return std::nullopt;
   }
 }
 
 std::optional<double> foldOp(const Op &op) {
-  llvm::SmallVector<double, 3> values, raw;
+  llvm::SmallVector<double, 3> values;
   for (const Op *operand : op.operands()) {
-    std::optional<double> v = splatValue(operand);
-    if (!v)
+    if (operand->kind() != OpKind::Constant)
       return std::nullopt;
-    double value = operandValue(operand->type().dtype, *v);
-    if (std::isnan(value))
+    std::optional<double> value = operandValue(*operand);
+    if (!value)
       return std::nullopt;
-    raw.push_back(*v);
-    values.push_back(value);
+    values.push_back(*value);
   }
   if (values.empty())
     return std::nullopt;
   DType to = op.type().dtype;
   switch (opClass(op.kind())) {
   case OpClass::Unary:
-    return foldUnary(op.kind(), to, values[0]);
+    return foldUnary(op.kind(), op.operand(0)->type().dtype, to, values[0]);
   case OpClass::Binary:
     return foldBinary(op.kind(), op.operand(0)->type().dtype, to, values[0], values[1]);
   case OpClass::Ternary: // select(cond, a, b)
@@ -347,7 +349,7 @@ std::optional<double> foldOp(const Op &op) {
   case OpClass::Reduce:
     return foldReduce(op, to, values[0]);
   case OpClass::Layout:
-    return foldLayout(op, values, raw);
+    return foldLayout(op, values);
   default:
     return std::nullopt;
   }

@@ -96,24 +96,52 @@ TEST(PassFoldTest, ConvertRoundsToTheTarget) {
   // np.float16(np.float32(0.1)) == 0.0999755859375
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, 0.1, DType::F16), 0.0999755859375);
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, 3.0, DType::I32), 3.0);
-  // Truncating or rounding 2.5 to an integer is not pinned down: left alone.
-  EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, 2.5, DType::I32), std::nullopt);
-  EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, 300.0, DType::I8), std::nullopt);
+  // float -> int truncates toward zero and saturates (docs/ir.md)
+  EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, 2.5, DType::I32), 2.0);
+  EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, -2.5, DType::I32), -2.0);
+  EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, 300.0, DType::I8), 127.0);
+  // int -> int keeps the low bits: np.int32(300).astype(np.int8) == 44
+  EXPECT_EQ(foldUnary(OpKind::Convert, DType::I32, int64_t{300}, DType::I8), 44.0);
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, -2.0, DType::Bool), 1.0);
+  // An i32 beyond 2^24 would be rounded twice on its way to bf16: left alone.
+  EXPECT_EQ(foldUnary(OpKind::Convert, DType::I32, int64_t{(1 << 24) + (1 << 16) + 1},
+                      DType::BF16),
+            std::nullopt);
+  EXPECT_EQ(foldUnary(OpKind::Convert, DType::I32, int64_t{(1 << 24) + (1 << 16) + 1},
+                      DType::F32),
+            16842752.0); // np.float32(16842753)
 }
 
-TEST(PassFoldTest, IntegerArithmeticFoldsOnlyWhenUnambiguous) {
+TEST(PassFoldTest, IntegersWrapAndDivisionFloors) {
+  // (100 + 28) wraps in i8: np.int8(-128)
+  EXPECT_EQ(foldBinary(OpKind::Add, DType::I8, int64_t{100}, int64_t{28}), -128.0);
   EXPECT_EQ(foldBinary(OpKind::Add, DType::I8, int64_t{100}, int64_t{27}), 127.0);
-  EXPECT_EQ(foldBinary(OpKind::Add, DType::I8, int64_t{100}, int64_t{28}), std::nullopt);
   EXPECT_EQ(foldBinary(OpKind::Div, DType::I32, int64_t{7}, int64_t{2}), 3.0);
-  EXPECT_EQ(foldBinary(OpKind::Div, DType::I32, int64_t{-8}, int64_t{2}), -4.0);
-  // -7 / 2: -3 truncating, -4 flooring
-  EXPECT_EQ(foldBinary(OpKind::Div, DType::I32, int64_t{-7}, int64_t{2}), std::nullopt);
-  EXPECT_EQ(foldBinary(OpKind::Div, DType::I32, int64_t{1}, int64_t{0}), std::nullopt);
-  EXPECT_EQ(foldBinary(OpKind::Rem, DType::I32, int64_t{7}, int64_t{3}), 1.0);
-  EXPECT_EQ(foldBinary(OpKind::Rem, DType::I32, int64_t{-7}, int64_t{3}), std::nullopt);
+  // Python: -7 // 2 == -4, -7 % 3 == 2, 7 % -2 == -1
+  EXPECT_EQ(foldBinary(OpKind::Div, DType::I32, int64_t{-7}, int64_t{2}), -4.0);
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::I32, int64_t{-7}, int64_t{3}), 2.0);
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::I32, int64_t{7}, int64_t{-2}), -1.0);
+  // Division and remainder by zero give 0 (docs/ir.md).
+  EXPECT_EQ(foldBinary(OpKind::Div, DType::I32, int64_t{1}, int64_t{0}), 0.0);
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::I32, int64_t{1}, int64_t{0}), 0.0);
+  // abs(-128) and -(-128) wrap to -128 in i8.
+  EXPECT_EQ(foldUnary(OpKind::Abs, DType::I8, int64_t{-128}, DType::I8), -128.0);
+  EXPECT_EQ(foldUnary(OpKind::Neg, DType::I8, int64_t{-128}, DType::I8), -128.0);
   EXPECT_EQ(foldBinary(OpKind::Pow, DType::I32, int64_t{3}, int64_t{4}), 81.0);
-  EXPECT_EQ(foldBinary(OpKind::Pow, DType::I16, int64_t{2}, int64_t{15}), std::nullopt);
+  // 2**15 wraps in i16: -32768
+  EXPECT_EQ(foldBinary(OpKind::Pow, DType::I16, int64_t{2}, int64_t{15}), -32768.0);
+  EXPECT_EQ(foldBinary(OpKind::Pow, DType::I32, int64_t{2}, int64_t{-1}), 0.0);
+  EXPECT_EQ(foldBinary(OpKind::Pow, DType::I32, int64_t{-1}, int64_t{-3}), -1.0);
+  // A constant's integer value is wrapped to its dtype first: 300 in i8 is 44.
+  EXPECT_EQ(foldBinary(OpKind::Add, DType::I8, int64_t{300}, int64_t{0}), 44.0);
+}
+
+TEST(PassFoldTest, FloatRemainderHasTheDivisorsSign) {
+  // np.remainder(np.float32(-7), np.float32(2)) == 1.0; (7, -2) -> -1.0
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::F32, -7.0, 2.0), 1.0);
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::F32, 7.0, -2.0), -1.0);
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::F32, 7.5, 2.0), 1.5);
+  EXPECT_EQ(foldBinary(OpKind::Rem, DType::F32, 1.0, 0.0), std::nullopt); // NaN
 }
 
 TEST(PassFoldTest, ComparisonsGiveBool) {
@@ -123,9 +151,13 @@ TEST(PassFoldTest, ComparisonsGiveBool) {
   EXPECT_EQ(foldBinary(OpKind::Eq, DType::F16, 0.1, 0.10000001, DType::Bool), 1.0);
 }
 
-TEST(PassFoldTest, SignedZerosAreNotGuessed) {
+TEST(PassFoldTest, SignedZeros) {
+  // docs/ir.md and the interpreter disagree on which zero wins a tie.
   EXPECT_EQ(foldBinary(OpKind::Maximum, DType::F32, 0.0, -0.0), std::nullopt);
-  EXPECT_EQ(foldUnary(OpKind::Relu, DType::F32, -0.0, DType::F32), std::nullopt);
+  // relu is x > 0 ? x : 0, so relu(-0.0) is +0.0.
+  auto relu = foldUnary(OpKind::Relu, DType::F32, -0.0, DType::F32);
+  ASSERT_TRUE(relu);
+  EXPECT_FALSE(std::signbit(*relu));
   EXPECT_EQ(foldUnary(OpKind::Relu, DType::F32, -2.0, DType::F32), 0.0);
 }
 
@@ -140,20 +172,28 @@ std::optional<double> foldReduce(OpKind kind, DType dtype, Attr value, int64_t n
   return foldedResult(fn);
 }
 
-TEST(PassFoldTest, SumOfASplatFoldsWhenEveryPartialSumIsExact) {
+TEST(PassFoldTest, SumOfASplatAccumulatesSequentiallyInF32) {
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, 0.5, 1024, DType::F32), 512.0);
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F16, 1.0, 4096, DType::F16), 4096.0);
-  // 0.1 has a 24-bit significand: partial sums round, so the order matters.
-  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, 0.1, 1000, DType::F32), std::nullopt);
-  EXPECT_EQ(foldReduce(OpKind::ReduceMean, DType::F32, 0.1, 1000, DType::F32), std::nullopt);
+  // acc = np.float32(0); 1000 times: acc = np.float32(acc + np.float32(0.1))
+  // gives 99.9990463256836; divided by 1000 in f32: 0.09999904781579971.
+  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, 0.1, 1000, DType::F32), 99.9990463256836);
+  EXPECT_EQ(foldReduce(OpKind::ReduceMean, DType::F32, 0.1, 1000, DType::F32),
+            0.09999904781579971);
   EXPECT_EQ(foldReduce(OpKind::ReduceMean, DType::F32, 0.75, 100, DType::F32), 0.75);
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::I32, int64_t{3}, 100, DType::I32), 300.0);
-  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::I8, int64_t{3}, 100, DType::I8), std::nullopt);
+  // 300 wraps in i8: 44
+  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::I8, int64_t{3}, 100, DType::I8), 44.0);
   EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, -3.5, 7, DType::F32), -3.5);
-  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, -0.0, 8, DType::F32), std::nullopt);
+  // The accumulator starts at +0.0: a sum of -0.0 is +0.0.
+  auto zero = foldReduce(OpKind::ReduceSum, DType::F32, -0.0, 8, DType::F32);
+  ASSERT_TRUE(zero);
+  EXPECT_FALSE(std::signbit(*zero));
   double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, inf, 8, DType::F32), std::nullopt);
   EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, -inf, 8, DType::F32), -inf);
+  // An empty reduction gives the reduction's identity, not the splat: left alone.
+  EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, 2.0, 0, DType::F32), std::nullopt);
 }
 
 TEST(PassFoldTest, SoftmaxOfASplatIsOneOverTheAxisLength) {
