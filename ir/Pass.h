@@ -7,6 +7,7 @@
 
 #include "ir/IR.h"
 #include "ir/Text.h"
+#include "ir/Verifier.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
@@ -36,6 +37,11 @@ std::string passDescription(llvm::StringRef name);
 
 /// lpuc's pipeline, as pass names in order.
 std::vector<std::string> defaultPipeline();
+
+/// The verifier's messages (formatErrors), each followed, when the op has
+/// no source location (hand-written IR), by a note showing the op as
+/// printed, since the message alone would not say which op it is.
+std::string describeVerifyErrors(const Function &fn, const std::vector<VerifyError> &errors);
 
 struct PassManagerOptions {
   /// Pass names (or "all") whose input / output is printed.
