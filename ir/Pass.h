@@ -62,8 +62,9 @@ public:
   PassManager &operator=(const PassManager &) = delete;
 
   void addPass(std::unique_ptr<Pass> pass);
-  /// Adds the passes of a comma-separated list ("canonicalize,cse").
-  /// An unknown name is an error that lists the known ones.
+  /// Adds the passes of a comma-separated list ("canonicalize,cse"), where
+  /// `default` stands for defaultPipeline(). An unknown name is an error
+  /// that lists the known ones.
   llvm::Error addPipeline(llvm::StringRef list);
   llvm::Error addPipeline(const std::vector<std::string> &names);
   size_t size() const { return passes_.size(); }

@@ -114,9 +114,15 @@ llvm::Error PassManager::addPipeline(llvm::StringRef list) {
   llvm::SmallVector<llvm::StringRef, 8> parts;
   list.split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   std::vector<std::string> names;
-  for (llvm::StringRef part : parts)
-    if (!part.trim().empty())
-      names.push_back(part.trim().str());
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    if (part == "default") {
+      std::vector<std::string> pipeline = defaultPipeline();
+      names.insert(names.end(), pipeline.begin(), pipeline.end());
+    } else if (!part.empty()) {
+      names.push_back(part.str());
+    }
+  }
   return addPipeline(names);
 }
 

@@ -142,7 +142,5 @@ int main(int argc, char **argv) {
     llvm::outs() << "default: " << llvm::join(ir::defaultPipeline(), ",") << "\n";
     return tools::kExitSuccess;
   }
-  if (flags.passes == "default")
-    flags.passes = llvm::join(ir::defaultPipeline(), ",");
   return run(flags);
 }
