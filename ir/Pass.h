@@ -32,7 +32,7 @@ public:
 std::unique_ptr<Pass> createPass(llvm::StringRef name);
 /// Every registered pass name, sorted.
 std::vector<std::string> passNames();
-/// One line per registered pass: its name and what it does.
+/// What the pass called `name` does, in one line; empty for unknown names.
 std::string passDescription(llvm::StringRef name);
 
 /// lpuc's pipeline, as pass names in order.
