@@ -3,6 +3,8 @@
 // with a message naming what is wrong.
 #include "tests/unit/ir/InterpTestSupport.h"
 
+#include "ir/InterpreterRun.h"
+
 #include "backend/tensor/SafeTensors.h"
 #include "tests/unit/tensor/TestFiles.h"
 
@@ -172,6 +174,65 @@ TEST(Interp, WeightsFromFilesAndSeeds) {
   auto fromFile = loadWeights({path, 0}, specs);
   ASSERT_FALSE(bool(fromFile));
   EXPECT_THAT(llvm::toString(fromFile.takeError()), HasSubstr("extra (1): l.extra"));
+}
+
+} // namespace
+} // namespace lpu::ir
+
+namespace lpu::ir {
+namespace {
+
+using namespace testing;
+using ::testing::HasSubstr;
+using tensor::Tensor;
+
+/// An entry `double` with buckets S = 4 and S = 8: y = 2 x, x f16[1, S, 3].
+std::unique_ptr<Module> doubleEntry() {
+  auto module = std::make_unique<Module>();
+  for (int64_t s : {4, 8}) {
+    auto fn = std::make_unique<Function>("double", std::vector<std::pair<std::string, int64_t>>{{"S", s}});
+    Op *x = fn->append(OpKind::Input, T(DType::F16, {1, s, 3}), {});
+    x->setAttr("name", std::string("x"));
+    Op *two = fn->append(OpKind::Constant, T(DType::F16, {1, s, 3}), {});
+    two->setAttr("value", 2.0);
+    Op *y = fn->append(OpKind::Mul, T(DType::F16, {1, s, 3}), {x, two});
+    Op *ret = fn->append(OpKind::Return, Type{}, {y});
+    ret->setAttr("names", std::vector<std::string>{"y"});
+    module->functions.push_back(std::move(fn));
+  }
+  return module;
+}
+
+TEST(InterpRun, SmallestBucketPaddedAndCropped) {
+  auto module = doubleEntry();
+  std::vector<float> values(5 * 3);
+  for (size_t k = 0; k < values.size(); ++k)
+    values[k] = float(k);
+  Tensor x = Tensor::fromFloats(DType::F16, {1, 5, 3}, values);
+  auto run = runEntry(*module, "", {{"x", x}}, {});
+  ASSERT_TRUE(bool(run)) << llvm::toString(run.takeError());
+  EXPECT_EQ(run->bucketText, "S=8");
+  EXPECT_DOUBLE_EQ(run->paddingFraction, 1.0 - 15.0 / 24.0);
+  ASSERT_EQ(run->outputs.size(), 1u);
+  EXPECT_EQ(run->outputs[0].first, "y");
+  EXPECT_EQ(run->outputs[0].second.typeString(), "1x5x3xf16");
+  for (size_t k = 0; k < values.size(); ++k)
+    EXPECT_EQ(run->outputs[0].second.getFloat(k), 2 * values[k]);
+
+  auto exact = runEntry(*module, "double", {{"x", Tensor(DType::F16, {1, 4, 3})}}, {});
+  ASSERT_TRUE(bool(exact));
+  EXPECT_EQ(exact->bucketText, "S=4");
+  EXPECT_EQ(exact->paddingFraction, 0.0);
+
+  auto tooBig = runEntry(*module, "", {{"x", Tensor(DType::F16, {1, 9, 3})}}, {});
+  ASSERT_FALSE(bool(tooBig));
+  EXPECT_THAT(llvm::toString(tooBig.takeError()), HasSubstr("no bucket of entry 'double' fits"));
+  auto fixedDim = runEntry(*module, "", {{"x", Tensor(DType::F16, {1, 4, 2})}}, {});
+  ASSERT_FALSE(bool(fixedDim));
+  EXPECT_THAT(llvm::toString(fixedDim.takeError()), HasSubstr("dimension 2 is 2, the program needs exactly 3"));
+  auto unknown = runEntry(*module, "triple", {{"x", x}}, {});
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_THAT(llvm::toString(unknown.takeError()), HasSubstr("no entry 'triple' in the module (it has: double)"));
 }
 
 } // namespace
