@@ -499,6 +499,14 @@ Result window(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs) {
   }
   if (!r.error.empty())
     return r.error;
+  // Far beyond any real window, and small enough that the size arithmetic
+  // below cannot overflow.
+  constexpr int64_t kLimit = int64_t(1) << 40;
+  for (const auto *list : {&stride, &padding, &dilation, &kernel})
+    if (*list)
+      for (int64_t v : **list)
+        if (v > kLimit)
+          return name.str() + ": window attribute value " + std::to_string(v) + " is too large";
   for (int i = 0; i < 2; ++i) {
     if ((*stride)[i] < 1)
       return name.str() + ": stride " + listStr(*stride) + " must be positive";

@@ -1,0 +1,169 @@
+#include "ir/Verifier.h"
+
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/StringSet.h>
+
+namespace lpu::ir {
+
+namespace {
+
+class FunctionVerifier {
+public:
+  explicit FunctionVerifier(const Function &fn) : fn_(fn) {}
+
+  std::vector<VerifyError> run() {
+    for (size_t i = 0; i < fn_.ops().size(); ++i)
+      position_[fn_.ops()[i].get()] = i;
+    for (size_t i = 0; i < fn_.ops().size(); ++i)
+      verifyOp(*fn_.ops()[i], i);
+    if (!fn_.terminator())
+      errors_.push_back({nullptr, {}, "func @" + fn_.name() + " does not end with a return"});
+    return std::move(errors_);
+  }
+
+private:
+  const Function &fn_;
+  llvm::DenseMap<const Op *, size_t> position_;
+  llvm::StringSet<> inputNames_, paramPaths_;
+  std::vector<VerifyError> errors_;
+
+  void error(const Op &op, std::string message) {
+    errors_.push_back({&op, op.loc(), mnemonic(op.kind()).str() + ": " + std::move(message)});
+  }
+
+  /// Operands defined earlier in this function; false when any is not.
+  bool verifyOperands(const Op &op, size_t index) {
+    bool ok = true;
+    int count = operandCount(op.kind());
+    if (count >= 0 && op.operands().size() != size_t(count)) {
+      error(op, "expected " + std::to_string(count) + " operand" + (count == 1 ? "" : "s") +
+                    ", got " + std::to_string(op.operands().size()));
+      ok = false;
+    }
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      const Op *operand = op.operand(i);
+      std::string which = "operand " + std::to_string(i);
+      if (!operand) {
+        error(op, which + " is null");
+        ok = false;
+        continue;
+      }
+      auto it = position_.find(operand);
+      if (operand == &op) {
+        error(op, which + " is the op's own result");
+        ok = false;
+      } else if (it == position_.end()) {
+        error(op, which + " is not defined in func @" + fn_.name());
+        ok = false;
+      } else if (it->second > index) {
+        error(op, which + " is defined after its use");
+        ok = false;
+      } else if (operand->kind() == OpKind::Return) {
+        error(op, which + " is a return, which has no result");
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  void verifyName(const Op &op, llvm::StringRef attr, llvm::StringSet<> &seen) {
+    auto value = op.stringAttr(attr);
+    if (!value)
+      error(op, "missing string attribute '" + attr.str() + "'");
+    else if (value->empty())
+      error(op, "attribute '" + attr.str() + "' is empty");
+    else if (!seen.insert(*value).second)
+      error(op, attr.str() + " \"" + *value + "\" is used twice");
+  }
+
+  void verifyOp(const Op &op, size_t index) {
+    if (op.parent() != &fn_)
+      error(op, "belongs to another function");
+    if (op.kind() == OpKind::Return && index + 1 != fn_.ops().size())
+      error(op, "must be the last op of the function");
+    switch (op.kind()) {
+    case OpKind::Input:
+      verifyName(op, "name", inputNames_);
+      break;
+    case OpKind::Param:
+      verifyName(op, "path", paramPaths_);
+      break;
+    case OpKind::Constant: {
+      const Attr *value = op.attr("value");
+      bool numeric = value && (std::holds_alternative<int64_t>(*value) ||
+                               std::holds_alternative<double>(*value));
+      bool boolean = value && std::holds_alternative<bool>(*value);
+      if (!numeric && !(boolean && op.type().dtype == DType::Bool))
+        error(op, op.type().dtype == DType::Bool
+                      ? "needs a numeric or bool attribute 'value'"
+                      : "needs a numeric attribute 'value'");
+      break;
+    }
+    default:
+      break;
+    }
+    if (const Attr *fusion = op.attr("fusion")) {
+      if (!isElementwise(op.kind()))
+        error(op, "only elementwise ops belong to a fusion group");
+      else if (!std::holds_alternative<int64_t>(*fusion))
+        error(op, "attribute 'fusion' must be an integer");
+    }
+    if (!verifyOperands(op, index))
+      return;
+    std::vector<Type> types;
+    for (const Op *operand : op.operands())
+      types.push_back(operand->type());
+    auto inferred = inferType(op.kind(), types, op.attrs(), &op.type());
+    if (auto *message = std::get_if<std::string>(&inferred)) {
+      // inferType's messages already start with the mnemonic.
+      errors_.push_back({&op, op.loc(), *message});
+      return;
+    }
+    const Type &type = std::get<Type>(inferred);
+    if (op.kind() != OpKind::Return && type != op.type())
+      error(op, "result type " + op.type().str() + " differs from the inferred " + type.str());
+  }
+};
+
+std::string funcLabel(const Function &fn) {
+  std::string out = "func @" + fn.name();
+  if (!fn.bucket().empty()) {
+    out += '<';
+    for (size_t i = 0; i < fn.bucket().size(); ++i)
+      out += (i ? ", " : "") + fn.bucket()[i].first + " = " +
+             std::to_string(fn.bucket()[i].second);
+    out += '>';
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<VerifyError> verify(const Function &fn) { return FunctionVerifier(fn).run(); }
+
+std::vector<VerifyError> verify(const Module &module) {
+  std::vector<VerifyError> errors;
+  for (const auto &fn : module.functions) {
+    auto more = verify(*fn);
+    errors.insert(errors.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+  }
+  return errors;
+}
+
+std::string formatErrors(const std::vector<VerifyError> &errors, const Function *fn) {
+  std::string out;
+  for (const VerifyError &e : errors) {
+    if (e.loc.known())
+      out += e.loc.file + ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col) +
+             ": ";
+    out += "error: " + e.message;
+    const Function *in = fn ? fn : e.op ? e.op->parent() : nullptr;
+    if (in)
+      out += " (in " + funcLabel(*in) + ")";
+    out += '\n';
+  }
+  return out;
+}
+
+} // namespace lpu::ir

@@ -1,0 +1,192 @@
+// The verifier: each invariant is caught, at the offending op's location.
+#include "ir/Text.h"
+#include "ir/Verifier.h"
+
+#include <gtest/gtest.h>
+
+using namespace lpu::ir;
+
+namespace {
+
+Type f32(std::vector<int64_t> shape) { return Type{DType::F32, std::move(shape)}; }
+Location at(unsigned line) { return Location{"m.lpu", line, 5}; }
+
+/// x: f32[2, 3], w: f32[3, 4]; y = x @ w; return y. Op i sits on line i+1.
+struct Sample {
+  Function fn{"f", {{"B", 2}}};
+  Op *x, *w, *y, *ret;
+  Sample() {
+    x = fn.append(OpKind::Input, f32({2, 3}), {}, at(1));
+    x->setAttr("name", std::string("x"));
+    w = fn.append(OpKind::Param, f32({3, 4}), {}, at(2));
+    w->setAttr("path", std::string("w"));
+    y = fn.append(OpKind::Matmul, f32({2, 4}), {x, w}, at(3));
+    ret = fn.append(OpKind::Return, Type{}, {y}, at(4));
+    ret->setAttr("names", std::vector<std::string>{"y"});
+  }
+};
+
+/// The one error expected, at `loc`, containing `text`.
+void expectOne(const Function &fn, const Location &loc, const std::string &text) {
+  auto errors = verify(fn);
+  ASSERT_EQ(errors.size(), 1u) << formatErrors(errors, &fn);
+  EXPECT_EQ(errors[0].loc, loc);
+  EXPECT_NE(errors[0].message.find(text), std::string::npos) << errors[0].message;
+}
+
+TEST(Verifier, AcceptsAWellFormedFunction) {
+  Sample s;
+  EXPECT_TRUE(verify(s.fn).empty()) << formatErrors(verify(s.fn));
+  auto m = parseModule("func @g {\n  %0 = input {name = \"a\"} : bool[3]\n"
+                       "  %1 = constant {value = true} : bool[3]\n"
+                       "  %2 = and %0, %1 {fusion = 0} : bool[3]\n"
+                       "  return %2 {names = [\"o\"]}\n}\n",
+                       "g.ir");
+  ASSERT_TRUE(static_cast<bool>(m));
+  EXPECT_TRUE(verify(**m).empty()) << formatErrors(verify(**m));
+}
+
+TEST(Verifier, StoredTypeMustMatchInferred) {
+  Sample s;
+  s.y->setType(f32({2, 5}));
+  expectOne(s.fn, at(3), "result type f32[2, 5] differs from the inferred f32[2, 4]");
+}
+
+TEST(Verifier, TypeRuleErrors) {
+  Sample s;
+  s.w->setType(f32({5, 4}));
+  expectOne(s.fn, at(3), "matmul: contracting dimensions differ: 3 and 5");
+}
+
+TEST(Verifier, OperandCount) {
+  Sample s;
+  s.y->setOperands({s.x});
+  expectOne(s.fn, at(3), "expected 2 operands, got 1");
+}
+
+TEST(Verifier, Dominance) {
+  Sample s;
+  Op *late = s.fn.insertBefore(s.ret, OpKind::Neg, f32({2, 4}), {s.y}, at(9));
+  s.y->setOperand(0, late);
+  auto errors = verify(s.fn);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0].loc, at(3));
+  EXPECT_NE(errors[0].message.find("defined after its use"), std::string::npos);
+
+  Sample self;
+  Op *neg = self.fn.insertBefore(self.ret, OpKind::Neg, f32({2, 4}), {self.y}, at(7));
+  neg->setOperand(0, neg);
+  expectOne(self.fn, at(7), "own result");
+
+  Sample other, here;
+  here.y->setOperand(0, other.x);
+  expectOne(here.fn, at(3), "not defined in func @f");
+}
+
+TEST(Verifier, ReturnExactlyOnceAndLast) {
+  Sample missing;
+  missing.fn.eraseIf([&](const Op &op) { return op.kind() == OpKind::Return; });
+  auto errors = verify(missing.fn);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].op, nullptr);
+  EXPECT_NE(errors[0].message.find("does not end with a return"), std::string::npos);
+
+  Sample early;
+  early.fn.append(OpKind::Neg, f32({2, 4}), {early.y}, at(8));
+  auto e2 = verify(early.fn);
+  ASSERT_EQ(e2.size(), 2u) << formatErrors(e2);
+  EXPECT_EQ(e2[0].loc, at(4));
+  EXPECT_NE(e2[0].message.find("last op"), std::string::npos);
+
+  Sample twice;
+  Op *r2 = twice.fn.append(OpKind::Return, Type{}, {twice.y}, at(6));
+  r2->setAttr("names", std::vector<std::string>{"z"});
+  expectOne(twice.fn, at(4), "must be the last op");
+
+  Sample names;
+  names.ret->setAttr("names", std::vector<std::string>{"a", "b"});
+  expectOne(names.fn, at(4), "2 names for 1 operands");
+
+  // A return has no result to read.
+  Sample use;
+  Op *inner = use.fn.insertBefore(use.ret, OpKind::Return, Type{}, {}, at(5));
+  inner->setAttr("names", std::vector<int64_t>{});
+  use.ret->setOperand(0, inner);
+  auto e3 = verify(use.fn);
+  ASSERT_EQ(e3.size(), 2u) << formatErrors(e3);
+  EXPECT_EQ(e3[0].loc, at(5));
+  EXPECT_NE(e3[0].message.find("must be the last op"), std::string::npos);
+  EXPECT_EQ(e3[1].loc, at(4));
+  EXPECT_NE(e3[1].message.find("operand 0 is a return"), std::string::npos);
+}
+
+TEST(Verifier, InputNamesAndParamPaths) {
+  Sample missing;
+  missing.x->removeAttr("name");
+  expectOne(missing.fn, at(1), "missing string attribute 'name'");
+
+  Sample empty;
+  empty.w->setAttr("path", std::string(""));
+  expectOne(empty.fn, at(2), "attribute 'path' is empty");
+
+  Sample wrongKind;
+  wrongKind.w->setAttr("path", int64_t(3));
+  expectOne(wrongKind.fn, at(2), "missing string attribute 'path'");
+
+  Sample dup;
+  Op *x2 = dup.fn.insertBefore(dup.y, OpKind::Input, f32({1}), {}, at(6));
+  x2->setAttr("name", std::string("x"));
+  expectOne(dup.fn, at(6), "name \"x\" is used twice");
+
+  Sample dupParam;
+  Op *w2 = dupParam.fn.insertBefore(dupParam.y, OpKind::Param, f32({1}), {}, at(7));
+  w2->setAttr("path", std::string("w"));
+  expectOne(dupParam.fn, at(7), "path \"w\" is used twice");
+}
+
+TEST(Verifier, ConstantValues) {
+  Sample s;
+  Op *c = s.fn.insertBefore(s.ret, OpKind::Constant, f32({}), {}, at(10));
+  expectOne(s.fn, at(10), "needs a numeric attribute 'value'");
+  c->setAttr("value", std::string("1"));
+  expectOne(s.fn, at(10), "needs a numeric attribute 'value'");
+  c->setAttr("value", true);
+  expectOne(s.fn, at(10), "numeric");
+  c->setAttr("value", int64_t(2));
+  EXPECT_TRUE(verify(s.fn).empty());
+  c->setAttr("value", 2.5);
+  EXPECT_TRUE(verify(s.fn).empty());
+  c->setType(Type{DType::Bool, {}});
+  c->setAttr("value", false);
+  EXPECT_TRUE(verify(s.fn).empty());
+}
+
+TEST(Verifier, FusionOnlyOnElementwise) {
+  Sample s;
+  s.y->setAttr("fusion", int64_t(1));
+  expectOne(s.fn, at(3), "only elementwise ops belong to a fusion group");
+  s.y->removeAttr("fusion");
+  Op *neg = s.fn.insertBefore(s.ret, OpKind::Neg, f32({2, 4}), {s.y}, at(11));
+  neg->setAttr("fusion", int64_t(1));
+  EXPECT_TRUE(verify(s.fn).empty());
+  neg->setAttr("fusion", std::string("one"));
+  expectOne(s.fn, at(11), "'fusion' must be an integer");
+}
+
+TEST(Verifier, FormatErrors) {
+  Sample s;
+  s.y->setType(f32({2, 5}));
+  s.x->setLoc(Location{});
+  s.x->removeAttr("name");
+  std::string text = formatErrors(verify(s.fn));
+  EXPECT_EQ(text, "error: input: missing string attribute 'name' (in func @f<B = 2>)\n"
+                  "m.lpu:3:5: error: matmul: result type f32[2, 5] differs from the inferred "
+                  "f32[2, 4] (in func @f<B = 2>)\n");
+  Module m;
+  m.functions.push_back(std::make_unique<Function>("empty"));
+  auto errors = verify(m);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(formatErrors(errors), "error: func @empty does not end with a return\n");
+}
+
+} // namespace
