@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 namespace lpu::ir::interp {
@@ -217,34 +218,26 @@ llvm::Expected<Value> conv2d(const Op &op, const Value &x, const Value &w, unsig
   return makeFloat(op.type(), std::move(y));
 }
 
-llvm::Expected<Value> pool2d(const Op &op, const Value &x) {
-  if (!x.isFloat())
-    return opError(op, "needs a float operand");
-  if (x.type.rank() != 4 || op.type().rank() != 4)
-    return opError(op, "needs an NCHW operand");
-  auto kernel = pairAttr(op, "kernel", 1);
-  if (!kernel || !op.attr("kernel"))
-    return opError(op, "needs a 'kernel' of [h, w]");
-  auto stride = pairAttr(op, "stride", kernel->first), padding = pairAttr(op, "padding", 0);
-  if (!stride || !padding)
-    return opError(op, "stride and padding must be [h, w]");
-  if (!op.attr("stride"))
-    stride = kernel;
-  int64_t planes = x.type.shape[0] * x.type.shape[1], h = x.type.shape[2], wd = x.type.shape[3];
-  int64_t oh = op.type().shape[2], ow = op.type().shape[3];
-  auto [kh, kw] = *kernel;
-  auto [sh, sw] = *stride;
-  auto [ph, pw] = *padding;
-  bool isMax = op.kind() == OpKind::MaxPool2d;
-  std::vector<float> y(static_cast<size_t>(planes * oh * ow));
-  float *out = y.data();
+/// One pooling window walk per output element. Padding never wins the
+/// maximum and counts as zero in the average, whose divisor is the kernel
+/// area (docs/ir.md). T is float, or int32 for an integer max pool.
+template <typename T>
+std::vector<T> poolData(const T *x, int64_t planes, int64_t h, int64_t wd, int64_t oh, int64_t ow,
+                        std::pair<int64_t, int64_t> kernel, std::pair<int64_t, int64_t> stride,
+                        std::pair<int64_t, int64_t> padding, bool isMax) {
+  auto [kh, kw] = kernel;
+  auto [sh, sw] = stride;
+  auto [ph, pw] = padding;
+  std::vector<T> y(static_cast<size_t>(planes * oh * ow));
+  T *out = y.data();
   for (int64_t p = 0; p < planes; ++p) {
-    const float *img = x.floats() + p * h * wd;
+    const T *img = x + p * h * wd;
     for (int64_t oy = 0; oy < oh; ++oy)
       for (int64_t ox = 0; ox < ow; ++ox) {
-        // Padding is -inf for max and 0 for the average, whose divisor
-        // counts the padded positions (kernel area), as the op set says.
-        float acc = isMax ? -INFINITY : 0.0f;
+        T acc = isMax ? std::numeric_limits<T>::lowest() : T(0);
+        if constexpr (std::is_same_v<T, float>)
+          if (isMax)
+            acc = -INFINITY;
         for (int64_t i = 0; i < kh; ++i) {
           int64_t iy = oy * sh - ph + i;
           if (iy < 0 || iy >= h)
@@ -253,13 +246,45 @@ llvm::Expected<Value> pool2d(const Op &op, const Value &x) {
             int64_t ix = ox * sw - pw + j;
             if (ix < 0 || ix >= wd)
               continue;
-            float v = img[iy * wd + ix];
-            acc = isMax ? (std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v)) : acc + v;
+            T v = img[iy * wd + ix];
+            if (!isMax)
+              acc += v;
+            else if constexpr (std::is_same_v<T, float>)
+              acc = std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
+            else
+              acc = std::max(acc, v);
           }
         }
-        *out++ = isMax ? acc : acc / static_cast<float>(kh * kw);
+        if constexpr (std::is_same_v<T, float>)
+          if (!isMax)
+            acc /= static_cast<float>(kh * kw);
+        *out++ = acc;
       }
   }
+  return y;
+}
+
+llvm::Expected<Value> pool2d(const Op &op, const Value &x) {
+  bool isMax = op.kind() == OpKind::MaxPool2d;
+  if (!x.isFloat() && !isMax)
+    return opError(op, "needs a float operand");
+  if (x.type.rank() != 4 || op.type().rank() != 4)
+    return opError(op, "needs an NCHW operand");
+  auto kernel = pairAttr(op, "kernel", 1);
+  if (!kernel || !op.attr("kernel"))
+    return opError(op, "needs a 'kernel' of [h, w]");
+  auto stride = pairAttr(op, "stride", 1), padding = pairAttr(op, "padding", 0);
+  if (!stride || !padding)
+    return opError(op, "stride and padding must be [h, w]");
+  if (!op.attr("stride"))
+    stride = kernel;
+  int64_t planes = x.type.shape[0] * x.type.shape[1], h = x.type.shape[2], wd = x.type.shape[3];
+  int64_t oh = op.type().shape[2], ow = op.type().shape[3];
+  if (!x.isFloat())
+    return makeInt(op.type(), poolData(x.ints(), planes, h, wd, oh, ow, *kernel, *stride,
+                                       *padding, true));
+  std::vector<float> y =
+      poolData(x.floats(), planes, h, wd, oh, ow, *kernel, *stride, *padding, isMax);
   roundTo(op.type().dtype, y.data(), y.size());
   return makeFloat(op.type(), std::move(y));
 }

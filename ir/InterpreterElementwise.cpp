@@ -148,8 +148,9 @@ int64_t intPow(int64_t base, int64_t exp) {
   return static_cast<int64_t>(result);
 }
 
-float nanMax(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
-float nanMin(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+// NaN wins; on ties (0 and -0) the first operand.
+float nanMax(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (b > a ? b : a); }
+float nanMin(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (b < a ? b : a); }
 
 template <typename F> void mapUnary(const float *x, float *y, size_t n, F f) {
   for (size_t i = 0; i < n; ++i)
@@ -295,8 +296,8 @@ llvm::Expected<Value> binaryInt(const Op &op, const Value &a, const Value &b) {
     case OpKind::Div: map(floorDiv); break;
     case OpKind::Rem: map(floorRem); break;
     case OpKind::Pow: map(intPow); break;
-    case OpKind::Maximum: map([](int64_t u, int64_t v) { return u > v ? u : v; }); break;
-    case OpKind::Minimum: map([](int64_t u, int64_t v) { return u < v ? u : v; }); break;
+    case OpKind::Maximum: map([](int64_t u, int64_t v) { return v > u ? v : u; }); break;
+    case OpKind::Minimum: map([](int64_t u, int64_t v) { return v < u ? v : u; }); break;
     default:
       return opError(op, "not defined on " + tensor::dtypeName(a.type.dtype));
     }

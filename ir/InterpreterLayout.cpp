@@ -187,7 +187,10 @@ llvm::Expected<Value> reduce(const Op &op, const Value &x) {
     const int32_t *row = rows.data() + r * inner;
     int64_t acc = 0;
     if (op.kind() == OpKind::ReduceMax || op.kind() == OpKind::ReduceMin) {
-      acc = op.kind() == OpKind::ReduceMax ? INT64_MIN : INT64_MAX;
+      // An empty reduction gives the dtype's minimum (maximum).
+      int64_t bits = dt == DType::I8 ? 8 : dt == DType::I16 ? 16 : 32;
+      acc = op.kind() == OpKind::ReduceMax ? -(int64_t(1) << (bits - 1))
+                                           : (int64_t(1) << (bits - 1)) - 1;
       for (int64_t j = 0; j < inner; ++j)
         acc = op.kind() == OpKind::ReduceMax ? std::max<int64_t>(acc, row[j])
                                              : std::min<int64_t>(acc, row[j]);
@@ -387,18 +390,18 @@ llvm::Expected<Value> evalLayout(const Op &op, llvm::ArrayRef<const Value *> arg
     int64_t outer = product(llvm::ArrayRef<int64_t>(shape).take_front(axis));
     int64_t inner = product(llvm::ArrayRef<int64_t>(shape).drop_front(axis + 1));
     int64_t rows = shape[axis], count = static_cast<int64_t>(ids.i->size());
+    // Ids outside [0, rows) are clamped into it (docs/ir.md): the machine
+    // reads a valid row whatever the data says.
+    std::vector<int64_t> rowOf(static_cast<size_t>(count));
     for (int64_t k = 0; k < count; ++k)
-      if (ids.ints()[k] < 0 || ids.ints()[k] >= rows)
-        return opError(op, "index " + llvm::Twine(ids.ints()[k]) + " (element " +
-                               llvm::Twine(k) + " of the ids) is out of range [0, " +
-                               llvm::Twine(rows) + ")");
+      rowOf[k] = std::clamp<int64_t>(ids.ints()[k], 0, rows > 0 ? rows - 1 : 0);
     return onData(op, x, [&](const auto *d) {
       using T = std::decay_t<decltype(*d)>;
       std::vector<T> y(static_cast<size_t>(outer * count * inner));
       T *out = y.data();
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < count; ++k) {
-          const T *src = d + (o * rows + ids.ints()[k]) * inner;
+          const T *src = d + (o * rows + rowOf[k]) * inner;
           std::copy(src, src + inner, out);
           out += inner;
         }

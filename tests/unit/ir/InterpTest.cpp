@@ -148,10 +148,22 @@ TEST(Interp, BadInputsAreNamed) {
               HasSubstr("missing (1): emb.table"));
   EXPECT_THAT(runError(b.fn(), {{"x", tx}, {"ids", tid}}, {{"emb.table", Tensor(DType::F32, {4, 3})}}),
               HasSubstr("wrong type (1): emb.table (expected f16[4, 3], given f32[4, 3])"));
-  Tensor bad(DType::I32, {2});
-  bad.setInt(1, 4);
-  EXPECT_THAT(runError(b.fn(), {{"x", tx}, {"ids", bad}}, w),
-              HasSubstr("index 4 (element 1 of the ids) is out of range [0, 4)"));
+}
+
+TEST(Interp, GatherClampsIds) {
+  FnBuilder b;
+  Op *table = b.input("t", T(DType::F16, {4, 2}));
+  Op *ids = b.input("ids", T(DType::I32, {3}));
+  b.ret({b.op(OpKind::Gather, {table, ids}, {{"axis", int64_t(0)}})}, {"y"});
+  Tensor tids(DType::I32, {3});
+  tids.setInt(0, -3);
+  tids.setInt(1, 2);
+  tids.setInt(2, 9);
+  auto out = runOk(b.fn(), {{"t", f16({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}, {"ids", tids}});
+  // Rows 0 (clamped from -3), 2, and 3 (clamped from 9).
+  const float want[] = {0, 1, 4, 5, 6, 7};
+  for (int k = 0; k < 6; ++k)
+    EXPECT_EQ(out["y"].getFloat(k), want[k]) << k;
 }
 
 TEST(Interp, WeightsFromFilesAndSeeds) {
