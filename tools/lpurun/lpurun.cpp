@@ -100,8 +100,6 @@ llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, 
                                      path + ": the IR does not verify:\n" + ir::formatErrors(errors));
     return module;
   }
-  if (auto readable = tools::readInputFile(path); !readable) // the usual messages
-    return readable.takeError();
   CompileToIROptions options;
   std::string exe = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&loadModule));
   options.importPaths = defaultStdlibPaths(llvm::sys::path::parent_path(exe));
@@ -122,6 +120,10 @@ struct ReferenceArgs {
 /// lpurun --reference: compile, load weights, run the entry's best bucket,
 /// write or print the outputs; the bucket and padding go to stderr.
 int runReference(const ReferenceArgs &args, const char *argv0) {
+  if (auto readable = tools::readInputFile(args.model); !readable) { // missing, a directory
+    tools::reportToolError(kTool, llvm::toString(readable.takeError()));
+    return tools::kExitUsageError;
+  }
   auto module = loadModule(args.model, argv0);
   if (!module) {
     tools::reportToolError(kTool, llvm::toString(module.takeError()));
