@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include <cstring>
 #include <thread>
 
 namespace lpu::ir {
@@ -32,6 +33,14 @@ Type typeOf(const tensor::Tensor &t) { return Type{t.dtype(), t.shape().vec()}; 
 
 Value toValue(const tensor::Tensor &t) {
   Type type = typeOf(t);
+  if (t.dtype() == DType::F16) {
+    // Weights are mostly f16: convert in bulk.
+    std::vector<float> data(static_cast<size_t>(t.numElements()));
+    std::vector<uint16_t> bits(data.size());
+    std::memcpy(bits.data(), t.bytes().data(), bits.size() * sizeof(uint16_t));
+    interp::halfToFloat(bits.data(), data.data(), data.size());
+    return interp::makeFloat(std::move(type), std::move(data));
+  }
   if (tensor::isFloat(t.dtype()))
     return interp::makeFloat(std::move(type), t.toFloats());
   std::vector<int32_t> data(static_cast<size_t>(t.numElements()));

@@ -36,6 +36,8 @@ Value makeInt(Type type, std::vector<int32_t> data);
 /// no-op for f32, via the F16C instructions for f16 when the CPU has them
 /// (bit-identical to tensor::floatToHalfBits, which is the fallback).
 void roundTo(tensor::DType dtype, float *data, size_t n);
+/// f16 bits -> float, exact (F16C when the CPU has it).
+void halfToFloat(const uint16_t *in, float *out, size_t n);
 /// Two's-complement wrap of `v` into `dtype` (i8, i16, i32); bool: v != 0.
 int32_t wrapInt(tensor::DType dtype, int64_t v);
 

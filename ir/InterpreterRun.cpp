@@ -4,6 +4,9 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <chrono>
+#include <ctime>
+
 namespace lpu::ir {
 
 namespace {
@@ -143,13 +146,23 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   for (const backend::TensorPlacement &t : bucket.tensors)
     if (t.role == backend::TensorRole::Input)
       padded.emplace(t.name, backend::padTo(inputs.at(t.name), bucket.concreteShape(t)));
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  auto t0 = Clock::now();
   auto interpreter = Interpreter::create(fn, weights, options);
   if (!interpreter)
     return interpreter.takeError();
+  auto t1 = Clock::now();
+  std::clock_t c1 = std::clock();
   auto outputs = (*interpreter)->run(padded);
   if (!outputs)
     return outputs.takeError();
   EntryRun run;
+  run.runCpuSeconds = double(std::clock() - c1) / CLOCKS_PER_SEC;
+  run.prepareSeconds = seconds(t0, t1);
+  run.runSeconds = seconds(t1, Clock::now());
   run.function = &fn;
   run.bucketText = bucketText(fn);
   run.paddingFraction = choice->paddingFraction;

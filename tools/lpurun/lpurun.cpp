@@ -22,7 +22,6 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <chrono>
 
 using namespace lpu;
 
@@ -142,16 +141,16 @@ int runReference(const ReferenceArgs &args, const char *argv0) {
       return tools::kExitUsageError;
     }
   }
-  auto start = std::chrono::steady_clock::now();
   auto run = ir::runEntry(**module, args.entry, args.inputs, *weights, {args.threads});
   if (!run) {
     tools::reportToolError(kTool, llvm::toString(run.takeError()));
     return tools::kExitInputError;
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   llvm::errs() << "reference: entry " << run->function->name() << ", bucket " << run->bucketText
-               << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%, "
-               << llvm::format("%.3f", seconds) << " s\n";
+               << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%\n"
+               << "reference: weights bound in " << llvm::format("%.3f", run->prepareSeconds)
+               << " s, run " << llvm::format("%.3f", run->runSeconds) << " s (cpu "
+               << llvm::format("%.3f", run->runCpuSeconds) << " s)\n";
   for (const auto &[name, path] : args.outputFiles) {
     bool known = false;
     for (const auto &[outName, value] : run->outputs)
