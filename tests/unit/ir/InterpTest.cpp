@@ -249,3 +249,48 @@ TEST(InterpRun, SmallestBucketPaddedAndCropped) {
 
 } // namespace
 } // namespace lpu::ir
+
+namespace lpu::ir {
+namespace {
+
+using namespace testing;
+using tensor::Tensor;
+
+TEST(Interp, BoolLogicBF16RoundingAndIntegerMaxPool) {
+  FnBuilder b;
+  Op *p = b.input("p", T(DType::Bool, {4}));
+  Op *q = b.input("q", T(DType::Bool, {4}));
+  // bf16 keeps 8 significant bits: 1 + 2^-8 is a tie between 1 and
+  // 1 + 2^-7 and goes to the even 1; 1 + 3 * 2^-8 goes up to 1 + 2^-6.
+  Op *h = b.input("h", T(DType::BF16, {2}));
+  Op *small = b.op(OpKind::Constant, {}, {{"value", std::ldexp(1.0, -8)}}, T(DType::BF16, {2}));
+  Op *img = b.input("img", T(DType::I32, {1, 1, 2, 3}));
+  b.ret({b.op(OpKind::And, {p, q}), b.op(OpKind::Or, {p, q}), b.op(OpKind::Add, {h, small}),
+         b.op(OpKind::MaxPool2d, {img},
+              {{"kernel", std::vector<int64_t>{2, 2}},
+               {"stride", std::vector<int64_t>{1, 1}},
+               {"padding", std::vector<int64_t>{0, 0}}})},
+        {"and", "or", "sum", "pool"});
+  Tensor tp(DType::Bool, {4}), tq(DType::Bool, {4}), timg(DType::I32, {1, 1, 2, 3});
+  for (int k = 0; k < 4; ++k) {
+    tp.setInt(k, k & 1);
+    tq.setInt(k, (k >> 1) & 1);
+  }
+  const int32_t pixels[] = {-5, 7, -9, 3, -1, 100000000};
+  for (int k = 0; k < 6; ++k)
+    timg.setInt(k, pixels[k]);
+  Tensor th = Tensor::fromFloats(DType::BF16, {2}, {1.0f, 1.0f + 2 * std::ldexp(1.0f, -8)});
+  auto out = runOk(b.fn(), {{"p", tp}, {"q", tq}, {"h", th}, {"img", timg}});
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(out["and"].getInt(k), (k & 1) && ((k >> 1) & 1)) << k;
+    EXPECT_EQ(out["or"].getInt(k), (k & 1) || ((k >> 1) & 1)) << k;
+  }
+  EXPECT_EQ(out["sum"].getFloat(0), 1.0f);
+  EXPECT_EQ(out["sum"].getFloat(1), 1.0f + std::ldexp(1.0f, -6));
+  // Integer max pooling is exact (100000000 is not a float32 value).
+  EXPECT_EQ(out["pool"].getInt(0), 7);
+  EXPECT_EQ(out["pool"].getInt(1), 100000000);
+}
+
+} // namespace
+} // namespace lpu::ir
