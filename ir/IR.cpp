@@ -556,6 +556,8 @@ Result window(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs) {
 Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Type *declared) {
   llvm::StringRef name = mnemonic(kind);
   AttrReader r{name, attrs, {}};
+  if (in.empty())
+    return name.str() + ": needs at least one operand";
   const Type &x = in[0];
   switch (kind) {
   case OpKind::Reshape:
@@ -619,8 +621,6 @@ Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Ty
     return out;
   }
   case OpKind::Concat: {
-    if (in.empty())
-      return name.str() + ": needs at least one operand";
     auto axis = r.axis("axis", x.rank());
     if (!axis)
       return r.error;

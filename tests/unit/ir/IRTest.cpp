@@ -9,15 +9,27 @@ namespace {
 
 Type f32(std::vector<int64_t> shape) { return Type{DType::F32, std::move(shape)}; }
 
+struct TableRow {
+  OpKind kind;
+  const char *mnemonic;
+  OpClass cls;
+  int operands;
+};
+
+constexpr TableRow kTable[] = {
+#define LPU_OP(Enum, Mnemonic, Class, Operands) {OpKind::Enum, Mnemonic, OpClass::Class, Operands},
+#include "ir/Ops.def"
+};
+
 TEST(OpTable, MnemonicsRoundTripAndAreUnique) {
   std::vector<std::string> seen;
-#define LPU_OP(Enum, Mnemonic, Class, Operands)                                                   \
-  EXPECT_EQ(mnemonic(OpKind::Enum), Mnemonic);                                                    \
-  EXPECT_EQ(parseMnemonic(Mnemonic), OpKind::Enum);                                               \
-  EXPECT_EQ(opClass(OpKind::Enum), OpClass::Class);                                               \
-  EXPECT_EQ(operandCount(OpKind::Enum), Operands);                                                \
-  seen.push_back(Mnemonic);
-#include "ir/Ops.def"
+  for (const TableRow &row : kTable) {
+    EXPECT_EQ(mnemonic(row.kind), row.mnemonic);
+    EXPECT_EQ(parseMnemonic(row.mnemonic), row.kind);
+    EXPECT_EQ(opClass(row.kind), row.cls);
+    EXPECT_EQ(operandCount(row.kind), row.operands);
+    seen.push_back(row.mnemonic);
+  }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
   EXPECT_FALSE(parseMnemonic("Add"));
