@@ -200,39 +200,38 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
 
   std::vector<Value> values(ops.size());
   std::vector<const Value *> args;
+  // One kernel call per op (the kernels loop over elements themselves).
+  auto evaluate = [&](size_t k, const Op &op) -> llvm::Expected<Value> {
+    switch (opClass(op.kind())) {
+    case OpClass::Leaf:
+      if (op.kind() == OpKind::Input)
+        return toValue(inputs.at(inputName(op)));
+      if (op.kind() == OpKind::Param)
+        return state_->params.at(k);
+      return interp::evalLeaf(op);
+    case OpClass::Unary:
+    case OpClass::Binary:
+    case OpClass::Ternary:
+      return interp::evalElementwise(op, args);
+    case OpClass::Reduce:
+      return interp::evalReduce(op, *args[0]);
+    case OpClass::Layout:
+      return interp::evalLayout(op, args);
+    case OpClass::Contract:
+      return interp::evalContract(op, args, threads);
+    case OpClass::Terminator:
+      break;
+    }
+    return interp::opError(op, "cannot be evaluated");
+  };
   for (size_t k = 0; k < ops.size(); ++k) {
     const Op &op = *ops[k];
     args.clear();
     for (const Op *operand : op.operands())
       args.push_back(&values[state_->index.find(operand)->second]);
-    llvm::Expected<Value> result = error("unreachable");
-    switch (opClass(op.kind())) {
-    case OpClass::Leaf:
-      if (op.kind() == OpKind::Input)
-        result = toValue(inputs.at(inputName(op)));
-      else if (op.kind() == OpKind::Param)
-        result = state_->params.at(k);
-      else
-        result = interp::evalLeaf(op);
-      break;
-    case OpClass::Unary:
-    case OpClass::Binary:
-    case OpClass::Ternary:
-      result = interp::evalElementwise(op, args);
-      break;
-    case OpClass::Reduce:
-      result = interp::evalReduce(op, *args[0]);
-      break;
-    case OpClass::Layout:
-      result = interp::evalLayout(op, args);
-      break;
-    case OpClass::Contract:
-      result = interp::evalContract(op, args, threads);
-      break;
-    case OpClass::Terminator: {
-      llvm::consumeError(result.takeError());
-      std::vector<std::string> outNames = op.stringsAttr("names").value_or(
-          std::vector<std::string>{});
+    if (op.kind() == OpKind::Return) {
+      std::vector<std::string> outNames =
+          op.stringsAttr("names").value_or(std::vector<std::string>{});
       std::vector<NamedTensor> outputs;
       for (size_t i = 0; i < args.size(); ++i) {
         std::string name = i < outNames.size() ? outNames[i]
@@ -242,7 +241,7 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
       }
       return outputs;
     }
-    }
+    llvm::Expected<Value> result = evaluate(k, op);
     if (!result)
       return result.takeError();
     if (result->type != op.type())

@@ -43,7 +43,7 @@ int32_t wrapInt(tensor::DType dtype, int64_t v);
 
 llvm::Error opError(const Op &op, const llvm::Twine &message);
 
-/// The axis attribute `name` made non-negative for rank `rank`.
+/// `axis` counted from the end when negative, for rank `rank`.
 int64_t normalizeAxis(int64_t axis, size_t rank);
 
 // Each kernel computes one op from its operands' values; the op's type is
