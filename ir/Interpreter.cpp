@@ -88,9 +88,9 @@ paramSpecs(llvm::ArrayRef<const Function *> functions) {
       }
       const tensor::TensorSpec &known = specs[it->second];
       if (known.dtype != spec.dtype || known.shape != spec.shape)
-        return error("parameter '" + spec.name + "' is " +
-                     Type{known.dtype, known.shape}.str() + " in one function and " +
-                     Type{spec.dtype, spec.shape}.str() + " in @" + fn->name());
+        return error("parameter '" + spec.name + "' is " + Type{known.dtype, known.shape}.str() +
+                     " in one function and " + Type{spec.dtype, spec.shape}.str() + " in @" +
+                     fn->name());
     }
   return specs;
 }
@@ -131,8 +131,8 @@ Interpreter::create(const Function &fn, const std::map<std::string, tensor::Tens
     for (const Op *operand : ops[k]->operands()) {
       auto it = state->index.find(operand);
       if (it == state->index.end())
-        return error("@" + fn.name() + ": op " + llvm::Twine(k) + " ('" +
-                     mnemonic(ops[k]->kind()) + "') reads a value not defined before it");
+        return error("@" + fn.name() + ": op " + llvm::Twine(k) + " ('" + mnemonic(ops[k]->kind()) +
+                     "') reads a value not defined before it");
       state->lastUse[it->second] = k;
     }
   }
@@ -163,7 +163,8 @@ Interpreter::create(const Function &fn, const std::map<std::string, tensor::Tens
   if (!missing.empty() || !wrongType.empty()) {
     std::string message = "the weights do not match @" + fn.name() + ":";
     if (!missing.empty())
-      message += "\n  missing (" + std::to_string(missing.size()) + "): " + llvm::join(missing, ", ");
+      message +=
+          "\n  missing (" + std::to_string(missing.size()) + "): " + llvm::join(missing, ", ");
     if (!wrongType.empty())
       message += "\n  wrong type (" + std::to_string(wrongType.size()) +
                  "): " + llvm::join(wrongType, ", ");
@@ -235,8 +236,8 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
       std::vector<NamedTensor> outputs;
       for (size_t i = 0; i < args.size(); ++i) {
         std::string name = i < outNames.size() ? outNames[i]
-                           : args.size() == 1   ? std::string("out")
-                                                : "out" + std::to_string(i);
+                           : args.size() == 1  ? std::string("out")
+                                               : "out" + std::to_string(i);
         outputs.emplace_back(std::move(name), toTensor(*args[i]));
       }
       return outputs;

@@ -70,8 +70,7 @@ __attribute__((target("avx,f16c"))) void roundToHalfF16C(float *data, size_t n) 
     data[i] = tensor::halfBitsToFloat(tensor::floatToHalfBits(data[i]));
 }
 
-__attribute__((target("avx,f16c"))) void halfToFloatF16C(const uint16_t *in, float *out,
-                                                          size_t n) {
+__attribute__((target("avx,f16c"))) void halfToFloatF16C(const uint16_t *in, float *out, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i,
@@ -183,22 +182,35 @@ template <typename F> void mapBinary(const float *a, const float *b, float *y, s
     y[i] = f(a[i], b[i]);
 }
 
-template <typename T, typename F>
-void compare(const T *a, const T *b, int32_t *y, size_t n, F f) {
+template <typename T, typename F> void compare(const T *a, const T *b, int32_t *y, size_t n, F f) {
   for (size_t i = 0; i < n; ++i)
     y[i] = f(a[i], b[i]) ? 1 : 0;
 }
 
-template <typename T> llvm::Expected<Value> compareOp(const Op &op, const T *a, const T *b, size_t n) {
+template <typename T>
+llvm::Expected<Value> compareOp(const Op &op, const T *a, const T *b, size_t n) {
   std::vector<int32_t> y(n);
   switch (op.kind()) {
-  case OpKind::Eq: compare(a, b, y.data(), n, [](T p, T q) { return p == q; }); break;
-  case OpKind::Ne: compare(a, b, y.data(), n, [](T p, T q) { return p != q; }); break;
-  case OpKind::Lt: compare(a, b, y.data(), n, [](T p, T q) { return p < q; }); break;
-  case OpKind::Le: compare(a, b, y.data(), n, [](T p, T q) { return p <= q; }); break;
-  case OpKind::Gt: compare(a, b, y.data(), n, [](T p, T q) { return p > q; }); break;
-  case OpKind::Ge: compare(a, b, y.data(), n, [](T p, T q) { return p >= q; }); break;
-  default: return opError(op, "not a comparison");
+  case OpKind::Eq:
+    compare(a, b, y.data(), n, [](T p, T q) { return p == q; });
+    break;
+  case OpKind::Ne:
+    compare(a, b, y.data(), n, [](T p, T q) { return p != q; });
+    break;
+  case OpKind::Lt:
+    compare(a, b, y.data(), n, [](T p, T q) { return p < q; });
+    break;
+  case OpKind::Le:
+    compare(a, b, y.data(), n, [](T p, T q) { return p <= q; });
+    break;
+  case OpKind::Gt:
+    compare(a, b, y.data(), n, [](T p, T q) { return p > q; });
+    break;
+  case OpKind::Ge:
+    compare(a, b, y.data(), n, [](T p, T q) { return p >= q; });
+    break;
+  default:
+    return opError(op, "not a comparison");
   }
   return makeInt(op.type(), std::move(y));
 }
@@ -214,30 +226,45 @@ llvm::Expected<Value> unaryFloat(const Op &op, const Value &x) {
   const float *in = x.floats();
   float *out = y.data();
   switch (op.kind()) {
-  case OpKind::Neg: mapUnary(in, out, n, [](float v) { return -v; }); break;
-  case OpKind::Abs: mapUnary(in, out, n, [](float v) { return std::fabs(v); }); break;
+  case OpKind::Neg:
+    mapUnary(in, out, n, [](float v) { return -v; });
+    break;
+  case OpKind::Abs:
+    mapUnary(in, out, n, [](float v) { return std::fabs(v); });
+    break;
   case OpKind::Relu:
     mapUnary(in, out, n, [](float v) { return std::isnan(v) || v > 0.0f ? v : 0.0f; });
     break;
   case OpKind::Gelu:
-    mapUnary(in, out, n, [](float v) {
-      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    });
+    mapUnary(in, out, n,
+             [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
     break;
   case OpKind::GeluTanh:
     mapUnary(in, out, n, [](float v) {
       return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
     });
     break;
-  case OpKind::Silu: mapUnary(in, out, n, [](float v) { return v / (1.0f + std::exp(-v)); }); break;
+  case OpKind::Silu:
+    mapUnary(in, out, n, [](float v) { return v / (1.0f + std::exp(-v)); });
+    break;
   case OpKind::Sigmoid:
     mapUnary(in, out, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
     break;
-  case OpKind::Tanh: mapUnary(in, out, n, [](float v) { return std::tanh(v); }); break;
-  case OpKind::Exp: mapUnary(in, out, n, [](float v) { return std::exp(v); }); break;
-  case OpKind::Log: mapUnary(in, out, n, [](float v) { return std::log(v); }); break;
-  case OpKind::Sqrt: mapUnary(in, out, n, [](float v) { return std::sqrt(v); }); break;
-  case OpKind::Rsqrt: mapUnary(in, out, n, [](float v) { return 1.0f / std::sqrt(v); }); break;
+  case OpKind::Tanh:
+    mapUnary(in, out, n, [](float v) { return std::tanh(v); });
+    break;
+  case OpKind::Exp:
+    mapUnary(in, out, n, [](float v) { return std::exp(v); });
+    break;
+  case OpKind::Log:
+    mapUnary(in, out, n, [](float v) { return std::log(v); });
+    break;
+  case OpKind::Sqrt:
+    mapUnary(in, out, n, [](float v) { return std::sqrt(v); });
+    break;
+  case OpKind::Rsqrt:
+    mapUnary(in, out, n, [](float v) { return 1.0f / std::sqrt(v); });
+    break;
   default:
     return opError(op, "not defined on " + tensor::dtypeName(x.type.dtype));
   }
@@ -252,16 +279,20 @@ llvm::Expected<Value> unaryInt(const Op &op, const Value &x) {
   const int32_t *in = x.ints();
   switch (op.kind()) {
   case OpKind::Neg:
-    for (size_t k = 0; k < n; ++k) y[k] = wrapInt(dt, -int64_t(in[k]));
+    for (size_t k = 0; k < n; ++k)
+      y[k] = wrapInt(dt, -int64_t(in[k]));
     break;
   case OpKind::Abs:
-    for (size_t k = 0; k < n; ++k) y[k] = wrapInt(dt, in[k] < 0 ? -int64_t(in[k]) : in[k]);
+    for (size_t k = 0; k < n; ++k)
+      y[k] = wrapInt(dt, in[k] < 0 ? -int64_t(in[k]) : in[k]);
     break;
   case OpKind::Relu:
-    for (size_t k = 0; k < n; ++k) y[k] = in[k] > 0 ? in[k] : 0;
+    for (size_t k = 0; k < n; ++k)
+      y[k] = in[k] > 0 ? in[k] : 0;
     break;
   case OpKind::Not:
-    for (size_t k = 0; k < n; ++k) y[k] = dt == DType::Bool ? !in[k] : wrapInt(dt, ~int64_t(in[k]));
+    for (size_t k = 0; k < n; ++k)
+      y[k] = dt == DType::Bool ? !in[k] : wrapInt(dt, ~int64_t(in[k]));
     break;
   default:
     return opError(op, "not defined on " + tensor::dtypeName(x.type.dtype));
@@ -277,14 +308,30 @@ llvm::Expected<Value> binaryFloat(const Op &op, const Value &a, const Value &b) 
   std::vector<float> y(n);
   float *out = y.data();
   switch (op.kind()) {
-  case OpKind::Add: mapBinary(p, q, out, n, [](float u, float v) { return u + v; }); break;
-  case OpKind::Sub: mapBinary(p, q, out, n, [](float u, float v) { return u - v; }); break;
-  case OpKind::Mul: mapBinary(p, q, out, n, [](float u, float v) { return u * v; }); break;
-  case OpKind::Div: mapBinary(p, q, out, n, [](float u, float v) { return u / v; }); break;
-  case OpKind::Rem: mapBinary(p, q, out, n, floatRem); break;
-  case OpKind::Pow: mapBinary(p, q, out, n, [](float u, float v) { return std::pow(u, v); }); break;
-  case OpKind::Maximum: mapBinary(p, q, out, n, nanMax); break;
-  case OpKind::Minimum: mapBinary(p, q, out, n, nanMin); break;
+  case OpKind::Add:
+    mapBinary(p, q, out, n, [](float u, float v) { return u + v; });
+    break;
+  case OpKind::Sub:
+    mapBinary(p, q, out, n, [](float u, float v) { return u - v; });
+    break;
+  case OpKind::Mul:
+    mapBinary(p, q, out, n, [](float u, float v) { return u * v; });
+    break;
+  case OpKind::Div:
+    mapBinary(p, q, out, n, [](float u, float v) { return u / v; });
+    break;
+  case OpKind::Rem:
+    mapBinary(p, q, out, n, floatRem);
+    break;
+  case OpKind::Pow:
+    mapBinary(p, q, out, n, [](float u, float v) { return std::pow(u, v); });
+    break;
+  case OpKind::Maximum:
+    mapBinary(p, q, out, n, nanMax);
+    break;
+  case OpKind::Minimum:
+    mapBinary(p, q, out, n, nanMin);
+    break;
   default:
     return opError(op, "not defined on " + tensor::dtypeName(a.type.dtype));
   }
@@ -305,20 +352,40 @@ llvm::Expected<Value> binaryInt(const Op &op, const Value &a, const Value &b) {
       y[k] = wrapInt(dt, f(int64_t(p[k]), int64_t(q[k])));
   };
   switch (op.kind()) {
-  case OpKind::And: map([&](int64_t u, int64_t v) { return isBool ? (u && v) : (u & v); }); break;
-  case OpKind::Or: map([&](int64_t u, int64_t v) { return isBool ? (u || v) : (u | v); }); break;
+  case OpKind::And:
+    map([&](int64_t u, int64_t v) { return isBool ? (u && v) : (u & v); });
+    break;
+  case OpKind::Or:
+    map([&](int64_t u, int64_t v) { return isBool ? (u || v) : (u | v); });
+    break;
   default:
     if (isBool)
       return opError(op, "not defined on bool");
     switch (op.kind()) {
-    case OpKind::Add: map([](int64_t u, int64_t v) { return u + v; }); break;
-    case OpKind::Sub: map([](int64_t u, int64_t v) { return u - v; }); break;
-    case OpKind::Mul: map([](int64_t u, int64_t v) { return u * v; }); break;
-    case OpKind::Div: map(floorDiv); break;
-    case OpKind::Rem: map(floorRem); break;
-    case OpKind::Pow: map(intPow); break;
-    case OpKind::Maximum: map([](int64_t u, int64_t v) { return v > u ? v : u; }); break;
-    case OpKind::Minimum: map([](int64_t u, int64_t v) { return v < u ? v : u; }); break;
+    case OpKind::Add:
+      map([](int64_t u, int64_t v) { return u + v; });
+      break;
+    case OpKind::Sub:
+      map([](int64_t u, int64_t v) { return u - v; });
+      break;
+    case OpKind::Mul:
+      map([](int64_t u, int64_t v) { return u * v; });
+      break;
+    case OpKind::Div:
+      map(floorDiv);
+      break;
+    case OpKind::Rem:
+      map(floorRem);
+      break;
+    case OpKind::Pow:
+      map(intPow);
+      break;
+    case OpKind::Maximum:
+      map([](int64_t u, int64_t v) { return v > u ? v : u; });
+      break;
+    case OpKind::Minimum:
+      map([](int64_t u, int64_t v) { return v < u ? v : u; });
+      break;
     default:
       return opError(op, "not defined on " + tensor::dtypeName(a.type.dtype));
     }

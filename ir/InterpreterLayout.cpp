@@ -254,8 +254,7 @@ llvm::Expected<Value> softmax(const Op &op, const Value &x) {
 }
 
 template <typename T>
-std::vector<T> broadcastData(const T *x, llvm::ArrayRef<int64_t> from,
-                             llvm::ArrayRef<int64_t> to) {
+std::vector<T> broadcastData(const T *x, llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
   size_t rank = to.size(), offset = rank - from.size();
   std::vector<int64_t> inStrides = stridesOf(from), step(rank, 0);
   for (size_t k = 0; k < from.size(); ++k)

@@ -107,8 +107,8 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
       place(backend::TensorRole::Input, ins[i]->stringAttr("name").value_or(""), ins[i]->type(),
             inputs, i);
     if (const Op *ret = fn.terminator()) {
-      std::vector<std::string> names = ret->stringsAttr("names").value_or(
-          std::vector<std::string>{});
+      std::vector<std::string> names =
+          ret->stringsAttr("names").value_or(std::vector<std::string>{});
       for (size_t i = 0; i < ret->operands().size(); ++i)
         place(backend::TensorRole::Output, i < names.size() ? names[i] : "out" + std::to_string(i),
               ret->operand(i)->type(), outputs, i);
@@ -118,8 +118,8 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
   return entry;
 }
 
-llvm::Expected<std::map<std::string, tensor::Tensor>> loadModuleWeights(const Module &module,
-                                                                        const WeightSource &source) {
+llvm::Expected<std::map<std::string, tensor::Tensor>>
+loadModuleWeights(const Module &module, const WeightSource &source) {
   std::vector<const Function *> all;
   for (const auto &fn : module.functions)
     all.push_back(fn.get());

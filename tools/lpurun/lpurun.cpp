@@ -8,8 +8,8 @@
 #include "backend/tensor/Literal.h"
 #include "backend/tensor/Npy.h"
 #include "backend/tensor/SafeTensors.h"
-#include "frontend/CompileToIR.h"
 #include "frontend/Checker.h"
+#include "frontend/CompileToIR.h"
 #include "frontend/DiagnosticRender.h"
 #include "ir/InterpreterRun.h"
 #include "ir/Text.h"
@@ -21,7 +21,6 @@
 #include <llvm/Support/Format.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
-
 
 using namespace lpu;
 
@@ -96,7 +95,8 @@ llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, 
       return module.takeError();
     if (auto errors = ir::verify(**module); !errors.empty())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": the IR does not verify:\n" + ir::formatErrors(errors));
+                                     path + ": the IR does not verify:\n" +
+                                         ir::formatErrors(errors));
     return module;
   }
   CompileToIROptions options;
@@ -156,8 +156,8 @@ int runReference(const ReferenceArgs &args, const char *argv0) {
     for (const auto &[outName, value] : run->outputs)
       known |= outName == name;
     if (!known) {
-      tools::reportToolError(kTool, "no output '" + name + "' in entry '" +
-                                        run->function->name() + "'");
+      tools::reportToolError(kTool,
+                             "no output '" + name + "' in entry '" + run->function->name() + "'");
       return tools::kExitUsageError;
     }
   }
