@@ -52,10 +52,13 @@ bool hasF16C() {
 }
 #endif
 
-/// NumPy's remainder: fmod, moved to the sign of the divisor.
+/// NumPy's remainder: fmod, moved to the sign of the divisor; a zero
+/// result is a zero of the divisor's sign (as npy_divmod: -4 % 2 is +0).
 float floatRem(float a, float b) {
   float r = std::fmod(a, b);
-  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f)))
+  if (r == 0.0f)
+    return b == 0.0f ? r : std::copysign(0.0f, b);
+  if ((r < 0.0f) != (b < 0.0f))
     r += b;
   return r;
 }

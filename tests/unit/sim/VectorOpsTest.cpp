@@ -123,9 +123,9 @@ TEST(VectorOps, IntegerDivRemFloor) {
 
 TEST(VectorOps, FloatRemHasTheDivisorsSignAndPowIsPowf) {
   Group a(4), b(4), out(4);
-  const float x[] = {-7.0f, 7.0f, 5.5f, 1.0f, 2.0f, -8.0f};
-  const float y[] = {2.0f, -2.0f, 0.0f, 0.0f, 10.0f, 1.0f / 3.0f};
-  for (unsigned i = 0; i < 6; ++i) {
+  const float x[] = {-7.0f, 7.0f, 5.5f, 1.0f, 2.0f, -8.0f, -4.0f, 4.0f};
+  const float y[] = {2.0f, -2.0f, 0.0f, 0.0f, 10.0f, 1.0f / 3.0f, 2.0f, -2.0f};
+  for (unsigned i = 0; i < 8; ++i) {
     a.setRaw(i, f32Bits(x[i]));
     b.setRaw(i, f32Bits(y[i]));
   }
@@ -133,6 +133,9 @@ TEST(VectorOps, FloatRemHasTheDivisorsSignAndPowIsPowf) {
   EXPECT_EQ(f32At(out, 0), 1.0f);
   EXPECT_EQ(f32At(out, 1), -1.0f);
   EXPECT_TRUE(std::isnan(f32At(out, 2)));
+  // A zero remainder has the divisor's sign, as NumPy's.
+  EXPECT_EQ(f32Bits(f32At(out, 6)), f32Bits(0.0f));
+  EXPECT_EQ(f32Bits(f32At(out, 7)), f32Bits(-0.0f));
   vxmBinary(Opcode::Pow, DType::F32, a.in.data(), b.in.data(), out.out.data(), kLanes);
   EXPECT_EQ(f32At(out, 3), 1.0f);    // powf(1, 0)
   EXPECT_EQ(f32At(out, 4), 1024.0f); // exact

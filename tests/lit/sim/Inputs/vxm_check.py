@@ -27,6 +27,8 @@ elif dt.startswith("f"):
         y[16:20] = 0
         x[20:24] = np.array([7, -7, 7, -7], dtype=NP[dt])
         y[20:24] = np.array([2, 2, -2, -2], dtype=NP[dt])
+        x[24:28] = np.array([-4, 4, 0, -0.0], dtype=NP[dt])  # zero remainders: their signs
+        y[24:28] = np.array([2, -2, -3, 3], dtype=NP[dt])
 else:
     info = np.iinfo(NP[dt])
     x = rng.integers(info.min, info.max, 320, endpoint=True).astype(NP[dt])
@@ -141,8 +143,11 @@ if op in ("tanh", "exp", "rsqrt", "log", "sigmoid", "silu", "gelu", "gelu_tanh",
         close = (np.abs(zf - ef) <= rtol * np.abs(ef) + atol) | (zf == ef) | \
             (np.isnan(zf) & np.isnan(ef))
     ok = bool(np.all(close))
-elif dt.startswith("f") or (dt2 or "").startswith("f"):
-    ok = np.array_equal(z, expected, equal_nan=True)
+elif out_dt.startswith("f"):
+    # bit for bit (so -0 and 0 differ), any NaN matching any NaN
+    zb, eb = z.view(np.uint16 if z.itemsize == 2 else np.uint32), \
+        expected.view(np.uint16 if expected.itemsize == 2 else np.uint32)
+    ok = z.dtype == expected.dtype and bool(np.all((zb == eb) | (np.isnan(z) & np.isnan(expected))))
 else:
     ok = np.array_equal(z, expected)
 if not ok:
