@@ -9,6 +9,10 @@
 #include <cstring>
 #include <optional>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 
 namespace lpu::ir::interp {
 
@@ -57,6 +61,35 @@ int64_t product(llvm::ArrayRef<int64_t> shape) {
 
 // The arithmetic itself is backend/tensor/Arithmetic.h, shared with the
 // simulator's VXM so that both give the same bits.
+namespace {
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void halfToFloatF16C(const uint16_t *in, float *out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i))));
+  for (; i < n; ++i)
+    out[i] = tensor::halfBitsToFloat(in[i]);
+}
+
+bool hasF16C() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+#endif
+} // namespace
+
+void halfToFloat(const uint16_t *in, float *out, size_t n) {
+#if defined(__x86_64__)
+  if (hasF16C()) {
+    halfToFloatF16C(in, out, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; ++i)
+    out[i] = tensor::halfBitsToFloat(in[i]);
+}
+
 namespace {
 using tensor::ElementwiseOp;
 

@@ -37,10 +37,12 @@ Value makeInt(Type type, std::vector<int32_t> data);
 /// elementwise arithmetic (backend/tensor/Arithmetic.h).
 using tensor::roundTo;
 using tensor::wrapInt;
+/// f16 bits -> float, exact (F16C when the CPU has it).
+void halfToFloat(const uint16_t *in, float *out, size_t n);
 
 llvm::Error opError(const Op &op, const llvm::Twine &message);
 
-/// The axis attribute `name` made non-negative for rank `rank`.
+/// `axis` counted from the end when negative, for rank `rank`.
 int64_t normalizeAxis(int64_t axis, size_t rank);
 
 // Each kernel computes one op from its operands' values; the op's type is

@@ -42,9 +42,12 @@ int main(int argc, char **argv) {
                  "with the type of every expression), or params (the weights by path), or ir "
                  "(the dataflow IR, one function per entry and bucket)")
       ->check(CLI::IsMember({"ast", "types", "params", "ir"}));
-  bool verifyRoundTrip = false;
-  app.add_flag("--verify-roundtrip", verifyRoundTrip,
+  EmitIROptions irOptions;
+  app.add_flag("--verify-roundtrip", irOptions.roundTrip,
                "with --emit=ir: also parse the printed IR back and check it prints the same")
+      ->group("");
+  app.add_flag("--inject-ir-fault", irOptions.injectFault,
+               "with --emit=ir: break the lowered IR, to test the internal-error path")
       ->group("");
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
@@ -148,7 +151,7 @@ int main(int argc, char **argv) {
     checkOptions.recordTypes = emit == "types";
     checkOptions.recordParams = emit == "params";
     if (emit == "ir")
-      emitIR(*module, diags, checkOptions, irOut, verifyRoundTrip);
+      emitIR(*module, diags, checkOptions, irOut, irOptions);
     else
       result = checkProgram(*module, diags, checkOptions);
   }
