@@ -22,7 +22,26 @@ DocArena::DocArena() {
   suffixBoundary_ = add(make(DocKind::LineSuffixBoundary));
 }
 
-Doc DocArena::add(DocNode n, const std::vector<Doc> &children) {
+/// Display width of UTF-8 text: code points, not bytes.
+static uint32_t displayWidth(llvm::StringRef s) {
+  uint32_t w = 0;
+  for (unsigned char c : s)
+    w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+DocNode DocArena::textNode(DocKind kind, llvm::StringRef s) {
+  DocNode n = make(kind);
+  n.textBegin = static_cast<uint32_t>(pool_.size());
+  n.textLength = static_cast<uint32_t>(s.size());
+  pool_.append(s.data(), s.size());
+  size_t nl = s.find('\n');
+  n.multiline = nl != llvm::StringRef::npos;
+  n.width = displayWidth(s.substr(0, nl));
+  return n;
+}
+
+Doc DocArena::add(DocNode n, llvm::ArrayRef<Doc> children) {
   n.first = static_cast<uint32_t>(kids_.size());
   n.count = static_cast<uint32_t>(children.size());
   kids_.insert(kids_.end(), children.begin(), children.end());
@@ -33,9 +52,7 @@ Doc DocArena::add(DocNode n, const std::vector<Doc> &children) {
 Doc DocArena::text(llvm::StringRef s) {
   if (s.empty())
     return Doc{};
-  DocNode n = make(DocKind::Text);
-  n.text = s.str();
-  return add(std::move(n));
+  return add(textNode(DocKind::Text, s));
 }
 
 Doc DocArena::line() { return line_; }
@@ -45,7 +62,7 @@ Doc DocArena::freshline() { return freshline_; }
 Doc DocArena::breakParent() { return breakParent_; }
 Doc DocArena::lineSuffixBoundary() { return suffixBoundary_; }
 
-Doc DocArena::concat(const std::vector<Doc> &parts) {
+Doc DocArena::concat(llvm::ArrayRef<Doc> parts) {
   // Dropping empties keeps the arena small: rules concatenate a lot of
   // optional pieces.
   uint32_t kept = 0;
@@ -81,19 +98,17 @@ Doc DocArena::align(uint32_t columns, Doc d) {
   return add(std::move(n), {d});
 }
 
-Doc DocArena::fill(const std::vector<Doc> &partsAndSeparators) {
+Doc DocArena::fill(llvm::ArrayRef<Doc> partsAndSeparators) {
   return add(make(DocKind::Fill), partsAndSeparators);
 }
 
 Doc DocArena::ifBreak(Doc broken, Doc flat) { return add(make(DocKind::IfBreak), {broken, flat}); }
 
 Doc DocArena::lineSuffix(llvm::StringRef s) {
-  DocNode n = make(DocKind::LineSuffix);
-  n.text = s.str();
-  return add(std::move(n));
+  return add(textNode(DocKind::LineSuffix, s));
 }
 
-Doc DocArena::join(Doc separator, const std::vector<Doc> &parts) {
+Doc DocArena::join(Doc separator, llvm::ArrayRef<Doc> parts) {
   std::vector<Doc> all;
   all.reserve(parts.size() * 2);
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -109,7 +124,7 @@ void DocArena::propagateBreaks() {
   for (DocNode &n : nodes_) {
     bool hard = n.kind == DocKind::HardLine || n.kind == DocKind::FreshLine ||
                 n.kind == DocKind::BreakParent ||
-                (n.kind == DocKind::Text && n.text.find('\n') != std::string::npos);
+                (n.kind == DocKind::Text && n.multiline);
     for (uint32_t i = 0; i < n.count && !hard; ++i)
       hard = nodes_[kids_[n.first + i].id].containsHardBreak;
     n.containsHardBreak = hard;
@@ -132,14 +147,14 @@ static void dumpInto(const DocArena &arena, Doc d, llvm::raw_ostream &os) {
   };
   switch (n.kind) {
   case DocKind::Empty: os << "\"\""; break;
-  case DocKind::Text: os << '"'; os.write_escaped(n.text); os << '"'; break;
+  case DocKind::Text: os << '"'; os.write_escaped(arena.textOf(n)); os << '"'; break;
   case DocKind::Line: os << "line"; break;
   case DocKind::SoftLine: os << "softline"; break;
   case DocKind::HardLine: os << "hardline"; break;
   case DocKind::FreshLine: os << "freshline"; break;
   case DocKind::BreakParent: os << "breakParent"; break;
   case DocKind::LineSuffixBoundary: os << "lineSuffixBoundary"; break;
-  case DocKind::LineSuffix: os << "lineSuffix(\""; os.write_escaped(n.text); os << "\")"; break;
+  case DocKind::LineSuffix: os << "lineSuffix(\""; os.write_escaped(arena.textOf(n)); os << "\")"; break;
   case DocKind::Concat: list(""); break;
   case DocKind::Fill: list("fill"); break;
   case DocKind::IfBreak: list("ifBreak"); break;

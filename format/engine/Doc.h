@@ -8,6 +8,7 @@
 // settles which groups must break (see DocArena::propagateBreaks).
 #pragma once
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
@@ -40,13 +41,18 @@ enum class DocKind : uint8_t {
   BreakParent, // forces every enclosing group to break
 };
 
+/// A node holds no heap memory of its own: its text lives in the arena's
+/// character pool, its children in the arena's child list. Formatting a
+/// large file builds a few hundred thousand nodes.
 struct DocNode {
   DocKind kind = DocKind::Empty;
   bool containsHardBreak = false; // set by propagateBreaks for this subtree
   bool forceBreak = false;        // groups only: break regardless of width
+  bool multiline = false;         // Text, LineSuffix: the text holds a line break
   uint32_t amount = 0;            // Align: columns
   uint32_t first = 0, count = 0;  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids
-  std::string text;               // Text, LineSuffix
+  uint32_t textBegin = 0, textLength = 0; // Text, LineSuffix: in DocArena's pool
+  uint32_t width = 0; // Text, LineSuffix: display width up to the first line break
 };
 
 /// Owns documents. Builders return ids; ids are only meaningful in the arena
@@ -61,20 +67,24 @@ public:
   Doc hardline();
   Doc freshline();
   Doc breakParent();
-  Doc concat(const std::vector<Doc> &parts);
+  Doc concat(llvm::ArrayRef<Doc> parts);
   Doc group(Doc d, bool forceBreak = false);
   Doc indent(Doc d);
   Doc align(uint32_t columns, Doc d);
-  Doc fill(const std::vector<Doc> &partsAndSeparators);
+  Doc fill(llvm::ArrayRef<Doc> partsAndSeparators);
   Doc ifBreak(Doc broken, Doc flat = Doc{});
   Doc lineSuffix(llvm::StringRef s);
   Doc lineSuffixBoundary();
   /// `parts` with `separator` between neighbours.
-  Doc join(Doc separator, const std::vector<Doc> &parts);
+  Doc join(Doc separator, llvm::ArrayRef<Doc> parts);
 
   const DocNode &node(Doc d) const { return nodes_[d.id]; }
   Doc sharedHardline() const { return hardline_; }
   const Doc *children(Doc d) const { return kids_.data() + nodes_[d.id].first; }
+  /// The text of a Text or LineSuffix node.
+  llvm::StringRef textOf(const DocNode &n) const {
+    return llvm::StringRef(pool_.data() + n.textBegin, n.textLength);
+  }
   size_t size() const { return nodes_.size(); }
 
   /// Marks groups that contain a hard line or break-parent as broken. The
@@ -82,10 +92,12 @@ public:
   void propagateBreaks();
 
 private:
-  Doc add(DocNode n, const std::vector<Doc> &children = {});
+  Doc add(DocNode n, llvm::ArrayRef<Doc> children = {});
+  DocNode textNode(DocKind kind, llvm::StringRef s);
 
   std::vector<DocNode> nodes_;
   std::vector<Doc> kids_;
+  std::string pool_; // the characters of every Text and LineSuffix
   Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_;
 };
 

@@ -80,7 +80,7 @@ bool FormatContext::hasLeadingComments(uint32_t index) const {
 
 Doc FormatContext::leadingComments(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   int prev = -1;
   for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c) {
     if (commentUses_[c])
@@ -115,7 +115,7 @@ Doc FormatContext::avoidSharedLine(uint32_t index) {
 
 Doc FormatContext::token(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts{avoidSharedLine(index)};
+  llvm::SmallVector<Doc, 16> parts{avoidSharedLine(index)};
   // The last leading comment decides how the token follows it.
   int last = -1;
   for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
@@ -141,7 +141,7 @@ Doc FormatContext::token(uint32_t index) {
 
 Doc FormatContext::trailingComments(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {
     if (commentUses_[c])
       continue;
@@ -165,7 +165,7 @@ Doc FormatContext::dropToken(uint32_t index) {
   // Printing the token and then taking its text back out would be fragile;
   // instead print its comments around an empty text.
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts{avoidSharedLine(index)};
+  llvm::SmallVector<Doc, 16> parts{avoidSharedLine(index)};
   if (hasLeadingComments(index)) {
     parts.push_back(leadingComments(index));
     parts.push_back(arena_.breakParent());
@@ -209,7 +209,7 @@ void FormatContext::markPrinted(uint32_t begin, uint32_t end) {
 
 Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
                          const std::vector<uint32_t> *separators) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   auto firstPieceBlank = [&](uint32_t tok) {
     const Token &t = tree_.tokens[tok];
     for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
@@ -253,7 +253,7 @@ Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
 
 Doc FormatContext::offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i,
                              uint32_t offComment, uint32_t closeToken) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   uint32_t first = firstToken(items[i]);
   const Token &t = tree_.tokens[first];
   // Comments before the `off` comment are formatted as usual.

@@ -9,6 +9,7 @@
 #include "format/engine/Syntax.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <string>
 #include <unordered_map>

@@ -52,6 +52,13 @@ private:
     suffixes_.clear();
   }
 
+  /// Text without a line break whose display width is known.
+  void emitFlat(llvm::StringRef s, uint32_t width) {
+    out_.append(s.data(), s.size());
+    pos_ += static_cast<int>(width);
+    lineHasContent_ = true;
+  }
+
   void emitText(llvm::StringRef s) {
     out_ += s;
     size_t nl = s.rfind('\n');
@@ -79,7 +86,10 @@ private:
     case DocKind::BreakParent:
       break;
     case DocKind::Text:
-      emitText(n.text);
+      if (n.multiline)
+        emitText(arena_.textOf(n));
+      else
+        emitFlat(arena_.textOf(n), n.width);
       break;
     case DocKind::Concat:
       for (uint32_t i = n.count; i-- > 0;)
@@ -109,7 +119,7 @@ private:
       break;
     case DocKind::LineSuffix:
       if (c.flushing) // its separating blank is not wanted at the start of a line
-        emitText(lineHasContent_ ? llvm::StringRef(n.text) : llvm::StringRef(n.text).ltrim(' '));
+        emitText(lineHasContent_ ? arena_.textOf(n) : arena_.textOf(n).ltrim(' '));
       else
         suffixes_.push_back(c);
       break;
@@ -210,10 +220,9 @@ private:
           return true; // the line ends here
         break;
       case DocKind::Text: {
-        size_t nl = n.text.find('\n');
-        if (nl != std::string::npos)
-          return width - displayWidth(llvm::StringRef(n.text).substr(0, nl)) >= 0;
-        width -= displayWidth(n.text);
+        width -= static_cast<int>(n.width);
+        if (n.multiline)
+          return width >= 0;
         break;
       }
       case DocKind::Concat:

@@ -41,7 +41,7 @@ bool startsWithOwnLineComment(const FormatContext &cx, uint32_t token) {
 }
 
 Doc spaced(FormatContext &cx, uint32_t node) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   uint32_t prevLast = UINT32_MAX;
   for (SyntaxChild c : cx.childrenOf(node)) {
     uint32_t first = cx.firstToken(c);
@@ -66,7 +66,7 @@ Doc spaced(FormatContext &cx, uint32_t node) {
 }
 
 Doc tight(FormatContext &cx, uint32_t node) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   uint32_t prevLast = UINT32_MAX;
   for (SyntaxChild c : cx.childrenOf(node)) {
     if (cx.firstToken(c) == UINT32_MAX)
@@ -108,7 +108,7 @@ Doc commaList(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt
   if (closeAt == openAt + 1 && !cx.hasLeadingComments(close) && !cx.endsWithLineComment(open))
     return d.concat({cx.token(open), cx.token(close)});
   bool fill = mayFill && fillable(cx, kids, openAt, closeAt);
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   Doc dropped;
   for (size_t k = openAt + 1; k < closeAt; ++k) {
     if (!isToken(kids[k], cx, P::COMMA)) {
@@ -191,7 +191,7 @@ public:
 
 private:
   FormatContext &cx_;
-  std::vector<Doc> parts_;
+  llvm::SmallVector<Doc, 16> parts_;
   uint32_t prevLast_ = UINT32_MAX;
 };
 
