@@ -82,6 +82,21 @@ public:
   void addToken(uint32_t tokenIndex) { pending_.push_back({false, tokenIndex}); }
   /// Closes the node holding everything added since `mark`; returns its index.
   uint32_t finish(size_t mark, int kind);
+  /// How many children were added since `mark` (and not closed yet).
+  size_t addedSince(size_t mark) const { return pending_.size() - mark; }
+
+  /// The builder's state, to return to when a speculative parse fails.
+  struct Checkpoint {
+    size_t pending, nodes, children;
+  };
+  Checkpoint checkpoint() const {
+    return {pending_.size(), tree_.nodes.size(), tree_.children.size()};
+  }
+  void rollback(const Checkpoint &c) {
+    pending_.resize(c.pending);
+    tree_.nodes.resize(c.nodes);
+    tree_.children.resize(c.children);
+  }
 
 private:
   SyntaxTree &tree_;
