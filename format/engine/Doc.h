@@ -78,6 +78,13 @@ public:
   /// `parts` with `separator` between neighbours.
   Doc join(Doc separator, llvm::ArrayRef<Doc> parts);
 
+  /// Room for about `nodes` nodes, to avoid regrowing a large arena.
+  void reserve(size_t nodes) {
+    nodes_.reserve(nodes);
+    kids_.reserve(nodes);
+    pool_.reserve(nodes * 2);
+  }
+
   const DocNode &node(Doc d) const { return nodes_[d.id]; }
   Doc sharedHardline() const { return hardline_; }
   const Doc *children(Doc d) const { return kids_.data() + nodes_[d.id].first; }

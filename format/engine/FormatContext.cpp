@@ -7,6 +7,8 @@ namespace lpu::format {
 FormatContext::FormatContext(const SyntaxTree &tree, const RuleTable &rules, DocArena &arena)
     : tree_(tree), rules_(rules), arena_(arena), tokenUses_(tree.tokens.size(), 0),
       commentUses_(tree.comments.size(), 0), trailingDeferred_(tree.tokens.size(), 0) {
+  // Rules make about three documents a token.
+  arena_.reserve(arena_.size() + tree.tokens.size() * 3 + tree.comments.size() * 2);
   for (const auto &[kind, rule] : rules.byKind)
     if (kind >= 0 && kind < 4096) {
       if (ruleByKind_.size() <= static_cast<size_t>(kind))
