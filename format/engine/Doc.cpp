@@ -108,6 +108,18 @@ Doc DocArena::lineSuffix(llvm::StringRef s) {
   return add(textNode(DocKind::LineSuffix, s));
 }
 
+Doc DocArena::markedText(llvm::StringRef s, uint32_t mark) {
+  DocNode n = textNode(DocKind::Text, s);
+  n.mark = mark;
+  return add(n);
+}
+
+Doc DocArena::markedLineSuffix(llvm::StringRef s, uint32_t mark) {
+  DocNode n = textNode(DocKind::LineSuffix, s);
+  n.mark = mark;
+  return add(n);
+}
+
 Doc DocArena::join(Doc separator, llvm::ArrayRef<Doc> parts) {
   std::vector<Doc> all;
   all.reserve(parts.size() * 2);

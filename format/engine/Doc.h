@@ -53,6 +53,7 @@ struct DocNode {
   uint32_t first = 0, count = 0;  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids
   uint32_t textBegin = 0, textLength = 0; // Text, LineSuffix: in DocArena's pool
   uint32_t width = 0; // Text, LineSuffix: display width up to the first line break
+  uint32_t mark = 0;  // Text, LineSuffix: if not 0, the printer reports where it ends
 };
 
 /// Owns documents. Builders return ids; ids are only meaningful in the arena
@@ -74,6 +75,10 @@ public:
   Doc fill(llvm::ArrayRef<Doc> partsAndSeparators);
   Doc ifBreak(Doc broken, Doc flat = Doc{});
   Doc lineSuffix(llvm::StringRef s);
+  /// Text (or a line suffix) whose end offset in the output the printer
+  /// reports under `mark` (> 0): how a language finds a piece it printed.
+  Doc markedText(llvm::StringRef s, uint32_t mark);
+  Doc markedLineSuffix(llvm::StringRef s, uint32_t mark);
   Doc lineSuffixBoundary();
   /// `parts` with `separator` between neighbours.
   Doc join(Doc separator, llvm::ArrayRef<Doc> parts);

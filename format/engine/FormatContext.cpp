@@ -7,6 +7,18 @@ namespace lpu::format {
 FormatContext::FormatContext(const SyntaxTree &tree, const RuleTable &rules, DocArena &arena)
     : tree_(tree), rules_(rules), arena_(arena), tokenUses_(tree.tokens.size(), 0),
       commentUses_(tree.comments.size(), 0), trailingDeferred_(tree.tokens.size(), 0) {
+  for (uint32_t c = 0; c < tree.comments.size(); ++c) {
+    bool open = !regions_.empty() && regions_.back().on == UINT32_MAX;
+    if (!open && isOffComment(c))
+      regions_.push_back({c, UINT32_MAX});
+    else if (open && isOnComment(c))
+      regions_.back().on = c;
+    else
+      continue;
+    if (commentMarks_.empty())
+      commentMarks_.assign(tree.comments.size(), 0);
+    commentMarks_[c] = static_cast<uint32_t>(regions_.size() * 2 - (open ? 0 : 1));
+  }
   // Rules make about three documents a token.
   arena_.reserve(arena_.size() + tree.tokens.size() * 3 + tree.comments.size() * 2);
   for (const auto &[kind, rule] : rules.byKind)
@@ -55,7 +67,17 @@ llvm::ArrayRef<SyntaxChild> FormatContext::childrenOf(uint32_t node) const {
 
 Doc FormatContext::commentText(uint32_t comment) {
   ++commentUses_[comment];
+  if (!commentMarks_.empty() && commentMarks_[comment])
+    return arena_.markedText(tree_.text(tree_.comments[comment]), commentMarks_[comment]);
   return arena_.text(tree_.text(tree_.comments[comment]));
+}
+
+Doc FormatContext::commentSuffix(uint32_t comment) {
+  ++commentUses_[comment];
+  std::string text = (" " + tree_.text(tree_.comments[comment])).str();
+  if (!commentMarks_.empty() && commentMarks_[comment])
+    return arena_.markedLineSuffix(text, commentMarks_[comment]);
+  return arena_.lineSuffix(text);
 }
 
 bool FormatContext::endsWithLineComment(uint32_t index) const {
@@ -155,8 +177,7 @@ Doc FormatContext::trailingComments(uint32_t index) {
       parts.push_back(arena_.text(" "));
       parts.push_back(commentText(c));
     } else {
-      ++commentUses_[c];
-      parts.push_back(arena_.lineSuffix((" " + tree_.text(cm)).str()));
+      parts.push_back(commentSuffix(c));
       parts.push_back(arena_.breakParent());
     }
   }
@@ -181,8 +202,7 @@ Doc FormatContext::dropToken(uint32_t index) {
   for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {
     if (commentUses_[c])
       continue;
-    ++commentUses_[c];
-    parts.push_back(arena_.lineSuffix((" " + tree_.text(tree_.comments[c])).str()));
+    parts.push_back(commentSuffix(c));
     parts.push_back(arena_.breakParent());
   }
   return arena_.concat(parts);
@@ -198,15 +218,6 @@ bool FormatContext::isOffComment(uint32_t comment) const {
 
 bool FormatContext::isOnComment(uint32_t comment) const {
   return commentBody(tree_.text(tree_.comments[comment])) == "lpufmt: on";
-}
-
-void FormatContext::markPrinted(uint32_t begin, uint32_t end) {
-  for (size_t i = 0; i < tree_.tokens.size(); ++i)
-    if (tree_.tokens[i].offset >= begin && tree_.tokens[i].offset < end)
-      ++tokenUses_[i];
-  for (size_t i = 0; i < tree_.comments.size(); ++i)
-    if (tree_.comments[i].offset >= begin && tree_.comments[i].offset < end)
-      ++commentUses_[i];
 }
 
 Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
@@ -233,18 +244,9 @@ Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
       continue;
     }
     separate(first);
-    const Token &t = tree_.tokens[first];
-    uint32_t off = UINT32_MAX;
-    for (uint32_t c = t.leadBegin; c < t.trailBegin && off == UINT32_MAX; ++c)
-      if (!commentUses_[c] && isOffComment(c))
-        off = c;
-    if (off != UINT32_MAX)
-      parts.push_back(offRegion(items, i, off, closeToken));
-    else {
-      parts.push_back(child(items[i]));
-      if (separators && (*separators)[i] != UINT32_MAX)
-        parts.push_back(token((*separators)[i]));
-    }
+    parts.push_back(child(items[i]));
+    if (separators && (*separators)[i] != UINT32_MAX)
+      parts.push_back(token((*separators)[i]));
   }
   if (closeToken != UINT32_MAX && hasLeadingComments(closeToken)) {
     separate(closeToken);
@@ -253,66 +255,36 @@ Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
   return arena_.concat(parts);
 }
 
-Doc FormatContext::offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i,
-                             uint32_t offComment, uint32_t closeToken) {
-  llvm::SmallVector<Doc, 16> parts;
-  uint32_t first = firstToken(items[i]);
-  const Token &t = tree_.tokens[first];
-  // Comments before the `off` comment are formatted as usual.
-  bool any = false;
-  for (uint32_t c = t.leadBegin; c < offComment; ++c) {
-    if (commentUses_[c])
-      continue;
-    if (any)
-      parts.push_back(arena_.hardline());
-    else if (tree_.comments[c].ownLine)
-      parts.push_back(arena_.freshline());
-    parts.push_back(commentText(c));
-    any = true;
-  }
-  if (any) {
-    parts.push_back(arena_.hardline());
-    if (tree_.comments[offComment].blankBefore)
-      parts.push_back(arena_.hardline());
-  }
-
-  // The region ends with the `on` comment that leads a later item (or the
-  // closing token), or else with the last item.
-  uint32_t start = tree_.comments[offComment].offset, end = 0;
-  size_t lastItem = items.size() - 1;
-  auto findOn = [&](uint32_t tok, uint32_t from) {
-    const Token &tt = tree_.tokens[tok];
-    for (uint32_t c = std::max(from, tt.leadBegin); c < tt.trailBegin; ++c)
-      if (!commentUses_[c] && isOnComment(c)) {
-        end = tree_.comments[c].offset + tree_.comments[c].length;
-        return true;
-      }
-    return false;
-  };
-  bool found = findOn(first, offComment + 1);
-  if (found)
-    lastItem = i - 1; // the region holds comments only; item i is formatted
-  for (size_t j = i + 1; !found && j < items.size(); ++j) {
-    uint32_t ft = firstToken(items[j]);
-    if (ft != UINT32_MAX && findOn(ft, 0)) {
-      found = true;
-      lastItem = j - 1;
+bool FormatContext::spliceOffRegions(std::string &output, const std::vector<uint32_t> &markEnds,
+                                     std::string &details) const {
+  auto endOf = [&](uint32_t mark) { return mark < markEnds.size() ? markEnds[mark] : UINT32_MAX; };
+  std::string result;
+  result.reserve(output.size());
+  uint32_t done = 0; // output copied so far
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    const Comment &off = tree_.comments[regions_[r].off];
+    uint32_t offEnd = endOf(static_cast<uint32_t>(2 * r + 1));
+    uint32_t onEnd = regions_[r].on == UINT32_MAX ? static_cast<uint32_t>(output.size())
+                                                  : endOf(static_cast<uint32_t>(2 * r + 2));
+    if (offEnd == UINT32_MAX || onEnd == UINT32_MAX || offEnd < off.length ||
+        offEnd - off.length < done || onEnd < offEnd) {
+      details = (llvm::Twine("the 'lpufmt: off' region at ") + llvm::Twine(r + 1) +
+                 " was not printed in order")
+                    .str();
+      return false;
     }
-  }
-  if (!found && closeToken != UINT32_MAX)
-    found = findOn(closeToken, 0);
-  if (!found) {
-    const Token &last = tree_.tokens[lastToken(items.back())];
-    end = last.offset + last.length;
-    if (last.trailEnd > last.trailBegin) {
-      const Comment &c = tree_.comments[last.trailEnd - 1];
-      end = c.offset + c.length;
+    uint32_t sourceEnd = static_cast<uint32_t>(tree_.source.size());
+    if (regions_[r].on != UINT32_MAX) {
+      const Comment &on = tree_.comments[regions_[r].on];
+      sourceEnd = on.offset + on.length;
     }
+    result.append(output, done, offEnd - off.length - done);
+    result.append(tree_.source, off.offset, sourceEnd - off.offset);
+    done = onEnd;
   }
-  markPrinted(start, end);
-  parts.push_back(arena_.text(llvm::StringRef(tree_.source).slice(start, end)));
-  i = lastItem;
-  return arena_.concat(parts);
+  result.append(output, done, std::string::npos);
+  output = std::move(result);
+  return true;
 }
 
 bool FormatContext::verifyAllPrintedOnce(std::string &details) const {

@@ -27,7 +27,8 @@ int displayWidth(llvm::StringRef s) {
 
 class Printer {
 public:
-  Printer(const DocArena &arena, const LayoutOptions &options) : arena_(arena), opt_(options) {}
+  Printer(const DocArena &arena, const LayoutOptions &options, std::vector<uint32_t> *markEnds)
+      : arena_(arena), opt_(options), markEnds_(markEnds) {}
 
   std::string run(Doc root) {
     cmds_.push_back({0, Mode::Break, root});
@@ -50,6 +51,14 @@ private:
       cmds_.back().flushing = true;
     }
     suffixes_.clear();
+  }
+
+  void recordMark(uint32_t mark) {
+    if (!markEnds_)
+      return;
+    if (markEnds_->size() <= mark)
+      markEnds_->resize(mark + 1, UINT32_MAX);
+    (*markEnds_)[mark] = static_cast<uint32_t>(out_.size());
   }
 
   /// Text without a line break whose display width is known.
@@ -90,6 +99,8 @@ private:
         emitText(arena_.textOf(n));
       else
         emitFlat(arena_.textOf(n), n.width);
+      if (n.mark)
+        recordMark(n.mark);
       break;
     case DocKind::Concat:
       for (uint32_t i = n.count; i-- > 0;)
@@ -118,10 +129,14 @@ private:
       cmds_.push_back({c.indent, c.mode, c.mode == Mode::Break ? kids[0] : kids[1]});
       break;
     case DocKind::LineSuffix:
-      if (c.flushing) // its separating blank is not wanted at the start of a line
-        emitText(lineHasContent_ ? arena_.textOf(n) : arena_.textOf(n).ltrim(' '));
-      else
+      if (!c.flushing) {
         suffixes_.push_back(c);
+        break;
+      }
+      // Its separating blank is not wanted at the start of a line.
+      emitText(lineHasContent_ ? arena_.textOf(n) : arena_.textOf(n).ltrim(' '));
+      if (n.mark)
+        recordMark(n.mark);
       break;
     case DocKind::Line:
     case DocKind::SoftLine:
@@ -262,6 +277,7 @@ private:
 
   const DocArena &arena_;
   const LayoutOptions &opt_;
+  std::vector<uint32_t> *markEnds_;
   std::vector<Cmd> cmds_;
   std::vector<Cmd> suffixes_;
   std::vector<Cmd> fitsStack_;
@@ -272,9 +288,10 @@ private:
 
 } // namespace
 
-std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options) {
+std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options,
+                     std::vector<uint32_t> *markEnds) {
   arena.propagateBreaks();
-  return Printer(arena, options).run(root);
+  return Printer(arena, options, markEnds).run(root);
 }
 
 } // namespace lpu::format
