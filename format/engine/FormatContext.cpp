@@ -13,11 +13,6 @@ FormatContext::FormatContext(const SyntaxTree &tree, const RuleTable &rules, Doc
       regions_.push_back({c, UINT32_MAX});
     else if (open && isOnComment(c))
       regions_.back().on = c;
-    else
-      continue;
-    if (commentMarks_.empty())
-      commentMarks_.assign(tree.comments.size(), 0);
-    commentMarks_[c] = static_cast<uint32_t>(regions_.size() * 2 - (open ? 0 : 1));
   }
   // Rules make about three documents a token.
   arena_.reserve(arena_.size() + tree.tokens.size() * 3 + tree.comments.size() * 2);
@@ -67,16 +62,16 @@ llvm::ArrayRef<SyntaxChild> FormatContext::childrenOf(uint32_t node) const {
 
 Doc FormatContext::commentText(uint32_t comment) {
   ++commentUses_[comment];
-  if (!commentMarks_.empty() && commentMarks_[comment])
-    return arena_.markedText(tree_.text(tree_.comments[comment]), commentMarks_[comment]);
+  if (hasOffRegions())
+    return arena_.markedText(tree_.text(tree_.comments[comment]), commentMark(comment));
   return arena_.text(tree_.text(tree_.comments[comment]));
 }
 
 Doc FormatContext::commentSuffix(uint32_t comment) {
   ++commentUses_[comment];
   std::string text = (" " + tree_.text(tree_.comments[comment])).str();
-  if (!commentMarks_.empty() && commentMarks_[comment])
-    return arena_.markedLineSuffix(text, commentMarks_[comment]);
+  if (hasOffRegions())
+    return arena_.markedLineSuffix(text, commentMark(comment));
   return arena_.lineSuffix(text);
 }
 
@@ -156,7 +151,8 @@ Doc FormatContext::token(uint32_t index) {
       parts.push_back(arena_.text(" "));
     }
   }
-  parts.push_back(arena_.text(tree_.text(t)));
+  parts.push_back(hasOffRegions() && t.length ? arena_.markedText(tree_.text(t), tokenMark(index))
+                                              : arena_.text(tree_.text(t)));
   ++tokenUses_[index];
   if (!trailingDeferred_[index])
     parts.push_back(trailingComments(index));
@@ -257,30 +253,100 @@ Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
 
 bool FormatContext::spliceOffRegions(std::string &output, const std::vector<uint32_t> &markEnds,
                                      std::string &details) const {
-  auto endOf = [&](uint32_t mark) { return mark < markEnds.size() ? markEnds[mark] : UINT32_MAX; };
+  // Every printed token and comment in source order, with where it landed.
+  struct Item {
+    uint32_t offset, length; // in the source
+    uint32_t outBegin, outEnd;
+    bool isComment;
+    uint32_t index;
+  };
+  std::vector<Item> items;
+  items.reserve(tree_.tokens.size() + tree_.comments.size());
+  auto add = [&](uint32_t offset, uint32_t length, uint32_t mark, bool isComment, uint32_t index) {
+    uint32_t end = mark < markEnds.size() ? markEnds[mark] : UINT32_MAX;
+    if (end != UINT32_MAX && end >= length) // dropped tokens were not printed
+      items.push_back({offset, length, end - length, end, isComment, index});
+  };
+  size_t c = 0;
+  for (uint32_t t = 0; t < tree_.tokens.size(); ++t) {
+    const Token &tok = tree_.tokens[t];
+    for (; c < tree_.comments.size() && tree_.comments[c].offset < tok.offset; ++c)
+      add(tree_.comments[c].offset, tree_.comments[c].length, commentMark(c), true, c);
+    if (tok.length)
+      add(tok.offset, tok.length, tokenMark(t), false, t);
+  }
+  for (; c < tree_.comments.size(); ++c)
+    add(tree_.comments[c].offset, tree_.comments[c].length, commentMark(c), true, c);
+  std::vector<size_t> itemOfComment(tree_.comments.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].isComment)
+      itemOfComment[items[i].index] = i;
+  auto find = [&](uint32_t comment) { return itemOfComment[comment]; };
+
+  // A region is items [first, last]. The style may move a token across a
+  // region's edge (`x // lpufmt: on` then `, y` prints as `x, // ...`): the
+  // region then grows until no item outside it lands inside its output.
+  struct Span {
+    size_t first, last;
+    uint32_t outBegin, outEnd;
+    bool toEnd;
+  };
+  std::vector<Span> spans;
+  for (const OffRegion &r : regions_) {
+    size_t first = find(r.off);
+    size_t last = r.on == UINT32_MAX ? items.size() - 1 : find(r.on);
+    if (first >= items.size() || last >= items.size()) {
+      details = "an 'lpufmt: off' or 'lpufmt: on' comment was not printed";
+      return false;
+    }
+    Span s{first, last, UINT32_MAX, 0, r.on == UINT32_MAX};
+    if (!spans.empty() && s.first <= spans.back().last) { // grown into the previous one
+      spans.back().last = std::max(spans.back().last, s.last);
+      spans.back().toEnd |= s.toEnd;
+    } else {
+      spans.push_back(s);
+    }
+    for (bool grown = true; grown;) {
+      Span &sp = spans.back();
+      grown = false;
+      for (size_t i = sp.first; i <= sp.last; ++i) {
+        sp.outBegin = std::min(sp.outBegin, items[i].outBegin);
+        sp.outEnd = std::max(sp.outEnd, items[i].outEnd);
+      }
+      while (sp.first > 0 && items[sp.first - 1].outEnd > sp.outBegin) {
+        --sp.first;
+        grown = true;
+      }
+      while (sp.last + 1 < items.size() && items[sp.last + 1].outBegin < sp.outEnd) {
+        ++sp.last;
+        grown = true;
+      }
+      if (grown && spans.size() > 1 && sp.first <= spans[spans.size() - 2].last) {
+        Span &prev = spans[spans.size() - 2];
+        prev.last = std::max(prev.last, sp.last);
+        prev.toEnd |= sp.toEnd;
+        prev.outBegin = std::min(prev.outBegin, sp.outBegin);
+        prev.outEnd = std::max(prev.outEnd, sp.outEnd);
+        spans.pop_back();
+      }
+    }
+  }
+
   std::string result;
   result.reserve(output.size());
   uint32_t done = 0; // output copied so far
-  for (size_t r = 0; r < regions_.size(); ++r) {
-    const Comment &off = tree_.comments[regions_[r].off];
-    uint32_t offEnd = endOf(static_cast<uint32_t>(2 * r + 1));
-    uint32_t onEnd = regions_[r].on == UINT32_MAX ? static_cast<uint32_t>(output.size())
-                                                  : endOf(static_cast<uint32_t>(2 * r + 2));
-    if (offEnd == UINT32_MAX || onEnd == UINT32_MAX || offEnd < off.length ||
-        offEnd - off.length < done || onEnd < offEnd) {
-      details = (llvm::Twine("the 'lpufmt: off' region at ") + llvm::Twine(r + 1) +
-                 " was not printed in order")
-                    .str();
+  for (const Span &sp : spans) {
+    uint32_t sourceBegin = items[sp.first].offset;
+    uint32_t sourceEnd = sp.toEnd ? static_cast<uint32_t>(tree_.source.size())
+                                  : items[sp.last].offset + items[sp.last].length;
+    uint32_t outEnd = sp.toEnd ? static_cast<uint32_t>(output.size()) : sp.outEnd;
+    if (sp.outBegin < done || outEnd < sp.outBegin) {
+      details = "an 'lpufmt: off' region was not printed in order";
       return false;
     }
-    uint32_t sourceEnd = static_cast<uint32_t>(tree_.source.size());
-    if (regions_[r].on != UINT32_MAX) {
-      const Comment &on = tree_.comments[regions_[r].on];
-      sourceEnd = on.offset + on.length;
-    }
-    result.append(output, done, offEnd - off.length - done);
-    result.append(tree_.source, off.offset, sourceEnd - off.offset);
-    done = onEnd;
+    result.append(output, done, sp.outBegin - done);
+    result.append(tree_.source, sourceBegin, sourceEnd - sourceBegin);
+    done = outEnd;
   }
   result.append(output, done, std::string::npos);
   output = std::move(result);

@@ -78,11 +78,13 @@ public:
   /// `lpufmt: off` regions: from the first byte of a comment reading
   /// `lpufmt: off` to the last byte of the next comment reading `lpufmt: on`
   /// (or to the end of the file). Rules format them like everything else;
-  /// after printing, each region's output (from its `off` comment to its
-  /// `on` comment, which the printer locates by marks) is replaced with the
-  /// region's source bytes. As tokens and comments keep their order, the
-  /// region holds the same tokens and comments either way, wherever it
-  /// starts and ends: between declarations or inside an argument list.
+  /// after printing, each region's output (located by the printer's marks
+  /// on every token and comment) is replaced with the region's source
+  /// bytes. As tokens and comments keep their order, the region holds the
+  /// same tokens and comments either way, wherever it starts and ends:
+  /// between declarations or inside an argument list. Where the style moves
+  /// a token across a region's edge (a comma after an `on` line comment),
+  /// the region grows to take that token in.
   bool hasOffRegions() const { return !regions_.empty(); }
   /// Replaces each region's formatted text in `output` with its source.
   /// Fails (with `details`) if a region's comments were not found in order.
@@ -100,9 +102,12 @@ private:
     uint32_t off, on; // comment indices; `on` is UINT32_MAX: to the end of the file
   };
   std::vector<OffRegion> regions_;
-  /// Printer marks of the region comments: 2r+1 for region r's `off`, 2r+2
-  /// for its `on`.
-  std::vector<uint32_t> commentMarks_;
+  /// With regions, every token and comment is printed with a mark, so that
+  /// the region's edges can be found in the output.
+  uint32_t tokenMark(uint32_t token) const { return 1 + token; }
+  uint32_t commentMark(uint32_t comment) const {
+    return 1 + static_cast<uint32_t>(tree_.tokens.size()) + comment;
+  }
 
   const SyntaxTree &tree_;
   const RuleTable &rules_;

@@ -137,7 +137,11 @@ Doc commaList(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt
   }
   if (cx.hasLeadingComments(close))
     parts.push_back(cx.leadingComments(close));
-  Doc list = d.concat({cx.token(open), d.indent(d.concat({d.softline(), d.concat(parts)})),
+  // `( /* why */ x`: a block comment trailing the bracket keeps a blank
+  // after it when the list is flat.
+  const Token &openToken = cx.tree().tokens[open];
+  Doc first = openToken.trailEnd > openToken.trailBegin ? d.line() : d.softline();
+  Doc list = d.concat({cx.token(open), d.indent(d.concat({first, d.concat(parts)})),
                        d.softline(), cx.token(close)});
   return ownGroup ? d.group(list) : list;
 }
