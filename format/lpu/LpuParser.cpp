@@ -1,4 +1,5 @@
-// The hand-written .lpu parser (LpuParser.h says why it exists). Each
+// The hand-written .lpu parser (LpuParser.h says why it exists), over the
+// tokens of LpuScanner. Each
 // function below is one rule of grammar/LPU.g4 and says which; it adds the
 // rule's tokens and sub-rules to the builder in the order ANTLR's parse tree
 // holds them, then closes the node unless it holds a single child (which
@@ -18,7 +19,8 @@
 // different tree.
 #include "format/lpu/LpuParser.h"
 
-#include "LPUFastLexer.h"
+#include "format/lpu/LpuScanner.h"
+
 #include "LPULexer.h"
 #include "LPUParser.h"
 
@@ -621,81 +623,12 @@ private:
   unsigned depth_ = 0;
 };
 
-/// The source as code points (what FastLexer reads), with the byte offset
-/// of each code point.
-bool decode(llvm::StringRef src, std::u32string &cps, std::vector<uint32_t> &offsets) {
-  cps.reserve(src.size());
-  offsets.reserve(src.size() + 1);
-  for (size_t i = 0; i < src.size();) {
-    unsigned char c = static_cast<unsigned char>(src[i]);
-    offsets.push_back(static_cast<uint32_t>(i));
-    if (c < 0x80) {
-      cps.push_back(c);
-      ++i;
-      continue;
-    }
-    // Anything but well-formed UTF-8 goes to ANTLR's decoder and its errors.
-    size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-    if (n == 0 || c >= 0xF8 || i + n > src.size())
-      return false;
-    char32_t cp = c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      unsigned char d = static_cast<unsigned char>(src[i + k]);
-      if ((d & 0xC0) != 0x80)
-        return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    cps.push_back(cp);
-    i += n;
-  }
-  offsets.push_back(static_cast<uint32_t>(src.size()));
-  return true;
-}
-
-RawToken::Category categoryOf(size_t type) {
-  switch (type) {
-  case L::LINE_COMMENT:
-  case L::DOC_COMMENT: return RawToken::LineComment;
-  case L::BLOCK_COMMENT: return RawToken::BlockComment;
-  default: return RawToken::Significant;
-  }
-}
-
 } // namespace
 
 bool parseLpuFast(SyntaxTree &tree) {
-  std::u32string cps;
-  std::vector<uint32_t> offsets;
-  if (!decode(tree.source, cps, offsets))
-    return false;
-  antlr4::ANTLRInputStream unused("");
-  grammar::FastLexer lexer(cps, &unused);
   std::vector<RawToken> raw;
-  raw.reserve(cps.size() / 3 + 16);
-  uint32_t previousEnd = 0;
-  for (;;) {
-    std::unique_ptr<antlr4::Token> t = lexer.nextToken();
-    size_t type = t->getType();
-    uint32_t begin = offsets[std::min(t->getStartIndex(), offsets.size() - 1)];
-    uint32_t end = type == antlr4::Token::EOF ? begin : offsets[t->getStopIndex() + 1];
-    if (begin > previousEnd)
-      raw.push_back({0, RawToken::Whitespace, previousEnd, begin - previousEnd});
-    previousEnd = end;
-    if (type == L::STRAY || type == L::BAD_NUMBER || type == L::UNTERMINATED_STRING ||
-        type == L::UNTERMINATED_BLOCK_COMMENT)
-      return false;
-    RawToken r;
-    r.kind = static_cast<int>(type);
-    r.category = type == antlr4::Token::EOF ? RawToken::Significant : categoryOf(type);
-    r.offset = begin;
-    r.length = end - begin;
-    raw.push_back(r);
-    if (type == antlr4::Token::EOF)
-      break;
-  }
+  if (!scanLpu(tree.source, raw))
+    return false;
   attachTrivia(tree, raw);
   tree.nodes.clear();
   tree.children.clear();

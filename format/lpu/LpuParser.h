@@ -1,5 +1,6 @@
 // The .lpu concrete syntax tree without ANTLR: a hand-written recursive
-// descent parser over the hand-written lexer's tokens (grammar/LPUFastLexer)
+// descent parser over a byte-level copy of the hand-written lexer
+// (LpuScanner.h, after grammar/LPUFastLexer)
 // that builds exactly the tree the ANTLR parse tree converts to (node kinds
 // are LPU.g4's rule indices; a rule context with one child is folded into
 // it). grammar/LPU.g4 stays the specification: format_unit_tests checks

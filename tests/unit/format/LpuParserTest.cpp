@@ -1,13 +1,21 @@
-// The hand-written .lpu parser against the ANTLR parser generated from
-// grammar/LPU.g4 (the specification): the same tokens, comments and syntax
-// tree on every .lpu file of the repository, and on random mutations of
-// them (tokens deleted, duplicated, swapped or inserted), where the
-// hand-written parser must also reject everything ANTLR rejects.
+// The formatter's fast path against the ANTLR path: the hand-written parser
+// against the ANTLR parser generated from grammar/LPU.g4 (the
+// specification): the same tokens, comments and syntax tree on every .lpu
+// file of the repository, and on random mutations of them (tokens deleted,
+// duplicated, swapped or inserted), where the hand-written parser must also
+// reject everything ANTLR rejects; and the byte-level scanner against the
+// compiler's lexer (grammar/LPUFastLexer, itself checked against ANTLR's)
+// on random byte soups.
 #include "format/lpu/LpuParser.h"
+#include "format/lpu/LpuScanner.h"
+
+#include "LPUFastLexer.h"
+#include "LPULexer.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -200,6 +208,72 @@ TEST(LpuParserTest, AgreesOnRandomMutationsOfRepositoryFiles) {
   EXPECT_GT(bothReject, runs / 10) << runs;
   EXPECT_LT(fastOnly * 50, runs) << fastOnly << " of " << runs;
   std::printf("mutations: %zu same, %zu both reject, %zu only ANTLR accepts\n", same, bothReject, fastOnly);
+}
+
+/// FastLexer's significant tokens and comments as {type, byte offset, byte
+/// length}; false if it produced a lexical error token.
+bool fastLexerTokens(const std::string &source, std::vector<std::array<int64_t, 3>> &out) {
+  using L = lpu_antlr::LPULexer;
+  std::u32string cps;
+  std::vector<uint32_t> offsets;
+  for (size_t i = 0; i < source.size();) {
+    unsigned char c = static_cast<unsigned char>(source[i]);
+    size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    char32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(source[i + k]) & 0x3F);
+    cps.push_back(cp);
+    offsets.push_back(static_cast<uint32_t>(i));
+    i += n;
+  }
+  offsets.push_back(static_cast<uint32_t>(source.size()));
+  antlr4::ANTLRInputStream input(source);
+  lpu::grammar::FastLexer lexer(cps, &input);
+  for (;;) {
+    std::unique_ptr<antlr4::Token> t = lexer.nextToken();
+    size_t type = t->getType();
+    if (type == antlr4::Token::EOF)
+      return true;
+    if (type == L::STRAY || type == L::BAD_NUMBER || type == L::UNTERMINATED_STRING ||
+        type == L::UNTERMINATED_BLOCK_COMMENT)
+      return false;
+    uint32_t begin = offsets[t->getStartIndex()], end = offsets[t->getStopIndex() + 1];
+    out.push_back({static_cast<int64_t>(type), begin, end - begin});
+  }
+}
+
+TEST(LpuParserTest, ScannerAgreesWithTheCompilersLexerOnByteSoup) {
+  const char *lexemes[] = {
+      "1", "12", "1_000", "1.5", "1.", ".5", "1e5", "1e", "1E+", "1.5e-3", "0x", "0x1F", "0X_",
+      "12ab", "1.2.3", "1..2", "1._5a", "x", "_a1", "fn", "fnx", "in", "import", "\"s\"", "\"",
+      "\"a\\\"b\"", "\"a\\", "//c", "///d", "/*b*/", "/*", "*/", "/**/", "/", "*", "**", "->",
+      "-", ">", ">=", "<", "<=", "=", "==", "!", "!=", "|", "||", "&", "&&", ".", "..", ",", ":",
+      "(", ")", "[", "]", "{", "}", "@", "%", "+", "$", "#", "\xC3\xA9", "\xE2\x9C\x93", " ",
+      "\t", "\n", "\r\n", "\r", "\f"};
+  std::mt19937 rng(3);
+  size_t clean = 0, rejected = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::string s;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 12); k < n; ++k)
+      s += lexemes[rng() % std::size(lexemes)];
+    std::vector<RawToken> raw;
+    std::vector<std::array<int64_t, 3>> want;
+    bool fastOk = scanLpu(s, raw);
+    bool lexerOk = fastLexerTokens(s, want);
+    ASSERT_EQ(fastOk, lexerOk) << "input: '" << s << "'";
+    if (!fastOk) {
+      ++rejected;
+      continue;
+    }
+    std::vector<std::array<int64_t, 3>> got;
+    for (const RawToken &r : raw)
+      if (r.category != RawToken::Whitespace && r.kind != -1)
+        got.push_back({r.kind, r.offset, r.length});
+    ASSERT_EQ(got, want) << "input: '" << s << "'";
+    ++clean;
+  }
+  EXPECT_GT(clean, 400u);
+  EXPECT_GT(rejected, 400u);
 }
 
 } // namespace
