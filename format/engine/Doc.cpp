@@ -3,6 +3,8 @@
 #include <llvm/ADT/Twine.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+
 namespace lpu::format {
 
 static DocNode make(DocKind kind) {
@@ -133,15 +135,45 @@ Doc DocArena::join(Doc separator, llvm::ArrayRef<Doc> parts) {
 
 void DocArena::propagateBreaks() {
   // Children precede parents in the arena, so one forward pass suffices.
+  constexpr uint64_t kCap = 1u << 30; // wider than any line, far from overflow
   for (DocNode &n : nodes_) {
+    const Doc *kids = kids_.data() + n.first;
     bool hard = n.kind == DocKind::HardLine || n.kind == DocKind::FreshLine ||
                 n.kind == DocKind::BreakParent ||
                 (n.kind == DocKind::Text && n.multiline);
     for (uint32_t i = 0; i < n.count && !hard; ++i)
-      hard = nodes_[kids_[n.first + i].id].containsHardBreak;
+      hard = nodes_[kids[i].id].containsHardBreak;
     n.containsHardBreak = hard;
     if (n.kind == DocKind::Group && hard)
       n.forceBreak = true;
+    if (n.kind == DocKind::Text || n.kind == DocKind::LineSuffix)
+      continue; // their width is their text's
+    uint64_t w = 0;
+    switch (n.kind) {
+    case DocKind::Empty:
+    case DocKind::SoftLine: w = 0; break;
+    case DocKind::Line: w = 1; break;
+    case DocKind::HardLine:
+    case DocKind::FreshLine:
+    case DocKind::BreakParent:
+    case DocKind::LineSuffixBoundary: w = kNotFlat; break;
+    case DocKind::Group:
+      w = n.forceBreak ? kNotFlat : flatWidth(nodes_[kids[0].id]);
+      break;
+    case DocKind::Indent:
+    case DocKind::Align: w = flatWidth(nodes_[kids[0].id]); break;
+    case DocKind::IfBreak: w = flatWidth(nodes_[kids[1].id]); break;
+    case DocKind::Concat:
+    case DocKind::Fill:
+      for (uint32_t i = 0; i < n.count && w != kNotFlat; ++i) {
+        uint32_t k = flatWidth(nodes_[kids[i].id]);
+        w = k == kNotFlat ? kNotFlat : std::min<uint64_t>(w + k, kCap);
+      }
+      break;
+    case DocKind::Text:
+    case DocKind::LineSuffix: break;
+    }
+    n.width = static_cast<uint32_t>(w);
   }
 }
 

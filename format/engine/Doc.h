@@ -52,9 +52,16 @@ struct DocNode {
   uint32_t amount = 0;            // Align: columns
   uint32_t first = 0, count = 0;  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids
   uint32_t textBegin = 0, textLength = 0; // Text, LineSuffix: in DocArena's pool
-  uint32_t width = 0; // Text, LineSuffix: display width up to the first line break
+  // Text, LineSuffix: display width up to the first line break. Any other
+  // kind, after propagateBreaks: the width of the whole subtree printed
+  // flat, or kNotFlat if printing it flat could end the line (a hard line, a
+  // line suffix, a forced group, multi-line text). The printer measures and
+  // prints such "simple" subtrees in one go.
+  uint32_t width = 0;
   uint32_t mark = 0;  // Text, LineSuffix: if not 0, the printer reports where it ends
 };
+
+constexpr uint32_t kNotFlat = UINT32_MAX;
 
 /// Owns documents. Builders return ids; ids are only meaningful in the arena
 /// that created them.
@@ -99,9 +106,17 @@ public:
   }
   size_t size() const { return nodes_.size(); }
 
-  /// Marks groups that contain a hard line or break-parent as broken. The
-  /// printer calls it; it is linear in the arena size.
+  /// Marks groups that contain a hard line or break-parent as broken, and
+  /// computes each subtree's flat width (DocNode::width). The printer calls
+  /// it; it is linear in the arena size.
   void propagateBreaks();
+  /// The flat width of a subtree (kNotFlat if it cannot print flat as one
+  /// run of text); valid after propagateBreaks.
+  uint32_t flatWidth(const DocNode &n) const {
+    if (n.kind == DocKind::Text)
+      return n.multiline ? kNotFlat : n.width;
+    return n.width;
+  }
 
 private:
   Doc add(DocNode n, llvm::ArrayRef<Doc> children = {});

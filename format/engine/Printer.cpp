@@ -87,9 +87,45 @@ private:
     lineHasContent_ = false;
   }
 
+  /// A simple subtree (DocNode::width) in flat mode: its texts and spaces
+  /// one after another, without the command stack's bookkeeping.
+  void emitSimpleFlat(Doc root) {
+    std::vector<Doc> &stack = flatStack_;
+    stack.assign(1, root);
+    while (!stack.empty()) {
+      Doc d = stack.back();
+      stack.pop_back();
+      const DocNode &n = arena_.node(d);
+      const Doc *kids = arena_.children(d);
+      switch (n.kind) {
+      case DocKind::Text:
+        emitFlat(arena_.textOf(n), n.width);
+        if (n.mark)
+          recordMark(n.mark);
+        break;
+      case DocKind::Line: emitFlat(" ", 1); break;
+      case DocKind::Concat:
+      case DocKind::Fill:
+        for (uint32_t i = n.count; i-- > 0;)
+          stack.push_back(kids[i]);
+        break;
+      case DocKind::Group:
+      case DocKind::Indent:
+      case DocKind::Align: stack.push_back(kids[0]); break;
+      case DocKind::IfBreak: stack.push_back(kids[1]); break;
+      default: break; // empty, softline
+      }
+    }
+  }
+
   void step(const Cmd &c) {
     const DocNode &n = arena_.node(c.doc);
     const Doc *kids = arena_.children(c.doc);
+    if (c.mode == Mode::Flat && n.kind != DocKind::Text && c.fillStart == 0 &&
+        arena_.flatWidth(n) != kNotFlat) {
+      emitSimpleFlat(c.doc);
+      return;
+    }
     switch (n.kind) {
     case DocKind::Empty:
     case DocKind::BreakParent:
@@ -223,6 +259,14 @@ private:
       stack.pop_back();
       const DocNode &n = arena_.node(c.doc);
       const Doc *kids = arena_.children(c.doc);
+      if (c.mode == Mode::Flat && c.fillStart == 0) {
+        // A simple subtree is measured at once (its flat width).
+        uint32_t w = arena_.flatWidth(n);
+        if (w != kNotFlat) {
+          width -= static_cast<int>(w);
+          continue;
+        }
+      }
       switch (n.kind) {
       case DocKind::Empty:
       case DocKind::BreakParent:
@@ -281,6 +325,7 @@ private:
   std::vector<Cmd> cmds_;
   std::vector<Cmd> suffixes_;
   std::vector<Cmd> fitsStack_;
+  std::vector<Doc> flatStack_;
   std::string out_;
   int pos_ = 0;
   bool lineHasContent_ = false;
