@@ -22,6 +22,7 @@ DocArena::DocArena() {
   freshline_ = add(make(DocKind::FreshLine));
   breakParent_ = add(make(DocKind::BreakParent));
   suffixBoundary_ = add(make(DocKind::LineSuffixBoundary));
+  space_ = add(textNode(DocKind::Text, " "));
 }
 
 /// Display width of UTF-8 text: code points, not bytes.
@@ -54,6 +55,8 @@ Doc DocArena::add(DocNode n, llvm::ArrayRef<Doc> children) {
 Doc DocArena::text(llvm::StringRef s) {
   if (s.empty())
     return Doc{};
+  if (s == " ") // the separator rules use most
+    return space_;
   return add(textNode(DocKind::Text, s));
 }
 

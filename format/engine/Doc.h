@@ -125,7 +125,7 @@ private:
   std::vector<DocNode> nodes_;
   std::vector<Doc> kids_;
   std::string pool_; // the characters of every Text and LineSuffix
-  Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_;
+  Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_, space_;
 };
 
 /// Debug form of a document, e.g. `group(["a", line, "b"])`; used by tests.

@@ -25,7 +25,10 @@ void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw) {
   for (const RawToken &r : raw) {
     llvm::StringRef text = src.substr(r.offset, r.length);
     uint32_t startLine = line, startColumn = column;
-    unsigned breaks = countLineBreaks(text);
+    // Only whitespace and block comments can hold a line break.
+    unsigned breaks = r.category == RawToken::Whitespace || r.category == RawToken::BlockComment
+                          ? countLineBreaks(text)
+                          : 0;
     if (breaks) {
       line += breaks;
       size_t last = text.find_last_of("\r\n");

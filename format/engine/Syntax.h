@@ -69,7 +69,7 @@ struct SyntaxTree {
 
 /// Builds tokens with attached comments from a raw token stream (which must
 /// cover the source without gaps, ending with a zero-length end-of-file
-/// token of kind `eofKind`). A comment on the same line as the previous
+/// token; only whitespace and block comments may hold line breaks). A comment on the same line as the previous
 /// significant token trails it; every other comment leads the next one.
 void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw);
 
