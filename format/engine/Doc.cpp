@@ -35,8 +35,8 @@ static uint32_t displayWidth(llvm::StringRef s) {
 
 DocNode DocArena::textNode(DocKind kind, llvm::StringRef s) {
   DocNode n = make(kind);
-  n.textBegin = static_cast<uint32_t>(pool_.size());
-  n.textLength = static_cast<uint32_t>(s.size());
+  n.first = static_cast<uint32_t>(pool_.size());
+  n.count = static_cast<uint32_t>(s.size());
   pool_.append(s.data(), s.size());
   size_t nl = s.find('\n');
   n.multiline = nl != llvm::StringRef::npos;
@@ -45,9 +45,11 @@ DocNode DocArena::textNode(DocKind kind, llvm::StringRef s) {
 }
 
 Doc DocArena::add(DocNode n, llvm::ArrayRef<Doc> children) {
-  n.first = static_cast<uint32_t>(kids_.size());
-  n.count = static_cast<uint32_t>(children.size());
-  kids_.insert(kids_.end(), children.begin(), children.end());
+  if (n.kind != DocKind::Text && n.kind != DocKind::LineSuffix) { // those hold a text range
+    n.first = static_cast<uint32_t>(kids_.size());
+    n.count = static_cast<uint32_t>(children.size());
+    kids_.insert(kids_.end(), children.begin(), children.end());
+  }
   nodes_.push_back(std::move(n));
   return Doc{static_cast<uint32_t>(nodes_.size() - 1)};
 }
@@ -140,17 +142,19 @@ void DocArena::propagateBreaks() {
   // Children precede parents in the arena, so one forward pass suffices.
   constexpr uint64_t kCap = 1u << 30; // wider than any line, far from overflow
   for (DocNode &n : nodes_) {
-    const Doc *kids = kids_.data() + n.first;
+    const Doc *kids = children(n);
     bool hard = n.kind == DocKind::HardLine || n.kind == DocKind::FreshLine ||
                 n.kind == DocKind::BreakParent ||
                 (n.kind == DocKind::Text && n.multiline);
+    if (n.kind == DocKind::Text || n.kind == DocKind::LineSuffix) {
+      n.containsHardBreak = hard; // no children; their width is their text's
+      continue;
+    }
     for (uint32_t i = 0; i < n.count && !hard; ++i)
       hard = nodes_[kids[i].id].containsHardBreak;
     n.containsHardBreak = hard;
     if (n.kind == DocKind::Group && hard)
       n.forceBreak = true;
-    if (n.kind == DocKind::Text || n.kind == DocKind::LineSuffix)
-      continue; // their width is their text's
     uint64_t w = 0;
     switch (n.kind) {
     case DocKind::Empty:

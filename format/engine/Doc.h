@@ -49,16 +49,19 @@ struct DocNode {
   bool containsHardBreak = false; // set by propagateBreaks for this subtree
   bool forceBreak = false;        // groups only: break regardless of width
   bool multiline = false;         // Text, LineSuffix: the text holds a line break
-  uint32_t amount = 0;            // Align: columns
-  uint32_t first = 0, count = 0;  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids
-  uint32_t textBegin = 0, textLength = 0; // Text, LineSuffix: in DocArena's pool
+  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids. Text and
+  // LineSuffix: the text's range in DocArena's character pool.
+  uint32_t first = 0, count = 0;
   // Text, LineSuffix: display width up to the first line break. Any other
   // kind, after propagateBreaks: the width of the whole subtree printed
   // flat, or kNotFlat if printing it flat could end the line (a hard line, a
   // line suffix, a forced group, multi-line text). The printer measures and
   // prints such "simple" subtrees in one go.
   uint32_t width = 0;
-  uint32_t mark = 0;  // Text, LineSuffix: if not 0, the printer reports where it ends
+  union {
+    uint32_t amount = 0; // Align: columns
+    uint32_t mark;       // Text, LineSuffix: if not 0, the printer reports where it ends
+  };
 };
 
 constexpr uint32_t kNotFlat = UINT32_MAX;
@@ -99,12 +102,18 @@ public:
 
   const DocNode &node(Doc d) const { return nodes_[d.id]; }
   Doc sharedHardline() const { return hardline_; }
-  const Doc *children(Doc d) const { return kids_.data() + nodes_[d.id].first; }
+  const Doc *children(Doc d) const { return children(nodes_[d.id]); }
+  const Doc *children(const DocNode &n) const {
+    bool hasText = n.kind == DocKind::Text || n.kind == DocKind::LineSuffix;
+    return hasText ? nullptr : kids_.data() + n.first;
+  }
   /// The text of a Text or LineSuffix node.
   llvm::StringRef textOf(const DocNode &n) const {
-    return llvm::StringRef(pool_.data() + n.textBegin, n.textLength);
+    return llvm::StringRef(pool_.data() + n.first, n.count);
   }
   size_t size() const { return nodes_.size(); }
+  /// The characters of all texts together.
+  size_t textSize() const { return pool_.size(); }
 
   /// Marks groups that contain a hard line or break-parent as broken, and
   /// computes each subtree's flat width (DocNode::width). The printer calls

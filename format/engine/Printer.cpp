@@ -30,7 +30,8 @@ public:
   Printer(const DocArena &arena, const LayoutOptions &options, std::vector<uint32_t> *markEnds)
       : arena_(arena), opt_(options), markEnds_(markEnds) {}
 
-  std::string run(Doc root) {
+  std::string run(Doc root, size_t expectedSize) {
+    out_.reserve(expectedSize);
     cmds_.push_back({0, Mode::Break, root});
     while (!cmds_.empty() || !suffixes_.empty()) {
       if (cmds_.empty()) {
@@ -336,7 +337,8 @@ private:
 std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options,
                      std::vector<uint32_t> *markEnds) {
   arena.propagateBreaks();
-  return Printer(arena, options, markEnds).run(root);
+  // The texts' total, plus room for indentation and line breaks.
+  return Printer(arena, options, markEnds).run(root, arena.textSize() * 2 + 64);
 }
 
 } // namespace lpu::format

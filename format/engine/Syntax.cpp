@@ -15,6 +15,8 @@ unsigned countLineBreaks(llvm::StringRef s) {
 void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw) {
   tree.tokens.clear();
   tree.comments.clear();
+  // Upper bounds (untouched capacity costs address space only).
+  tree.tokens.reserve(raw.size());
   llvm::StringRef src(tree.source);
   unsigned newlines = 0;       // line breaks since the last token or comment
   bool lineHasContent = false; // something other than blanks on the current line

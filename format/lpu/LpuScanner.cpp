@@ -222,7 +222,9 @@ bool scanLpu(llvm::StringRef source, std::vector<RawToken> &raw) {
   if (!wellFormedUtf8(source))
     return false;
   Scanner scanner(source);
-  raw.reserve(raw.size() + source.size() / 3 + 16);
+  // Every raw token but the last holds at least one byte: reserving that
+  // bound costs address space only, and saves copying a growing vector.
+  raw.reserve(raw.size() + source.size() + 1);
   size_t p = 0;
   while (p < source.size()) {
     size_t ws = p;
