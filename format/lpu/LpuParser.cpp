@@ -36,6 +36,7 @@ struct Reject {};
 
 constexpr int kEof = -1;          // antlr4::Token::EOF as the tree's token kind
 constexpr unsigned kMaxDepth = 2000; // rule frames: deeper input goes to ANTLR
+constexpr unsigned kMaxBracketDepth = 1000; // as the ANTLR path (LpuLanguage.cpp)
 
 class Parser {
 public:
@@ -629,6 +630,16 @@ bool parseLpuFast(SyntaxTree &tree) {
   std::vector<RawToken> raw;
   if (!scanLpu(tree.source, raw))
     return false;
+  // Brackets nested deeper than the ANTLR path takes are its error to report.
+  unsigned depth = 0;
+  for (const RawToken &r : raw) {
+    if (r.kind == L::LPAREN || r.kind == L::LBRACK || r.kind == L::LBRACE) {
+      if (++depth > kMaxBracketDepth)
+        return false;
+    } else if (r.kind == L::RPAREN || r.kind == L::RBRACK || r.kind == L::RBRACE) {
+      depth = depth > 0 ? depth - 1 : 0;
+    }
+  }
   attachTrivia(tree, raw);
   tree.nodes.clear();
   tree.children.clear();

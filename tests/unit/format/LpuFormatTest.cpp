@@ -258,6 +258,10 @@ TEST(LpuFormat, AbsurdNestingIsASyntaxErrorNotACrash) {
   ASSERT_EQ(r.status, FormatResult::SyntaxErrors);
   EXPECT_EQ(r.errors[0].message, "brackets nested more than 1000 deep");
   EXPECT_EQ(r.errors[0].column, 1011u);
+  std::string over = "const A = " + std::string(1001, '(') + "1" + std::string(1001, ')') + "\n";
+  r = format(lpu(), over);
+  ASSERT_EQ(r.status, FormatResult::SyntaxErrors);
+  EXPECT_EQ(r.errors[0].message, "brackets nested more than 1000 deep");
   std::string fine = "const A = " + std::string(500, '[') + "1" + std::string(500, ']') + "\n";
   EXPECT_EQ(format(lpu(), fine).status, FormatResult::Formatted);
 }
