@@ -58,10 +58,8 @@ struct DocNode {
   // line suffix, a forced group, multi-line text). The printer measures and
   // prints such "simple" subtrees in one go.
   uint32_t width = 0;
-  union {
-    uint32_t amount = 0; // Align: columns
-    uint32_t mark;       // Text, LineSuffix: if not 0, the printer reports where it ends
-  };
+  uint32_t amount = 0; // Align: columns
+  uint32_t mark = 0;   // Text, LineSuffix: if not 0, the printer reports where it ends
 };
 
 constexpr uint32_t kNotFlat = UINT32_MAX;
