@@ -73,6 +73,23 @@ struct SyntaxTree {
 /// significant token trails it; every other comment leads the next one.
 void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw);
 
+/// attachTrivia one raw token at a time, for a lexer that hands tokens over
+/// as it finds them instead of collecting them first.
+class TriviaBuilder {
+public:
+  /// `maxTokens`: an upper bound of the significant tokens, to reserve.
+  TriviaBuilder(SyntaxTree &tree, size_t maxTokens);
+  void add(const RawToken &r);
+
+private:
+  SyntaxTree &tree_;
+  unsigned newlines_ = 0;       // line breaks since the last token or comment
+  bool lineHasContent_ = false; // something other than blanks on the current line
+  bool lastWasComment_ = false;
+  bool sinceTokenSameLine_ = false; // no line break since the last significant token
+  uint32_t line_ = 1, column_ = 1;
+};
+
 /// Builds the tree bottom-up: children are added, then the node closing them.
 class SyntaxTreeBuilder {
 public:

@@ -627,20 +627,23 @@ private:
 } // namespace
 
 bool parseLpuFast(SyntaxTree &tree) {
-  std::vector<RawToken> raw;
-  if (!scanLpu(tree.source, raw))
-    return false;
-  // Brackets nested deeper than the ANTLR path takes are its error to report.
+  // Tokens go straight into the tree, without a raw token list in between.
+  // Every token but the end-of-file one holds at least one byte.
+  TriviaBuilder trivia(tree, tree.source.size() + 1);
   unsigned depth = 0;
-  for (const RawToken &r : raw) {
+  bool lexed = scanLpu(tree.source, [&](const RawToken &r) {
+    // Brackets nested deeper than the ANTLR path takes are its error to report.
     if (r.kind == L::LPAREN || r.kind == L::LBRACK || r.kind == L::LBRACE) {
       if (++depth > kMaxBracketDepth)
         return false;
     } else if (r.kind == L::RPAREN || r.kind == L::RBRACK || r.kind == L::RBRACE) {
       depth = depth > 0 ? depth - 1 : 0;
     }
-  }
-  attachTrivia(tree, raw);
+    trivia.add(r);
+    return true;
+  });
+  if (!lexed)
+    return false;
   tree.nodes.clear();
   tree.children.clear();
   tree.nodes.reserve(tree.tokens.size() / 2);

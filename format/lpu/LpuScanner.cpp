@@ -218,13 +218,10 @@ RawToken::Category categoryOf(int type) {
 
 } // namespace
 
-bool scanLpu(llvm::StringRef source, std::vector<RawToken> &raw) {
+bool scanLpu(llvm::StringRef source, llvm::function_ref<bool(const RawToken &)> emit) {
   if (!wellFormedUtf8(source))
     return false;
   Scanner scanner(source);
-  // Every raw token but the last holds at least one byte: reserving that
-  // bound costs address space only, and saves copying a growing vector.
-  raw.reserve(raw.size() + source.size() + 1);
   size_t p = 0;
   while (p < source.size()) {
     size_t ws = p;
@@ -232,18 +229,25 @@ bool scanLpu(llvm::StringRef source, std::vector<RawToken> &raw) {
            (source[p] == ' ' || source[p] == '\t' || source[p] == '\f' || source[p] == '\r' ||
             source[p] == '\n'))
       ++p;
-    if (p > ws)
-      raw.push_back({0, RawToken::Whitespace, static_cast<uint32_t>(ws), static_cast<uint32_t>(p - ws)});
+    if (p > ws &&
+        !emit({0, RawToken::Whitespace, static_cast<uint32_t>(ws), static_cast<uint32_t>(p - ws)}))
+      return false;
     if (p >= source.size())
       break;
     auto [type, end] = scanner.token(p);
-    if (type == 0)
+    if (type == 0 ||
+        !emit({type, categoryOf(type), static_cast<uint32_t>(p), static_cast<uint32_t>(end - p)}))
       return false;
-    raw.push_back({type, categoryOf(type), static_cast<uint32_t>(p), static_cast<uint32_t>(end - p)});
     p = end;
   }
-  raw.push_back({-1, RawToken::Significant, static_cast<uint32_t>(source.size()), 0});
-  return true;
+  return emit({-1, RawToken::Significant, static_cast<uint32_t>(source.size()), 0});
+}
+
+bool scanLpu(llvm::StringRef source, std::vector<RawToken> &raw) {
+  return scanLpu(source, [&](const RawToken &r) {
+    raw.push_back(r);
+    return true;
+  });
 }
 
 } // namespace lpu::format

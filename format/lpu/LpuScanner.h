@@ -9,15 +9,20 @@
 
 #include "format/engine/Syntax.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <vector>
 
 namespace lpu::format {
 
-/// The raw tokens of `source` (significant tokens with LPULexer's types,
-/// comments, the whitespace between them, and a zero-length end-of-file
-/// token of kind -1), or false on a lexical error or malformed UTF-8.
+/// Hands the raw tokens of `source` to `emit` in order (significant tokens
+/// with LPULexer's types, comments, the whitespace between them, and a
+/// zero-length end-of-file token of kind -1). Returns false on a lexical
+/// error or malformed UTF-8, or as soon as `emit` returns false.
+bool scanLpu(llvm::StringRef source, llvm::function_ref<bool(const RawToken &)> emit);
+
+/// The same, collected.
 bool scanLpu(llvm::StringRef source, std::vector<RawToken> &raw);
 
 } // namespace lpu::format
