@@ -33,6 +33,9 @@ using P = lpu_antlr::LPUParser;
 /// Thrown when the input does not parse here; caught at the top and where a
 /// reading is tried speculatively.
 struct Reject {};
+/// Thrown when speculation has cost too much (nested generic-call readings
+/// that fail late could take exponential time); caught at the top only.
+struct OutOfBudget {};
 
 constexpr int kEof = -1;          // antlr4::Token::EOF as the tree's token kind
 constexpr unsigned kMaxDepth = 2000; // rule frames: deeper input goes to ANTLR
@@ -57,7 +60,11 @@ private:
     return i < tree_.tokens.size() ? tree_.tokens[i].kind : kEof;
   }
   bool at(int k) const { return kind() == k; }
-  void take() { build_.addToken(static_cast<uint32_t>(pos_++)); }
+  void take() {
+    if (++work_ > budget_)
+      throw OutOfBudget{};
+    build_.addToken(static_cast<uint32_t>(pos_++));
+  }
   void expect(int k) {
     if (!at(k))
       throw Reject{};
@@ -622,6 +629,10 @@ private:
   SyntaxTreeBuilder build_;
   size_t pos_ = 0;
   unsigned depth_ = 0;
+  // Tokens taken, counting those taken again after a failed speculation;
+  // valid input takes each about once.
+  size_t work_ = 0;
+  size_t budget_ = 4 * tree_.tokens.size() + 10000;
 };
 
 } // namespace
@@ -651,6 +662,8 @@ bool parseLpuFast(SyntaxTree &tree) {
   try {
     Parser(tree).module();
   } catch (const Reject &) {
+    return false;
+  } catch (const OutOfBudget &) {
     return false;
   }
   tree.root = static_cast<uint32_t>(tree.nodes.size() - 1);

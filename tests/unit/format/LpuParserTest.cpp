@@ -142,6 +142,23 @@ TEST(LpuParserTest, AgreesOnTrickyChoices) {
   }
 }
 
+TEST(LpuParserTest, NestedGenericCallReadingsThatFailLateStayCheap) {
+  // Each `f<a>(` is first tried as a generic call; when the input fails at
+  // its very end, every level is read both ways. The parser gives up on such
+  // input after a bounded amount of work (ANTLR then reports the error).
+  std::string s = "const A = ";
+  for (int k = 0; k < 40; ++k)
+    s += "f<a>(";
+  s += "x";
+  SyntaxTree tree;
+  tree.source = s;
+  EXPECT_FALSE(parseLpuFast(tree)); // returns at all: 2^40 readings would not
+  std::string ok = s + std::string(40, ')');
+  tree = SyntaxTree{};
+  tree.source = ok;
+  EXPECT_TRUE(parseLpuFast(tree));
+}
+
 /// Significant-token-ish pieces of a source: split at blanks and at
 /// punctuation, good enough to build mutations from.
 std::vector<std::string> pieces(const std::string &s) {
