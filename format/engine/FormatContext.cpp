@@ -134,6 +134,10 @@ Doc FormatContext::avoidSharedLine(uint32_t index) {
 
 Doc FormatContext::token(uint32_t index) {
   const Token &t = tree_.tokens[index];
+  if (t.leadBegin == t.trailEnd && !hasOffRegions()) { // most tokens: no comments
+    ++tokenUses_[index];
+    return arena_.text(tree_.text(t));
+  }
   llvm::SmallVector<Doc, 16> parts{avoidSharedLine(index)};
   // The last leading comment decides how the token follows it.
   int last = -1;
