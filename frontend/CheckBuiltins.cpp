@@ -1,6 +1,7 @@
 // The built-in operations of LANGUAGE.md, each typed by its real rule, and
 // their work in FLOPs (docs/language.md, "Statistics").
 #include "frontend/CheckerImpl.h"
+#include "frontend/LowerImpl.h"
 
 #include <algorithm>
 
@@ -95,6 +96,8 @@ Value Checker::matmul(const Value &a, const Value &b, Frame &f, const ast::Binar
   Value v = Value::ofTensor(out);
   addFlops(f, Size::constant(2) * out.elements() * k1);
   notePeak(f, {&a, &b}, v);
+  if (lowering())
+    lower_->matmul(e, a, b, v);
   v.origin = e.range;
   v.originWhat = "'@'";
   return v;

@@ -3,6 +3,7 @@
 // annotations, and the recursion check over the call graph.
 #include "frontend/ASTPrinter.h"
 #include "frontend/CheckerImpl.h"
+#include "frontend/LowerImpl.h"
 
 #include <llvm/Support/Path.h>
 
@@ -35,7 +36,11 @@ void ContextConsumer::handle(const Diagnostic &diag) {
 Checker::Checker(DiagnosticEngine &diags, const CheckOptions &options)
     : diags_(diags), inner_(diags.sources()), context_(diags), options_(options) {
   inner_.setConsumer(&context_);
+  if (options.lowerInto)
+    lower_ = std::make_unique<Lowering>(*options.lowerInto, inner_);
 }
+
+Checker::~Checker() = default;
 
 CheckResult Checker::run(const ast::Module &main) {
   CheckResult result;

@@ -3,6 +3,7 @@
 // and the SRAM check against the requested chips.
 #include "frontend/ASTPrinter.h"
 #include "frontend/CheckerImpl.h"
+#include "frontend/LowerImpl.h"
 
 #include <llvm/Support/JSON.h>
 
@@ -374,7 +375,17 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     Frame top;
     top.env = fenv;
     top.typeLog = options_.recordTypes ? &bucket.typeLines : nullptr;
-    instantiateBody(*fn, fenv, args, top, entry.name.range, "");
+    if (lower_) {
+      lower_->beginFunction(entryName, bucket.sizes);
+      for (size_t k = 0; k < args.size(); ++k)
+        args[k].op = lower_->input(fn->params[k].name.name, args[k].tensor, fn->params[k].name.range);
+    }
+    Value returned;
+    instantiateBody(*fn, fenv, args, top, entry.name.range, "", &returned);
+    if (lower_ && inner_.errorCount() == before)
+      lower_->finishFunction(returned, *ret, entry.name.range);
+    else if (lower_)
+      lower_->abandonFunction();
     bucket.flops = top.flops;
     uint64_t ioBytes = 0;
     for (const Value &a : args)

@@ -3,6 +3,7 @@
 // rules, calls, indexing and members.
 #include "frontend/ASTPrinter.h"
 #include "frontend/CheckerImpl.h"
+#include "frontend/LowerImpl.h"
 
 #include <cmath>
 #include <utility>
@@ -40,6 +41,11 @@ std::optional<bool> compareSizes(ast::BinaryOp op, const Size &a, const Size &b)
   case ast::BinaryOp::Ge: return *d >= 0;
   default: return std::nullopt;
   }
+}
+
+/// `layers.3` + `up`: a parameter path one level down.
+std::string childPath(const std::string &prefix, const std::string &name) {
+  return prefix.empty() ? name : prefix + "." + name;
 }
 
 bool isComparison(ast::BinaryOp op) {
@@ -131,8 +137,12 @@ Value Checker::annotated(const ast::TypeExpr &type, const ast::Expr &value, Valu
   auto t = tensorType(type, f.env);
   if (!t)
     return v;
-  if (v.isNumber() && t->dims.empty())
-    return Value::ofTensor(*t);
+  if (v.isNumber() && t->dims.empty()) {
+    Value r = Value::ofTensor(*t);
+    if (lowering())
+      r.op = lower_->materialize(v, *t, value.range);
+    return r;
+  }
   if (!v.isTensor() || !mayEqual(v.tensor, *t)) {
     error(DiagID::TypeMismatch, value.range, t->str(), v.describe())
         .label(type.range, "declared here");
@@ -296,14 +306,20 @@ Value Checker::lookupName(const std::string &name, llvm::SMRange range, Frame &f
     return Value::error();
   }
   auto declValue = [&](const ast::Decl *d, ModuleInfo *m, ModelInstPtr self) -> Value {
-    if (auto *p = llvm::dyn_cast<ast::ParamDecl>(d))
-      return paramValue(*self, *p);
+    if (auto *p = llvm::dyn_cast<ast::ParamDecl>(d)) {
+      Value v = paramValue(*self, *p);
+      v.path = childPath(f.env.selfPath, p->name.name);
+      if (v.isTensor() && lowering())
+        v.op = lower_->param(v.path, v.tensor, p->name.range);
+      return v;
+    }
     if (auto *fn = llvm::dyn_cast<ast::FnDecl>(d)) {
       Value v;
       v.kind = Value::Kind::Function;
       v.fn = fn;
       v.module = m;
       v.model = self;
+      v.path = self ? f.env.selfPath : "";
       return v;
     }
     if (auto *c = llvm::dyn_cast<ast::ConstDecl>(d)) {
@@ -374,6 +390,8 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
       else if (x.isTensor()) {
         v = x;
         addFlops(f, x.tensor.elements());
+        if (lowering())
+          lower_->unary(u, x, v);
       } else {
         error(DiagID::ExpectedTensor, u.operand->range, x.describe());
         return Value::error();
@@ -381,8 +399,11 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
     } else {
       if (x.kind == Value::Kind::Bool)
         v = Value::ofBool(x.boolean ? std::optional<bool>(!*x.boolean) : std::nullopt);
-      else if (x.isTensor() && x.tensor.dtype == "bool")
+      else if (x.isTensor() && x.tensor.dtype == "bool") {
         v = x;
+        if (lowering())
+          lower_->unary(u, x, v);
+      }
       else {
         error(DiagID::WrongDtypeKind, u.opRange, "!", "a bool", x.describe());
         return Value::error();
@@ -587,6 +608,8 @@ Value Checker::binary(const ast::BinaryExpr &e, Frame &f) {
   Value v = Value::ofTensor(*t);
   addFlops(f, t->elements());
   notePeak(f, {&lt, &rt}, v);
+  if (lowering())
+    lower_->binary(e, l, r, v);
   v.origin = e.range;
   v.originWhat = "'" + op + "'";
   return v;
@@ -610,7 +633,13 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
   if (failed)
     return Value::error();
   switch (callee.kind) {
-  case Value::Kind::Builtin: return callBuiltin(callee.text, e, std::move(args), f);
+  case Value::Kind::Builtin: {
+    std::vector<Arg> kept = lowering() ? args : std::vector<Arg>();
+    Value v = callBuiltin(callee.text, e, std::move(args), f);
+    if (lowering())
+      lower_->builtin(callee.text, e, kept, v);
+    return v;
+  }
   case Value::Kind::Dtype: {
     if (args.size() != 1 || !args[0].name.empty()) {
       error(DiagID::BadBuiltinArgument, e.range, callee.text, "a conversion takes one tensor");
@@ -627,6 +656,8 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
       return Value::error();
     }
     notePeak(f, {&x}, v);
+    if (lowering())
+      lower_->convert(e, x, v);
     v.origin = e.range;
     v.originWhat = "'" + callee.text + "'";
     return v;
@@ -635,7 +666,7 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
     llvm::SMRange saved = std::exchange(calleeOrigin_, llvm::SMRange());
     Value v = callFunction(*callee.fn, callee.module, callee.model,
                            e.hasGenericArgs ? &e.genericArgs : nullptr, std::move(args), f,
-                           e.range);
+                           e.range, callee.path);
     calleeOrigin_ = saved;
     return v;
   }
@@ -651,7 +682,7 @@ Value Checker::call(const ast::CallExpr &e, Frame &f) {
     llvm::SMRange saved = std::exchange(calleeOrigin_, callee.origin);
     Value v = callFunction(*fwd, callee.model->module, callee.model,
                            e.hasGenericArgs ? &e.genericArgs : nullptr, std::move(args), f,
-                           e.range);
+                           e.range, callee.path);
     calleeOrigin_ = saved;
     calleeText_ = savedText;
     if (v.isTensor()) {
@@ -713,6 +744,8 @@ Value Checker::index(const ast::IndexExpr &e, Frame &f) {
     Value v;
     v.kind = Value::Kind::Model;
     v.model = base.model;
+    if (auto c = idx[0].size.constantValue())
+      v.path = childPath(base.path, std::to_string(*c));
     return v;
   }
   if (!base.isTensor()) {
@@ -751,6 +784,8 @@ Value Checker::index(const ast::IndexExpr &e, Frame &f) {
   }
   out.dims.insert(out.dims.end(), t.dims.begin() + e.items.size(), t.dims.end());
   Value v = Value::ofTensor(out);
+  if (lowering())
+    lower_->index(e, base, idx, v);
   v.origin = e.range;
   v.originWhat = "indexing";
   return v;
@@ -798,6 +833,7 @@ Value Checker::member(const ast::MemberExpr &e, Frame &f) {
     mf.env.sizes = base.model->sizes;
     mf.env.dtypes = base.model->dtypes;
     mf.env.concrete = f.env.concrete;
+    mf.env.selfPath = base.path;
     mf.scopes.emplace_back();
     return lookupName(name, e.member.range, mf);
   }

@@ -3,6 +3,7 @@
 // instantiation of a body once every size is a number.
 #include "frontend/ASTPrinter.h"
 #include "frontend/CheckerImpl.h"
+#include "frontend/LowerImpl.h"
 
 #include <algorithm>
 
@@ -166,7 +167,8 @@ struct Source {
 
 Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInstPtr self,
                             const std::vector<ast::GenericArg> *explicitArgs,
-                            std::vector<Arg> args, Frame &caller, llvm::SMRange callRange) {
+                            std::vector<Arg> args, Frame &caller, llvm::SMRange callRange,
+                            const std::string &selfPath) {
   if (definingFn_)
     callGraph_[definingFn_].push_back({&fn, callRange});
   Env env;
@@ -174,6 +176,7 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
   env.self = self;
   env.concrete = caller.env.concrete;
   env.facts = caller.env.facts;
+  env.selfPath = selfPath;
   if (self) {
     env.sizes = self->sizes;
     env.dtypes = self->dtypes;
@@ -373,6 +376,8 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
       }
     }
     paramValues.push_back(Value::ofTensor(*expected));
+    if (lowering())
+      paramValues.back().op = lower_->materialize(a.value, *expected, a.range);
   }
 
   for (const ast::WhereConstraint &w : fn.where) {
@@ -394,8 +399,12 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
   Value result = Value::ofTensor(*ret);
   if (env.concrete) {
     std::string label = self ? self->name + "." + fn.name.name : fn.name.name;
-    if (!instantiateBody(fn, env, paramValues, caller, callRange, label))
+    Value returned;
+    if (!instantiateBody(fn, env, paramValues, caller, callRange, label, &returned))
       return Value::error();
+    // Inlined: the call's value is the body's result.
+    if (lowering())
+      result.op = lower_->materialize(returned, *ret, callRange);
   }
   result.origin = callRange;
   result.originWhat = "'" + fnName + "'";
@@ -403,7 +412,8 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
 }
 
 bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<Value> &args,
-                               Frame &caller, llvm::SMRange callRange, const std::string &label) {
+                               Frame &caller, llvm::SMRange callRange, const std::string &label,
+                               Value *returned) {
   std::string key = std::to_string(reinterpret_cast<uintptr_t>(&fn)) + "|" +
                     (env.self ? env.self->key : "") + "|";
   for (const auto &[k, v] : env.sizes)
@@ -413,7 +423,8 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   for (const auto &[k, v] : env.packs)
     key += k + "~" + v.str() + ",";
   Instance &inst = instances_[key];
-  if (inst.done || failedDefinitions_.count(&fn) || recursive_.count(&fn) ||
+  // Lowering inlines every call afresh: each has its own operands.
+  if ((inst.done && !lowering()) || failedDefinitions_.count(&fn) || recursive_.count(&fn) ||
       std::find(activeInstances_.begin(), activeInstances_.end(), &fn) !=
           activeInstances_.end()) {
     caller.flops += inst.flops;
@@ -455,6 +466,8 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   inst.flops = f.flops;
   inst.peakBytes = f.peakBytes;
   inst.ok = inner_.errorCount() == before;
+  if (returned)
+    *returned = f.returned;
   caller.flops += inst.flops;
   caller.peakBytes = std::max(caller.peakBytes, inst.peakBytes);
   return inst.ok;

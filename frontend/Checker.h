@@ -21,6 +21,10 @@
 
 namespace lpu {
 
+namespace ir {
+struct Module;
+}
+
 struct CheckOptions {
   /// Directories searched, in order, for `import std.nn` (std/nn.lpu).
   std::vector<std::string> importPaths;
@@ -33,6 +37,9 @@ struct CheckOptions {
   bool recordParams = false;
   /// How imported modules are parsed.
   ParseOptions parse;
+  /// When set, every entry bucket is also lowered into this module, one
+  /// function each (frontend/Lower.h drives it).
+  ir::Module *lowerInto = nullptr;
 };
 
 /// One instantiation of an entry: its bucket sizes and its figures.

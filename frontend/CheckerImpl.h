@@ -34,6 +34,8 @@ struct Env {
   /// Sizes known to be zero (from `where` clauses, as lhs - rhs).
   std::vector<Size> facts;
   bool concrete = false;
+  /// While lowering: the parameter path of `self` (`layers.3`).
+  std::string selfPath;
 };
 
 struct Local {
@@ -86,9 +88,14 @@ private:
   std::set<std::string> seenMessages_;
 };
 
+class Lowering;
+
 class Checker {
 public:
   Checker(DiagnosticEngine &diags, const CheckOptions &options);
+  ~Checker();
+  /// True while an entry bucket is being lowered to IR.
+  bool lowering() const;
   CheckResult run(const ast::Module &main);
 
   // ---- CheckModules.cpp
@@ -120,9 +127,11 @@ public:
   std::optional<bool> decideWhere(const ast::WhereConstraint &w, const Env &env);
   Value callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInstPtr self,
                      const std::vector<ast::GenericArg> *explicitArgs, std::vector<Arg> args,
-                     Frame &caller, llvm::SMRange callRange);
+                     Frame &caller, llvm::SMRange callRange, const std::string &selfPath = "");
+  /// `returned`, when given, receives the value of the body's `return`.
   bool instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<Value> &args,
-                        Frame &caller, llvm::SMRange callRange, const std::string &label);
+                        Frame &caller, llvm::SMRange callRange, const std::string &label,
+                        Value *returned = nullptr);
   std::string describeBindings(const ast::FnDecl &fn, const Env &env) const;
 
   // ---- CheckExprs.cpp
@@ -178,6 +187,8 @@ public:
   DiagnosticEngine inner_;
   ContextConsumer context_;
   CheckOptions options_;
+  /// Set when CheckOptions::lowerInto asks for IR (frontend/Lower*.cpp).
+  std::unique_ptr<Lowering> lower_;
   std::vector<std::unique_ptr<ModuleInfo>> modules_;
   std::map<std::string, ModuleInfo *> modulesByPath_;
   std::map<std::string, ModelInstPtr> modelCache_;

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace lpu::ir {
+class Op;
+}
+
 namespace lpu::check {
 
 using sizes::Size;
@@ -86,6 +90,11 @@ struct Value {
   /// Where the value was made, for "'h' has shape ... from 'concat' at ..."
   llvm::SMRange origin;
   std::string originWhat;
+  /// While lowering: the IR value of a Tensor, and the parameter path of a
+  /// Model, ModelArray or a model's Function (`layers.3`, empty for the
+  /// entry's model).
+  ir::Op *op = nullptr;
+  std::string path;
 
   static Value error() { return Value(); }
   static Value ofTensor(TensorType t) {

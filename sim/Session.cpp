@@ -1,8 +1,8 @@
 #include "sim/Session.h"
 
+#include "backend/Bucketing.h"
 #include "backend/tensor/RandomTensor.h"
 #include "backend/tensor/SafeTensors.h"
-#include "sim/Bucketing.h"
 
 #include <llvm/ADT/StringExtras.h>
 

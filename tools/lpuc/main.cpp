@@ -2,6 +2,7 @@
 #include "frontend/ASTPrinter.h"
 #include "frontend/Checker.h"
 #include "frontend/DiagnosticRender.h"
+#include "frontend/Lower.h"
 #include "frontend/Parser.h"
 #include "frontend/Verify.h"
 #include "tools/common/ToolSupport.h"
@@ -38,8 +39,13 @@ int main(int argc, char **argv) {
   app.add_option("file", input, "the .lpu source file ('-' reads stdin)");
   app.add_option("--emit", emit,
                  "print a stage of the compilation: ast, or types (every instantiated entry "
-                 "with the type of every expression), or params (the weights by path)")
-      ->check(CLI::IsMember({"ast", "types", "params"}));
+                 "with the type of every expression), or params (the weights by path), or ir "
+                 "(the dataflow IR, one function per entry and bucket)")
+      ->check(CLI::IsMember({"ast", "types", "params", "ir"}));
+  bool verifyRoundTrip = false;
+  app.add_flag("--verify-roundtrip", verifyRoundTrip,
+               "with --emit=ir: also parse the printed IR back and check it prints the same")
+      ->group("");
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
@@ -129,6 +135,8 @@ int main(int argc, char **argv) {
   auto t1 = Clock::now();
   double c1 = cpu();
   CheckResult result;
+  std::string irText;
+  llvm::raw_string_ostream irOut(irText);
 
   // --emit=ast shows the parser's stage alone: later stages do not run.
   if (!diags.hasErrors() && emit != "ast") {
@@ -139,7 +147,10 @@ int main(int argc, char **argv) {
     checkOptions.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
     checkOptions.recordTypes = emit == "types";
     checkOptions.recordParams = emit == "params";
-    result = checkProgram(*module, diags, checkOptions);
+    if (emit == "ir")
+      emitIR(*module, diags, checkOptions, irOut, verifyRoundTrip);
+    else
+      result = checkProgram(*module, diags, checkOptions);
   }
   if (timePhases)
     llvm::errs() << llvm::formatv("parse: {0:f3} s (cpu {1:f3} s)\n"
@@ -159,6 +170,8 @@ int main(int argc, char **argv) {
     printTypes(result, llvm::outs());
   if (emit == "params")
     printParams(result, llvm::outs());
+  if (emit == "ir")
+    llvm::outs() << irOut.str();
   if (stats && statsJson)
     printStatsJson(result, llvm::outs());
   else if (stats)

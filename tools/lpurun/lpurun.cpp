@@ -1,15 +1,28 @@
-// lpurun: runs a program file on the simulated LPU. A thin driver: flags and
-// files here, everything else in sim/Session.h.
+// lpurun: runs a program file on the simulated LPU, or (--reference) a .lpu
+// model in the reference interpreter. A thin driver: flags and files here,
+// everything else in sim/Session.h, frontend/CompileToIR.h and
+// ir/InterpreterRun.h.
 #include "backend/ChipDescription.h"
 #include "backend/ProgramBinary.h"
 #include "backend/ProgramText.h"
 #include "backend/tensor/Literal.h"
 #include "backend/tensor/Npy.h"
+#include "backend/tensor/SafeTensors.h"
+#include "frontend/CompileToIR.h"
+#include "frontend/Checker.h"
+#include "frontend/DiagnosticRender.h"
+#include "ir/InterpreterRun.h"
+#include "ir/Text.h"
+#include "ir/Verifier.h"
 #include "sim/Session.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
 
 using namespace lpu;
 
@@ -30,6 +43,136 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data) {
   }
   return true;
 }
+/// --input, --output and --weights as given: literals and .npy files read,
+/// the weights file checked for readability. Returns -1 when all is well,
+/// else the exit code (the error is printed).
+int collectTensorArgs(const std::vector<std::string> &inputs,
+                      const std::vector<std::string> &outputs, const std::string &weights,
+                      std::map<std::string, tensor::Tensor> &inputValues,
+                      std::map<std::string, std::string> &outputFiles, bool &printAll) {
+  for (const std::string &arg : inputs) {
+    auto named = tensor::parseInputArgument(arg);
+    if (!named) {
+      tools::reportToolError(kTool, llvm::toString(named.takeError()));
+      return tools::kExitInputError;
+    }
+    if (inputValues.count(named->name)) {
+      tools::reportToolError(kTool, "input '" + named->name + "' given twice");
+      return tools::kExitUsageError;
+    }
+    inputValues.emplace(named->name, std::move(named->tensor));
+  }
+  if (!weights.empty()) {
+    auto check = tools::readInputFile(weights); // the usual missing/directory messages
+    if (!check) {
+      tools::reportToolError(kTool, llvm::toString(check.takeError()));
+      return tools::kExitUsageError;
+    }
+  }
+  printAll = outputs.empty();
+  for (const std::string &o : outputs) {
+    if (o == "-") {
+      printAll = true;
+      continue;
+    }
+    auto [name, path] = llvm::StringRef(o).split('=');
+    if (name.empty() || path.empty()) {
+      tools::reportToolError(kTool, "--output takes NAME=FILE.npy or '-', found '" + o + "'");
+      return tools::kExitUsageError;
+    }
+    outputFiles[name.str()] = path.str();
+  }
+  return -1;
+}
+
+/// The module of `path`: a .lpu source compiled (diagnostics on stderr), or
+/// IR text (.ir) parsed and verified.
+llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, const char *argv0) {
+  if (llvm::sys::path::extension(path) == ".ir") {
+    auto buffer = tools::readInputFile(path);
+    if (!buffer)
+      return buffer.takeError();
+    auto module = ir::parseModule((*buffer)->getBuffer(), path);
+    if (!module)
+      return module.takeError();
+    if (auto errors = ir::verify(**module); !errors.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": the IR does not verify:\n" + ir::formatErrors(errors));
+    return module;
+  }
+  if (auto readable = tools::readInputFile(path); !readable) // the usual messages
+    return readable.takeError();
+  CompileToIROptions options;
+  std::string exe = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&loadModule));
+  options.importPaths = defaultStdlibPaths(llvm::sys::path::parent_path(exe));
+  options.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
+  options.color = shouldUseColor(ColorMode::Auto, llvm::errs());
+  return compileFileToIR(path, options, llvm::errs());
+}
+
+struct ReferenceArgs {
+  std::string model, entry, weights, dumpWeights;
+  std::optional<uint64_t> seed;
+  unsigned threads = 0;
+  std::map<std::string, tensor::Tensor> inputs;
+  std::map<std::string, std::string> outputFiles;
+  bool printAll = false;
+};
+
+/// lpurun --reference: compile, load weights, run the entry's best bucket,
+/// write or print the outputs; the bucket and padding go to stderr.
+int runReference(const ReferenceArgs &args, const char *argv0) {
+  auto module = loadModule(args.model, argv0);
+  if (!module) {
+    tools::reportToolError(kTool, llvm::toString(module.takeError()));
+    return tools::kExitInputError;
+  }
+  ir::WeightSource source{args.weights, args.seed.value_or(0)};
+  auto weights = ir::loadModuleWeights(**module, source);
+  if (!weights) {
+    tools::reportToolError(kTool, llvm::toString(weights.takeError()));
+    return tools::kExitInputError;
+  }
+  if (!args.dumpWeights.empty()) {
+    std::vector<tensor::NamedTensor> all(weights->begin(), weights->end());
+    if (auto e = tensor::writeSafeTensorsFile(args.dumpWeights, all)) {
+      tools::reportToolError(kTool, llvm::toString(std::move(e)));
+      return tools::kExitUsageError;
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto run = ir::runEntry(**module, args.entry, args.inputs, *weights, {args.threads});
+  if (!run) {
+    tools::reportToolError(kTool, llvm::toString(run.takeError()));
+    return tools::kExitInputError;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  llvm::errs() << "reference: entry " << run->function->name() << ", bucket " << run->bucketText
+               << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%, "
+               << llvm::format("%.3f", seconds) << " s\n";
+  for (const auto &[name, path] : args.outputFiles) {
+    bool known = false;
+    for (const auto &[outName, value] : run->outputs)
+      known |= outName == name;
+    if (!known) {
+      tools::reportToolError(kTool, "no output '" + name + "' in entry '" +
+                                        run->function->name() + "'");
+      return tools::kExitUsageError;
+    }
+  }
+  for (const auto &[name, value] : run->outputs) {
+    auto it = args.outputFiles.find(name);
+    if (it != args.outputFiles.end()) {
+      if (auto e = tensor::writeNpyFile(it->second, value)) {
+        tools::reportToolError(kTool, llvm::toString(std::move(e)));
+        return tools::kExitUsageError;
+      }
+    } else if (args.printAll) {
+      llvm::outs() << name << ": " << tensor::formatIree(value) << "\n";
+    }
+  }
+  return tools::kExitSuccess;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -38,10 +181,16 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputs, outputs;
   std::optional<uint64_t> seed;
   unsigned threads = 1;
-  bool timingOnly = false;
+  bool timingOnly = false, reference = false;
+  std::string dumpWeights;
   // Not ->required(): CLI11 would then report a missing program before an
   // unknown flag, which hides the real mistake; checked after parsing.
-  app.add_option("program", programPath, "program file (.lpx, or the text form)");
+  app.add_option("program", programPath,
+                 "program file (.lpx, or the text form); with --reference a .lpu model (or .ir)");
+  app.add_flag("--reference", reference,
+               "compile the .lpu model and run it in the reference interpreter");
+  app.add_option("--dump-weights", dumpWeights,
+                 "with --reference: write the weights used to a .safetensors file");
   app.add_option("--entry", entry, "entry to run (needed when the program has several)");
   app.add_option("--input", inputs, "NAME=FILE.npy or NAME=2x3xf32=1,2,... (repeatable)");
   auto *w = app.add_option("--weights", weights, "parameters from a .safetensors file");
@@ -52,7 +201,9 @@ int main(int argc, char **argv) {
   app.add_option("--report", report, "print a report: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--trace", tracePath, "write a Chrome/Perfetto trace (JSON) to FILE");
-  app.add_option("--threads", threads, "host threads (results do not depend on it)")
+  app.add_option("--threads", threads,
+                 "host threads (results do not depend on it; with --reference the default is "
+                 "one per core)")
       ->check(CLI::Range(1u, 256u));
   app.add_flag("--timing-only", timingOnly, "compute cycles only, without data");
   app.add_option("--chip", chipName, "chip description NAME or FILE (default: the program's)");
@@ -65,6 +216,30 @@ int main(int argc, char **argv) {
   if (programPath.empty()) {
     tools::reportToolError(kTool, "no program file");
     llvm::errs() << "Run '" << kTool << " --help' for the options.\n";
+    return tools::kExitUsageError;
+  }
+
+  if (reference) {
+    for (const char *flag : {"--report", "--trace", "--timing-only", "--chip", "--emit", "-o"})
+      if (app.count(flag)) {
+        tools::reportToolError(kTool, llvm::Twine(flag) + " does not apply to --reference");
+        return tools::kExitUsageError;
+      }
+    ReferenceArgs args;
+    args.model = programPath;
+    args.entry = entry;
+    args.weights = weights;
+    args.seed = seed;
+    args.dumpWeights = dumpWeights;
+    args.threads = app.count("--threads") ? threads : 0;
+    if (int rc = collectTensorArgs(inputs, outputs, weights, args.inputs, args.outputFiles,
+                                   args.printAll);
+        rc >= 0)
+      return rc;
+    return runReference(args, argv[0]);
+  }
+  if (!dumpWeights.empty()) {
+    tools::reportToolError(kTool, "--dump-weights needs --reference");
     return tools::kExitUsageError;
   }
 
@@ -116,39 +291,11 @@ int main(int argc, char **argv) {
   options.run.threads = threads;
   options.run.timingOnly = timingOnly;
   options.run.trace = !tracePath.empty();
-  for (const std::string &arg : inputs) {
-    auto named = tensor::parseInputArgument(arg);
-    if (!named) {
-      tools::reportToolError(kTool, llvm::toString(named.takeError()));
-      return tools::kExitInputError;
-    }
-    if (options.inputs.count(named->name)) {
-      tools::reportToolError(kTool, "input '" + named->name + "' given twice");
-      return tools::kExitUsageError;
-    }
-    options.inputs.emplace(named->name, std::move(named->tensor));
-  }
-  if (!weights.empty()) {
-    auto check = tools::readInputFile(weights); // the usual missing/directory messages
-    if (!check) {
-      tools::reportToolError(kTool, llvm::toString(check.takeError()));
-      return tools::kExitUsageError;
-    }
-  }
   std::map<std::string, std::string> outputFiles;
-  bool printAll = outputs.empty();
-  for (const std::string &o : outputs) {
-    if (o == "-") {
-      printAll = true;
-      continue;
-    }
-    auto [name, path] = llvm::StringRef(o).split('=');
-    if (name.empty() || path.empty()) {
-      tools::reportToolError(kTool, "--output takes NAME=FILE.npy or '-', found '" + o + "'");
-      return tools::kExitUsageError;
-    }
-    outputFiles[name.str()] = path.str();
-  }
+  bool printAll = false;
+  if (int rc = collectTensorArgs(inputs, outputs, weights, options.inputs, outputFiles, printAll);
+      rc >= 0)
+    return rc;
 
   auto result = sim::runSession(*program, *chip, options);
   if (!result) {

@@ -1,6 +1,7 @@
 // Bucket selection for a run: the smallest bucket whose input shapes hold
 // the given inputs, the zero padding of inputs up to it and the cropping of
-// outputs back to the sizes the inputs imply.
+// outputs back to the sizes the inputs imply. Shared by the simulator and
+// the reference interpreter (which describes an IR entry as an Entry).
 #pragma once
 
 #include "backend/Program.h"
@@ -11,7 +12,7 @@
 #include <map>
 #include <string>
 
-namespace lpu::sim {
+namespace lpu::backend {
 
 struct BucketChoice {
   unsigned index = 0;
@@ -21,15 +22,15 @@ struct BucketChoice {
 
 /// Errors: an unknown or missing input, a wrong dtype or rank, or no bucket
 /// that fits (listing the buckets).
-llvm::Expected<BucketChoice> selectBucket(const backend::Entry &entry,
+llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
                                           const std::map<std::string, tensor::Tensor> &inputs);
 
 /// The shape of `t` with bucket dimensions replaced by their bound sizes.
-std::vector<int64_t> boundShape(const backend::TensorPlacement &t, const BucketChoice &choice);
+std::vector<int64_t> boundShape(const TensorPlacement &t, const BucketChoice &choice);
 
 /// `value` zero-padded at the end of each dimension up to `shape`.
 tensor::Tensor padTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape);
 /// The leading `shape` block of `value`.
 tensor::Tensor cropTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape);
 
-} // namespace lpu::sim
+} // namespace lpu::backend

@@ -1,12 +1,11 @@
-#include "sim/Bucketing.h"
+#include "backend/Bucketing.h"
 
 #include <llvm/ADT/StringExtras.h>
 
 #include <cstring>
 
-namespace lpu::sim {
+namespace lpu::backend {
 
-using namespace backend;
 
 namespace {
 llvm::Error error(const llvm::Twine &msg) {
@@ -168,4 +167,4 @@ tensor::Tensor cropTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape
   return out;
 }
 
-} // namespace lpu::sim
+} // namespace lpu::backend

@@ -1,0 +1,91 @@
+// The lowering driver: check with lowering switched on, verify, print.
+// The per-operation work is in LowerOps.cpp, called from the checker.
+#include "frontend/Lower.h"
+#include "frontend/LowerImpl.h"
+#include "ir/Text.h"
+#include "ir/Verifier.h"
+
+namespace lpu {
+
+namespace check {
+bool Checker::lowering() const { return lower_ && lower_->active(); }
+} // namespace check
+
+namespace {
+
+/// The source position an IR location names, if it is in `sources`.
+llvm::SMRange sourceRange(llvm::SourceMgr &sources, const ir::Location &loc) {
+  if (!loc.known())
+    return {};
+  for (unsigned id = 1; id <= sources.getNumBuffers(); ++id) {
+    if (sources.getMemoryBuffer(id)->getBufferIdentifier() != loc.file)
+      continue;
+    llvm::SMLoc at = sources.FindLocForLineAndColumn(id, loc.line, loc.col);
+    return {at, at};
+  }
+  return {};
+}
+
+void reportInternal(DiagnosticEngine &diags, const ir::Location &loc, const std::string &message) {
+  llvm::SMRange at = sourceRange(diags.sources(), loc);
+  if (at.isValid()) {
+    diags.report(DiagID::InvalidLoweredIR, at, message);
+    return;
+  }
+  // No source to point at: the message carries what is known.
+  diags.report(DiagID::InvalidLoweredIR, {}, message);
+}
+
+} // namespace
+
+std::unique_ptr<ir::Module> lowerProgram(const ast::Module &module, DiagnosticEngine &diags,
+                                         CheckOptions options) {
+  auto out = std::make_unique<ir::Module>();
+  options.lowerInto = out.get();
+  unsigned before = diags.errorCount();
+  checkProgram(module, diags, options);
+  if (diags.errorCount() != before)
+    return nullptr;
+  return out;
+}
+
+bool verifyLowered(const ir::Module &module, DiagnosticEngine &diags) {
+  bool ok = true;
+  for (const auto &fn : module.functions)
+    for (const ir::VerifyError &e : ir::verify(*fn)) {
+      ok = false;
+      reportInternal(diags, e.loc, e.message + " (in func @" + fn->name() + ")");
+    }
+  return ok;
+}
+
+bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptions &options,
+            llvm::raw_ostream &os, bool roundTrip) {
+  auto lowered = lowerProgram(module, diags, options);
+  if (!lowered || !verifyLowered(*lowered, diags))
+    return false;
+  std::string text;
+  llvm::raw_string_ostream printed(text);
+  ir::print(*lowered, printed);
+  printed.flush();
+  if (roundTrip) {
+    auto parsed = ir::parseModule(text, "<lowered IR>");
+    if (!parsed) {
+      reportInternal(diags, {}, "the printed IR does not parse back: " +
+                                    llvm::toString(parsed.takeError()));
+      return false;
+    }
+    std::string again;
+    llvm::raw_string_ostream reprinted(again);
+    ir::print(**parsed, reprinted);
+    reprinted.flush();
+    if (again != text) {
+      reportInternal(diags, {}, "the printed IR prints differently after parsing it back");
+      return false;
+    }
+  }
+  os << text;
+  return true;
+}
+
+} // namespace lpu
