@@ -1,0 +1,79 @@
+// Passes over the IR and the manager that runs them. A pass rewrites one
+// Function at a time and says whether it changed anything; passes are found
+// by name (`createPass("cse")`) so that lpuc, lpu-opt and the tests spell a
+// pipeline the same way. The manager verifies the IR after every pass and can
+// print it before or after any of them. docs/passes.md describes each pass.
+#pragma once
+
+#include "ir/IR.h"
+#include "ir/Text.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lpu::ir {
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  /// The name a pipeline spells it with: "cse", "fuse-elementwise".
+  virtual llvm::StringRef name() const = 0;
+  /// Rewrites `fn` in place; returns whether anything changed.
+  virtual bool run(Function &fn) = 0;
+};
+
+/// The registered pass called `name`, or null when there is none.
+std::unique_ptr<Pass> createPass(llvm::StringRef name);
+/// Every registered pass name, sorted.
+std::vector<std::string> passNames();
+/// One line per registered pass: its name and what it does.
+std::string passDescription(llvm::StringRef name);
+
+/// lpuc's pipeline, as pass names in order.
+std::vector<std::string> defaultPipeline();
+
+struct PassManagerOptions {
+  /// Pass names (or "all") whose input / output is printed.
+  std::vector<std::string> printBefore;
+  std::vector<std::string> printAfter;
+  /// Run the verifier after every pass (off only for debugging).
+  bool verifyEach = true;
+  /// Where the IR dumps go (lpu-opt: stderr, as mlir-opt does).
+  llvm::raw_ostream *dumpStream = nullptr;
+  PrintOptions print;
+};
+
+class PassManager {
+public:
+  explicit PassManager(PassManagerOptions options = {});
+  ~PassManager();
+  PassManager(const PassManager &) = delete;
+  PassManager &operator=(const PassManager &) = delete;
+
+  void addPass(std::unique_ptr<Pass> pass);
+  /// Adds the passes of a comma-separated list ("canonicalize,cse").
+  /// An unknown name is an error that lists the known ones.
+  llvm::Error addPipeline(llvm::StringRef list);
+  llvm::Error addPipeline(const std::vector<std::string> &names);
+  size_t size() const { return passes_.size(); }
+
+  /// Runs every pass, in order, over every function of `module` (the whole
+  /// module goes through one pass before the next starts). Returns whether
+  /// any pass changed anything; a verifier failure after a pass is an error
+  /// naming the pass and the function.
+  llvm::Expected<bool> run(Module &module);
+
+private:
+  bool wants(const std::vector<std::string> &list, llvm::StringRef pass) const;
+  void dump(llvm::StringRef when, const Pass &pass, const Function &fn) const;
+
+  PassManagerOptions options_;
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+} // namespace lpu::ir

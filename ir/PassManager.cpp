@@ -1,0 +1,146 @@
+#include "ir/Pass.h"
+
+#include "ir/Verifier.h"
+#include "ir/passes/Passes.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <algorithm>
+
+namespace lpu::ir {
+
+namespace {
+
+struct PassInfo {
+  const char *name;
+  const char *description;
+  std::unique_ptr<Pass> (*create)();
+};
+
+const PassInfo kPasses[] = {
+    {"canonicalize", "put constants second in commutative ops; drop identity layout ops",
+     createCanonicalizePass},
+    {"cse", "merge ops of equal kind, type, operands and attributes", createCSEPass},
+    {"dce", "remove ops the return does not need (inputs and params stay)", createDCEPass},
+    {"fold", "compute ops whose operands are all splat constants", createFoldPass},
+    {"fuse-elementwise", "group chains of elementwise ops into fusion groups",
+     createFuseElementwisePass},
+    {"simplify", "algebraic rewrites: transpose/reshape/convert chains, x + 0, x * 1",
+     createSimplifyPass},
+    {"test-break-ir", "(tests only) gives the first op with operands a wrong type",
+     createTestBreakIRPass},
+};
+
+const PassInfo *findPass(llvm::StringRef name) {
+  for (const PassInfo &info : kPasses)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+} // namespace
+
+std::unique_ptr<Pass> createPass(llvm::StringRef name) {
+  const PassInfo *info = findPass(name);
+  return info ? info->create() : nullptr;
+}
+
+std::vector<std::string> passNames() {
+  std::vector<std::string> names;
+  for (const PassInfo &info : kPasses)
+    names.push_back(info.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string passDescription(llvm::StringRef name) {
+  const PassInfo *info = findPass(name);
+  return info ? info->description : "";
+}
+
+std::vector<std::string> defaultPipeline() {
+  // Canonical forms first so fold and simplify see constants second and no
+  // identity ops; simplify's rewrites (a cancelled convert, a merged
+  // transpose) can expose more of both, hence the second round. CSE merges
+  // the duplicates lowering makes (one constant per use), DCE sweeps what
+  // every earlier pass left unused, and fusion looks at the final graph.
+  return {"canonicalize", "fold", "simplify", "cse", "canonicalize",
+          "fold",         "simplify", "cse",  "dce", "fuse-elementwise"};
+}
+
+PassManager::PassManager(PassManagerOptions options) : options_(std::move(options)) {
+  if (!options_.dumpStream)
+    options_.dumpStream = &llvm::errs();
+}
+
+PassManager::~PassManager() = default;
+
+void PassManager::addPass(std::unique_ptr<Pass> pass) { passes_.push_back(std::move(pass)); }
+
+llvm::Error PassManager::addPipeline(const std::vector<std::string> &names) {
+  for (const std::string &name : names) {
+    std::unique_ptr<Pass> pass = createPass(name);
+    if (!pass) {
+      std::string known;
+      for (const std::string &n : passNames())
+        known += (known.empty() ? "" : ", ") + n;
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "unknown pass '%s'; the passes are: %s", name.c_str(),
+                                     known.c_str());
+    }
+    addPass(std::move(pass));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PassManager::addPipeline(llvm::StringRef list) {
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  list.split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  std::vector<std::string> names;
+  for (llvm::StringRef part : parts)
+    if (!part.trim().empty())
+      names.push_back(part.trim().str());
+  return addPipeline(names);
+}
+
+bool PassManager::wants(const std::vector<std::string> &list, llvm::StringRef pass) const {
+  return llvm::any_of(list, [&](const std::string &n) { return n == "all" || n == pass; });
+}
+
+void PassManager::dump(llvm::StringRef when, const Pass &pass, const Function &fn) const {
+  llvm::raw_ostream &os = *options_.dumpStream;
+  os << "// -----// IR Dump " << when << " " << pass.name() << " //----- //\n";
+  print(fn, os, options_.print);
+  os << "\n";
+  os.flush();
+}
+
+llvm::Expected<bool> PassManager::run(Module &module) {
+  bool changed = false;
+  for (const std::unique_ptr<Pass> &pass : passes_) {
+    for (const std::unique_ptr<Function> &fn : module.functions) {
+      if (wants(options_.printBefore, pass->name()))
+        dump("Before", *pass, *fn);
+      changed |= pass->run(*fn);
+      // Printed before verifying, so a broken result can be seen.
+      if (wants(options_.printAfter, pass->name()))
+        dump("After", *pass, *fn);
+      if (!options_.verifyEach)
+        continue;
+      std::vector<VerifyError> errors = verify(*fn);
+      if (errors.empty())
+        continue;
+      std::string messages = formatErrors(errors, fn.get());
+      if (!messages.empty() && messages.back() == '\n')
+        messages.pop_back();
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "the IR does not verify after pass '%s' on func @%s:\n%s",
+                                     pass->name().str().c_str(), fn->name().c_str(),
+                                     messages.c_str());
+    }
+  }
+  return changed;
+}
+
+} // namespace lpu::ir

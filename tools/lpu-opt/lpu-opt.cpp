@@ -1,0 +1,148 @@
+// lpu-opt: runs IR passes over IR text, as mlir-opt does, so that every pass
+// can be tested on hand-written input. A thin driver: parse, verify, run the
+// pass manager (ir/Pass.h), print.
+#include "ir/Pass.h"
+#include "ir/Text.h"
+#include "ir/Verifier.h"
+#include "tools/common/ToolSupport.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace lpu;
+
+constexpr const char *kTool = "lpu-opt";
+
+struct Flags {
+  std::string file = "-";
+  std::string passes;
+  std::string printBefore, printAfter;
+  std::string output = "-";
+  bool noVerify = false, noLocations = false, listPasses = false;
+};
+
+std::vector<std::string> splitList(llvm::StringRef list) {
+  std::vector<std::string> out;
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  list.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef part : parts)
+    if (!part.trim().empty())
+      out.push_back(part.trim().str());
+  return out;
+}
+
+/// A --print-ir-* name must be a pass or `all`; a typo would print nothing.
+bool checkPassNames(const std::vector<std::string> &names, llvm::StringRef flag) {
+  std::vector<std::string> known = ir::passNames();
+  for (const std::string &name : names) {
+    if (name == "all" || llvm::is_contained(known, name))
+      continue;
+    tools::reportToolError(kTool, "unknown pass '" + name + "' in " + flag +
+                                      "; the passes are: " + llvm::join(known, ", ") +
+                                      " (or all)");
+    return false;
+  }
+  return true;
+}
+
+int run(const Flags &flags) {
+  ir::PassManagerOptions options;
+  options.printBefore = splitList(flags.printBefore);
+  options.printAfter = splitList(flags.printAfter);
+  options.verifyEach = !flags.noVerify;
+  options.print.locations = !flags.noLocations;
+  if (!checkPassNames(options.printBefore, "--print-ir-before") ||
+      !checkPassNames(options.printAfter, "--print-ir-after"))
+    return tools::kExitUsageError;
+  ir::PassManager manager(options);
+  if (llvm::Error e = manager.addPipeline(flags.passes)) {
+    tools::reportToolError(kTool, llvm::toString(std::move(e)));
+    return tools::kExitUsageError;
+  }
+
+  auto buffer = tools::readInputFile(flags.file);
+  if (!buffer) {
+    tools::reportToolError(kTool, llvm::toString(buffer.takeError()));
+    return tools::kExitUsageError;
+  }
+  llvm::StringRef name = flags.file == "-" ? "<stdin>" : llvm::StringRef(flags.file);
+  auto module = ir::parseModule((*buffer)->getBuffer(), name);
+  if (!module) {
+    llvm::errs() << llvm::toString(module.takeError()) << "\n";
+    return tools::kExitInputError;
+  }
+  if (!flags.noVerify) {
+    bool failed = false;
+    for (const auto &fn : (*module)->functions) {
+      std::vector<ir::VerifyError> errors = ir::verify(*fn);
+      if (!errors.empty()) {
+        llvm::errs() << ir::formatErrors(errors, fn.get());
+        failed = true;
+      }
+    }
+    if (failed)
+      return tools::kExitInputError;
+  }
+
+  llvm::Expected<bool> ran = manager.run(**module);
+  if (!ran) {
+    tools::reportToolError(kTool, llvm::toString(ran.takeError()));
+    return tools::kExitInputError;
+  }
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(flags.output, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    tools::reportToolError(kTool, "cannot write '" + flags.output + "': " + ec.message());
+    return tools::kExitUsageError;
+  }
+  ir::print(**module, os, options.print);
+  os.close();
+  if (os.has_error()) {
+    tools::reportToolError(kTool, "cannot write '" + flags.output + "': " + os.error().message());
+    os.clear_error();
+    return tools::kExitUsageError;
+  }
+  return tools::kExitSuccess;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"lpu-opt: runs IR passes over the IR's text form and prints the result.\n"
+               "With no FILE, reads standard input.",
+               kTool};
+  tools::addCommonOptions(app, kTool);
+  Flags flags;
+  app.add_option("file", flags.file, "IR text file ('-' for standard input)");
+  app.add_option("--passes", flags.passes,
+                 "Comma-separated passes to run in order (none: parse, verify, print); "
+                 "'default' names lpuc's pipeline");
+  app.add_option("--print-ir-before", flags.printBefore,
+                 "Print each function to stderr before PASS runs (a pass name, a list, or all)");
+  app.add_option("--print-ir-after", flags.printAfter,
+                 "Print each function to stderr after PASS ran (a pass name, a list, or all)");
+  app.add_flag("--no-verify", flags.noVerify,
+               "Verify neither the input nor the IR after each pass (for debugging)");
+  app.add_flag("--no-locations", flags.noLocations, "Print without loc(...)");
+  app.add_flag("--list-passes", flags.listPasses, "List the passes and exit");
+  app.add_option("-o,--output", flags.output, "Write the result here (default: standard output)");
+  if (int code = tools::parseCommandLine(app, argc, argv, kTool); code >= 0)
+    return code;
+
+  if (flags.listPasses) {
+    for (const std::string &name : ir::passNames())
+      llvm::outs() << llvm::left_justify(name, 18) << ir::passDescription(name) << "\n";
+    llvm::outs() << "default: " << llvm::join(ir::defaultPipeline(), ",") << "\n";
+    return tools::kExitSuccess;
+  }
+  if (flags.passes == "default")
+    flags.passes = llvm::join(ir::defaultPipeline(), ",");
+  return run(flags);
+}
