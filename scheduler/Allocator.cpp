@@ -64,6 +64,14 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       return block;
     }
   }
+  if (vectors > chip_.memVectors)
+    return llvm::make_error<ScheduleError>(
+        ScheduleError::Kind::DoesNotFit,
+        owner.what + " does not fit in SRAM: each of its byte planes needs " +
+            std::to_string(vectors) + " vectors, more than the " +
+            std::to_string(chip_.memVectors) +
+            " of a slice (a tensor keeps each byte plane in one slice)",
+        owner.loc);
   // Does not fit: name the largest tensors live now.
   std::vector<const Live *> live;
   for (const Live &l : blocks_)

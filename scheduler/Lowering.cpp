@@ -90,6 +90,15 @@ llvm::Error unsupported(const ir::Op &op, const std::string &why) {
       op.loc());
 }
 
+llvm::Error cannotPlace(const ir::Op &op) {
+  return llvm::make_error<ScheduleError>(
+      ScheduleError::Kind::Unsupported,
+      "cannot compile '" + std::string(ir::mnemonic(op.kind())) +
+          "' onto the chip yet: no cycle fits one vector's work (it needs a MEM port twice "
+          "in one cycle)",
+      op.loc());
+}
+
 LoweringFn loweringFor(ir::OpKind kind) {
   using K = ir::OpKind;
   switch (kind) {

@@ -116,5 +116,7 @@ llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &
 
 /// An error for an op the scheduler does not support (in this form).
 llvm::Error unsupported(const ir::Op &op, const std::string &why = "");
+/// An error for work the placer found no cycle for (a scheduler limit).
+llvm::Error cannotPlace(const ir::Op &op);
 
 } // namespace lpu::scheduler

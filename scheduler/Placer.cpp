@@ -113,7 +113,7 @@ struct Placer::Timed {
   int64_t minOffset = 0;
 };
 
-Placement Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore) {
+std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore) {
   const int n = int(tree.nodes.size());
   Timed timed;
   timed.valueOf.assign(n, -1);
@@ -171,6 +171,22 @@ Placement Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore)
         if (!readNode)
           issueOf[p] = v.emit[0] - latency(pn.instr);
       }
+      if (readNode) {
+        // The same vector read for two consumers in the same cycle at the
+        // same position (x read by both exp(x) and tanh(x)): one read.
+        bool shared = false;
+        for (size_t k = 0; k < timed.values.size() && !shared; ++k) {
+          const Timed::Value &o = timed.values[k];
+          const WorkNode &on = tree.nodes[o.producer];
+          if (on.instr.op == Opcode::Read && on.planes == pn.planes &&
+              on.instr.addr == pn.instr.addr && o.emit == v.emit && o.last == v.last) {
+            timed.valueOf[p] = int(k);
+            shared = true;
+          }
+        }
+        if (shared)
+          continue;
+      }
       if (readNode)
         for (unsigned b = 0; b < v.width; ++b) {
           Instr in = pn.instr;
@@ -196,8 +212,12 @@ Placement Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore)
   for (const Timed::Issue &is : timed.issues)
     timed.minOffset = std::min(timed.minOffset, is.offset);
   int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
+  // A tree that cannot fit anywhere (two reads of one slice in one cycle)
+  // fails the same way forever: give up after a generous search.
+  const int64_t limit = root + kMaxSearch;
   while (!tryAt(tree, timed, root))
-    ++root;
+    if (++root > limit)
+      return std::nullopt;
   Placement out;
   out.rootCycle = root;
   out.firstCycle = root + timed.minOffset;

@@ -61,7 +61,10 @@ public:
 
   /// Places `tree` so that no instruction issues before `notBefore` and
   /// the root issues no earlier than `rootNotBefore`; returns where it went.
-  Placement place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore = 0);
+  /// Nullopt when no cycle works (the tree needs one slice's read port
+  /// twice in one cycle, for instance).
+  std::optional<Placement> place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore = 0);
+  static constexpr int64_t kMaxSearch = 1 << 16;
 
   /// A single instruction with no stream operands (iw) on a fixed queue.
   int64_t placeAlone(const backend::Instr &instr, unsigned queue, int64_t notBefore);

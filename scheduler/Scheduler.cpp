@@ -110,7 +110,10 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
     auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
     int64_t vpr = ctx.vecsPerRow(cols);
-    std::string what = std::string(ir::mnemonic(op.kind())) + " " + op.type().str();
+    std::string what = std::string(ir::mnemonic(op.kind()));
+    if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
+      what += " '" + *name + "'";
+    what += " " + op.type().str();
     auto block = sram.allocate(tensor::dtypeSize(op.type().dtype), uint32_t(storedRows * vpr),
                                SramOwner{what, op.loc()});
     if (!block)

@@ -126,7 +126,10 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
       trees.read_.clear();
       int value = trees.build(tree, op, r, v);
       tree.nodes[0].inputs = {value};
-      Placement p = ctx.placer().place(std::move(tree), std::max(prev, trees.notBefore_));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, trees.notBefore_));
+      if (!placed)
+        return cannotPlace(op);
+      Placement p = *placed;
       prev = p.firstCycle;
       ctx.written(view, r, v, p.doneCycle - 1);
       for (const TensorView *in : trees.read_)
@@ -155,7 +158,10 @@ llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &
       int value = tree.add(copy, {tree.read(src.slices(), src.address(r, v))});
       tree.nodes[0].inputs = {value};
       int64_t ready = std::max(src.readyAt(r, v), view.storage->block.writableFrom);
-      Placement p = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      if (!placed)
+        return cannotPlace(op);
+      Placement p = *placed;
       prev = p.firstCycle;
       ctx.written(view, r, v, p.doneCycle - 1);
       ctx.read(src, p.doneCycle);

@@ -76,7 +76,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
             lw.unit = uint16_t(p);
             tree.add(lw, {}, int(lwQueue(p)));
             tree.nodes[0].inputs = {tree.read(B.slices(), B.address(brow, j))};
-            Placement pl = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
+            std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
+            if (!placed)
+              return cannotPlace(op);
+            Placement pl = *placed;
             lastLw = pl.rootCycle;
             ctx.read(B, pl.doneCycle);
           }
@@ -100,7 +103,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
             tree.nodes[0].inputs = {tree.read(A.slices(), A.address(arow, t))};
             int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
                                               t == 0 ? st.accFree[size_t(m)] : 0});
-            Placement pl = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
+            std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
+            if (!placed)
+              return cannotPlace(op);
+            Placement pl = *placed;
             st.lastMm = std::max(st.lastMm, pl.rootCycle);
             mmDone[size_t(m)] = pl.rootCycle + mmLatency;
             ctx.read(A, pl.doneCycle);
@@ -125,8 +131,11 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
             value = tree.add(cvt, {value});
           }
           tree.nodes[0].inputs = {value};
-          Placement pl = ctx.placer().place(
+          std::optional<Placement> placed = ctx.placer().place(
               std::move(tree), std::max(mmDone[size_t(m)], C.storage->block.writableFrom));
+          if (!placed)
+            return cannotPlace(op);
+          Placement pl = *placed;
           st.accFree[size_t(m)] = pl.firstCycle + 1;
           ctx.written(C, crow, j, pl.doneCycle - 1);
         }

@@ -4,6 +4,7 @@
 #include "ir/Pass.h"
 #include "scheduler/Scheduler.h"
 
+#include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 
@@ -83,19 +84,20 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
     const scheduler::Schedule &s = b.schedule;
     os << "entry " << b.entry << ", bucket " << bucketLabel(b.dims) << "\n";
-    os << llvm::formatv("  predicted cycles: {0} ({1:f3} us at {2} MHz)\n", s.cycles,
-                        double(s.cycles) / chip.clockMHz, chip.clockMHz);
-    os << llvm::formatv("  lower bound: {0} cycles ({1}), ratio {2:f2}\n", s.lowerBound,
-                        s.lowerBoundReason, s.lowerBound ? double(s.cycles) / s.lowerBound : 0.0);
+    os << "  predicted cycles: " << s.cycles
+       << llvm::format(" (%.3f us at %g MHz)\n", double(s.cycles) / chip.clockMHz, chip.clockMHz);
+    os << "  lower bound: " << s.lowerBound << " cycles (" << s.lowerBoundReason << ")"
+       << llvm::format(", ratio %.2f\n", s.lowerBound ? double(s.cycles) / s.lowerBound : 0.0);
     os << "  utilisation:";
     for (unsigned u = 0; u < backend::kNumUnitKinds; ++u) {
       unsigned queues = chip.queues[u];
       double util = s.cycles && queues ? double(s.busy[u]) / (double(s.cycles) * queues) : 0.0;
-      os << llvm::formatv(" {0} {1:f1}%", backend::unitKindName(backend::UnitKind(u)), 100 * util);
+      os << " " << backend::unitKindName(backend::UnitKind(u)) << llvm::format(" %.1f%%", 100 * util);
     }
     os << "\n";
-    os << llvm::formatv("  SRAM: {0} bytes at the peak ({1:f2}% of {2})\n", s.sramBytes,
-                        100.0 * double(s.sramBytes) / double(chip.sramBytes()), chip.sramBytes());
+    os << "  SRAM: " << s.sramBytes << " bytes at the peak"
+       << llvm::format(" (%.2f%% of ", 100.0 * double(s.sramBytes) / double(chip.sramBytes()))
+       << chip.sramBytes() << ")\n";
   }
 }
 
