@@ -25,6 +25,7 @@ constexpr K kGather[] = {K::Slice, K::Addr, K::Src1, K::Dst};
 constexpr K kScatter[] = {K::Src0, K::Src1, K::Slice, K::Addr};
 constexpr K kUnary[] = {K::DType, K::Src0, K::Dst};
 constexpr K kBinary[] = {K::DType, K::Src0, K::Src1, K::Dst};
+constexpr K kTernary[] = {K::DType, K::Src0, K::Src1, K::Src2, K::Dst};
 constexpr K kCvt[] = {K::DType, K::DType2, K::Src0, K::Dst};
 constexpr K kLoadW[] = {K::DType, K::Plane, K::Src0};
 constexpr K kInstallW[] = {K::Plane};
@@ -54,18 +55,32 @@ const OpcodeInfo kTable[] = {
     {Opcode::Tanh, "tanh", UnitKind::Vxm, ops(kUnary)},
     {Opcode::Exp, "exp", UnitKind::Vxm, ops(kUnary)},
     {Opcode::Rsqrt, "rsqrt", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::Not, "not", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::Log, "log", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::Sqrt, "sqrt", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::Sigmoid, "sigmoid", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::Gelu, "gelu", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::GeluTanh, "gelu_tanh", UnitKind::Vxm, ops(kUnary)},
+    {Opcode::Silu, "silu", UnitKind::Vxm, ops(kUnary)},
     {Opcode::Add, "add", UnitKind::Vxm, ops(kBinary)},
     {Opcode::Sub, "sub", UnitKind::Vxm, ops(kBinary)},
     {Opcode::Mul, "mul", UnitKind::Vxm, ops(kBinary)},
     {Opcode::Max, "max", UnitKind::Vxm, ops(kBinary)},
     {Opcode::Min, "min", UnitKind::Vxm, ops(kBinary)},
+    {Opcode::Div, "div", UnitKind::Vxm, ops(kBinary)},
+    {Opcode::Rem, "rem", UnitKind::Vxm, ops(kBinary)},
+    {Opcode::Pow, "pow", UnitKind::Vxm, ops(kBinary)},
+    {Opcode::And, "and", UnitKind::Vxm, ops(kBinary)},
+    {Opcode::Or, "or", UnitKind::Vxm, ops(kBinary)},
     {Opcode::CmpEq, "cmp.eq", UnitKind::Vxm, ops(kBinary)},
     {Opcode::CmpNe, "cmp.ne", UnitKind::Vxm, ops(kBinary)},
     {Opcode::CmpLt, "cmp.lt", UnitKind::Vxm, ops(kBinary)},
     {Opcode::CmpLe, "cmp.le", UnitKind::Vxm, ops(kBinary)},
     {Opcode::CmpGt, "cmp.gt", UnitKind::Vxm, ops(kBinary)},
     {Opcode::CmpGe, "cmp.ge", UnitKind::Vxm, ops(kBinary)},
+    {Opcode::Select, "select", UnitKind::Vxm, ops(kTernary)},
     {Opcode::Cvt, "cvt", UnitKind::Vxm, ops(kCvt)},
+    {Opcode::CvtTrunc, "cvt.trunc", UnitKind::Vxm, ops(kCvt)},
     {Opcode::LoadWeights, "lw", UnitKind::Mxm, ops(kLoadW)},
     {Opcode::InstallWeights, "iw", UnitKind::Mxm, ops(kInstallW)},
     {Opcode::MatMul, "mm", UnitKind::Mxm, ops(kMatMul)},
@@ -110,7 +125,17 @@ bool dtypeAllowed(Opcode op, DType type) {
   case Opcode::Tanh:
   case Opcode::Exp:
   case Opcode::Rsqrt:
+  case Opcode::Log:
+  case Opcode::Sqrt:
+  case Opcode::Sigmoid:
+  case Opcode::Gelu:
+  case Opcode::GeluTanh:
+  case Opcode::Silu:
     return isFloat;
+  case Opcode::Not:
+  case Opcode::And:
+  case Opcode::Or:
+    return !isFloat;
   case Opcode::LoadWeights:
   case Opcode::MatMul:
     return type == DType::F16 || type == DType::I8;
@@ -124,6 +149,9 @@ bool dtypeAllowed(Opcode op, DType type) {
   case Opcode::Mul:
   case Opcode::Max:
   case Opcode::Min:
+  case Opcode::Div:
+  case Opcode::Rem:
+  case Opcode::Pow:
     return type != DType::Bool;
   default:
     return true;

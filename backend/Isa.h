@@ -29,14 +29,18 @@ enum class Opcode : uint8_t {
   Nop, Repeat, Sync, Notify,
   // MEM
   Read, Write, Gather, Scatter,
-  // VXM unary
-  Copy, Neg, Abs, Relu, Tanh, Exp, Rsqrt,
-  // VXM binary
-  Add, Sub, Mul, Max, Min,
+  // VXM unary (not: bool, or bitwise on ints)
+  Copy, Neg, Abs, Relu, Tanh, Exp, Rsqrt, Not, Log, Sqrt, Sigmoid, Gelu, GeluTanh, Silu,
+  // VXM binary (max/min are the IR's maximum/minimum; and/or: bool, or
+  // bitwise on ints)
+  Add, Sub, Mul, Max, Min, Div, Rem, Pow, And, Or,
   // VXM compare (result is bool, one stream)
   CmpEq, CmpNe, CmpLt, CmpLe, CmpGt, CmpGe,
-  // VXM conversion
-  Cvt,
+  // VXM select: cond (bool, one stream) ? a : b, three input groups
+  Select,
+  // VXM conversion: cvt rounds float -> int to nearest even, cvt.trunc
+  // truncates toward zero (the IR's convert); both saturate, NaN gives 0
+  Cvt, CvtTrunc,
   // MXM
   LoadWeights, InstallWeights, MatMul, AccRead,
   // SXM
@@ -59,6 +63,7 @@ enum class OperandKind : uint8_t {
   Acc,    // a5 or a5+1: MXM accumulator row and its step under repeat
   Src0,   // first input stream group, e.g. e3
   Src1,   // second input stream group (or the address/lane map)
+  Src2,   // third input stream group (select's second value)
   Dst,    // output stream group, written after "->"
 };
 
@@ -93,7 +98,7 @@ struct Instr {
   int32_t step = 0;   // added to addr on each repetition
   uint32_t count = 0; // nop n, repeat n, shift/rotate lanes
   uint32_t delay = 0; // repeat d
-  StreamRef src0, src1, dst;
+  StreamRef src0, src1, src2, dst;
   bool operator==(const Instr &) const = default;
 };
 

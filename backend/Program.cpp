@@ -82,7 +82,10 @@ unsigned operandWidth(const Instr &in, OperandKind k) {
   case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt:
   case Opcode::CmpLe: case Opcode::CmpGt: case Opcode::CmpGe:
     return k == OperandKind::Dst ? 1 : streamWidth(in.dtype);
+  case Opcode::Select:
+    return k == OperandKind::Src0 ? 1 : streamWidth(in.dtype);
   case Opcode::Cvt:
+  case Opcode::CvtTrunc:
     return k == OperandKind::Dst ? streamWidth(in.dtype2) : streamWidth(in.dtype);
   case Opcode::Permute:
   case Opcode::Distribute:
@@ -227,8 +230,12 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
                 break;
               case OperandKind::Src0:
               case OperandKind::Src1:
+              case OperandKind::Src2:
               case OperandKind::Dst: {
-                StreamRef s = k == OperandKind::Src0 ? in.src0 : k == OperandKind::Src1 ? in.src1 : in.dst;
+                StreamRef s = k == OperandKind::Src0   ? in.src0
+                              : k == OperandKind::Src1 ? in.src1
+                              : k == OperandKind::Src2 ? in.src2
+                                                       : in.dst;
                 unsigned w = operandWidth(in, k);
                 if (!s.valid() || s.id + w > chip.streamsPerDirection)
                   return error(iw + ": stream group " + streamName(s) + " of " + llvm::Twine(w) +

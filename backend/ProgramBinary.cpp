@@ -85,7 +85,7 @@ private:
   bool failed_ = false;
 };
 
-constexpr size_t kInstrBytes = 1 + 1 + 1 + 2 + 4 + 4 + 4 + 4 + 3 * 2;
+constexpr size_t kInstrBytes = 1 + 1 + 1 + 2 + 4 + 4 + 4 + 4 + 4 * 2;
 
 void writeInstr(Writer &w, const Instr &in) {
   w.u8(uint8_t(in.op));
@@ -98,6 +98,7 @@ void writeInstr(Writer &w, const Instr &in) {
   w.u32(in.delay);
   w.stream(in.src0);
   w.stream(in.src1);
+  w.stream(in.src2);
   w.stream(in.dst);
 }
 
@@ -133,6 +134,11 @@ bool canonical(const Instr &in) {
         return false;
       keep.src1 = in.src1;
       break;
+    case OperandKind::Src2:
+      if (!in.src2.valid())
+        return false;
+      keep.src2 = in.src2;
+      break;
     case OperandKind::Dst:
       if (!in.dst.valid())
         return false;
@@ -158,6 +164,7 @@ Instr readInstr(Reader &r, bool &bad) {
   in.delay = r.u32();
   in.src0 = r.stream();
   in.src1 = r.stream();
+  in.src2 = r.stream();
   in.dst = r.stream();
   if (!bad && !canonical(in))
     bad = true;
@@ -243,7 +250,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
   uint64_t hash = hr.u64();
   if (version != kProgramFormatVersion)
     return fail("format version " + llvm::Twine(version) + ", this lpurun reads version " +
-                llvm::Twine(kProgramFormatVersion));
+                llvm::Twine(kProgramFormatVersion) + " (recompile the program with this lpuc)");
   llvm::ArrayRef<uint8_t> payload = bytes.slice(kHeaderSize);
   if (payload.size() < size)
     return fail("truncated: the header promises " + llvm::Twine(size) + " bytes of payload, found " +

@@ -102,6 +102,7 @@ std::string printInstr(const Instr &in) {
     case OperandKind::Acc: s += "a" + std::to_string(in.addr) + stepSuffix(in.step); break;
     case OperandKind::Src0: s += streamName(in.src0); break;
     case OperandKind::Src1: s += streamName(in.src1); break;
+    case OperandKind::Src2: s += streamName(in.src2); break;
     case OperandKind::Dst: s += "-> " + streamName(in.dst); break;
     }
   }
@@ -376,11 +377,15 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
         break;
       case OperandKind::Src0:
       case OperandKind::Src1:
+      case OperandKind::Src2:
       case OperandKind::Dst: {
         if ((tok.kind != 'e' && tok.kind != 'w') || tok.value > 255)
           return expected("a stream (e3 or w3)");
         StreamRef s{uint8_t(tok.kind == 'e' ? StreamRef::East : StreamRef::West), uint8_t(tok.value)};
-        (k == OperandKind::Src0 ? in.src0 : k == OperandKind::Src1 ? in.src1 : in.dst) = s;
+        (k == OperandKind::Src0   ? in.src0
+         : k == OperandKind::Src1 ? in.src1
+         : k == OperandKind::Src2 ? in.src2
+                                  : in.dst) = s;
         break;
       }
       }

@@ -4,6 +4,7 @@
 #include "frontend/LowerImpl.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace lpu::check {
 
@@ -16,6 +17,31 @@ const char *const kOthers[] = {"maximum", "minimum",   "select",     "sum",     
                                "transpose", "concat",  "split",      "broadcast_to", "gather",
                                "iota",    "zeros",     "ones",       "full",       "conv2d",
                                "max_pool2d", "avg_pool2d", "floordiv", "ceildiv"};
+
+/// A unary built-in applied to a compile-time number: `sqrt(16.0)` is 4.
+double foldUnary(llvm::StringRef name, double x) {
+  if (name == "relu")
+    return x > 0 ? x : 0;
+  if (name == "gelu")
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  if (name == "gelu_tanh")
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  if (name == "silu")
+    return x / (1 + std::exp(-x));
+  if (name == "sigmoid")
+    return 1 / (1 + std::exp(-x));
+  if (name == "tanh")
+    return std::tanh(x);
+  if (name == "exp")
+    return std::exp(x);
+  if (name == "log")
+    return std::log(x);
+  if (name == "sqrt")
+    return std::sqrt(x);
+  if (name == "rsqrt")
+    return 1 / std::sqrt(x);
+  return std::fabs(x); // abs
+}
 
 bool isUnary(llvm::StringRef n) {
   return std::find(std::begin(kUnary), std::end(kUnary), n) != std::end(kUnary);
@@ -193,8 +219,15 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     auto a = bind({"x"}, 1);
     if (!a)
       return Value::error();
-    if ((*a)[0]->value.isNumber())
-      return Value::ofFloat(0);
+    if (const Value &x = (*a)[0]->value; x.isNumber()) {
+      // A symbolic size (in a generic definition) has no value yet.
+      std::optional<double> n = x.number;
+      if (x.kind == Value::Kind::Int) {
+        auto c = x.size.constantValue();
+        n = c ? std::optional<double>(static_cast<double>(*c)) : std::nullopt;
+      }
+      return Value::ofFloat(n ? foldUnary(name, *n) : 0.0);
+    }
     const TensorType *t = tensorArg((*a)[0]);
     if (!t)
       return Value::error();

@@ -378,7 +378,8 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     if (lower_) {
       lower_->beginFunction(entryName, bucket.sizes);
       for (size_t k = 0; k < args.size(); ++k)
-        args[k].op = lower_->input(fn->params[k].name.name, args[k].tensor, fn->params[k].name.range);
+        args[k].op = lower_->input(fn->params[k].name.name, args[k].tensor,
+                                   fn->params[k].name.range);
     }
     Value returned;
     instantiateBody(*fn, fenv, args, top, entry.name.range, "", &returned);

@@ -185,7 +185,9 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
       error(DiagID::NotFirstClass, ret->value->range, v.describe());
       v = Value::error();
     }
-    f.returned = v;
+    if (!f.hasReturned)
+      f.returned = v;
+    f.hasReturned = true;
     if (v.isError() || !f.returnType)
       return;
     const TensorType &t = *f.returnType;
@@ -403,8 +405,7 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
         v = x;
         if (lowering())
           lower_->unary(u, x, v);
-      }
-      else {
+      } else {
         error(DiagID::WrongDtypeKind, u.opRange, "!", "a bool", x.describe());
         return Value::error();
       }

@@ -50,7 +50,9 @@ struct Frame {
   const ast::FnDecl *fn = nullptr;
   std::vector<std::map<std::string, Local>> scopes;
   std::optional<TensorType> returnType;
+  /// The value of the first `return` reached: a `return` ends the body.
   Value returned;
+  bool hasReturned = false;
   uint64_t flops = 0;
   uint64_t peakBytes = 0;
   std::vector<std::string> *typeLog = nullptr;

@@ -36,6 +36,19 @@ void reportInternal(DiagnosticEngine &diags, const ir::Location &loc, const std:
   diags.report(DiagID::InvalidLoweredIR, {}, message);
 }
 
+/// The fault --inject-ir-fault makes: an extra axis on the result of the
+/// first elementwise op, which its operands do not have.
+void breakFirstElementwiseOp(ir::Module &module) {
+  for (const auto &fn : module.functions)
+    for (const auto &op : fn->ops())
+      if (ir::isElementwise(op->kind())) {
+        ir::Type t = op->type();
+        t.shape.push_back(2);
+        op->setType(t);
+        return;
+      }
+}
+
 } // namespace
 
 std::unique_ptr<ir::Module> lowerProgram(const ast::Module &module, DiagnosticEngine &diags,
@@ -60,15 +73,17 @@ bool verifyLowered(const ir::Module &module, DiagnosticEngine &diags) {
 }
 
 bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptions &options,
-            llvm::raw_ostream &os, bool roundTrip) {
+            llvm::raw_ostream &os, const EmitIROptions &emitOptions) {
   auto lowered = lowerProgram(module, diags, options);
+  if (lowered && emitOptions.injectFault)
+    breakFirstElementwiseOp(*lowered);
   if (!lowered || !verifyLowered(*lowered, diags))
     return false;
   std::string text;
   llvm::raw_string_ostream printed(text);
   ir::print(*lowered, printed);
   printed.flush();
-  if (roundTrip) {
+  if (emitOptions.roundTrip) {
     auto parsed = ir::parseModule(text, "<lowered IR>");
     if (!parsed) {
       reportInternal(diags, {}, "the printed IR does not parse back: " +

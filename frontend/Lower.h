@@ -23,10 +23,18 @@ std::unique_ptr<ir::Module> lowerProgram(const ast::Module &module, DiagnosticEn
 /// True when the module is valid.
 bool verifyLowered(const ir::Module &module, DiagnosticEngine &diags);
 
-/// `lpuc --emit=ir`: lowers, verifies and prints the module. With
-/// `roundTrip`, also parses the printed text back and checks it prints
-/// identically (reported as an internal error if not). False on any error.
+struct EmitIROptions {
+  /// Also parse the printed text back and check it prints identically
+  /// (reported as an internal error if not).
+  bool roundTrip = false;
+  /// Testing the internal-error path end to end: break the first
+  /// elementwise op's type before the verifier runs.
+  bool injectFault = false;
+};
+
+/// `lpuc --emit=ir`: lowers, verifies and prints the module. False on any
+/// error.
 bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptions &options,
-            llvm::raw_ostream &os, bool roundTrip = false);
+            llvm::raw_ostream &os, const EmitIROptions &emitOptions = {});
 
 } // namespace lpu

@@ -61,6 +61,9 @@ private:
   DiagnosticEngine &diags_;
   ir::Function *fn_ = nullptr;
   bool failed_ = false; // a hook reported CannotLower in this function
+  /// Errors in the engine when the function began, and those lowering
+  /// added: any others are the checker's, whose consequences stay silent.
+  unsigned errorsAtStart_ = 0, ownErrors_ = 0;
   std::unique_ptr<ir::Function> building_;
   std::map<std::string, ir::Op *> params_;
 };

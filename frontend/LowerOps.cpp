@@ -5,7 +5,6 @@
 // reshapes and broadcasts around an IR matmul of rank >= 2.
 #include "frontend/LowerImpl.h"
 
-#include <cmath>
 #include <numeric>
 
 namespace lpu::check {
@@ -28,31 +27,6 @@ std::optional<ir::OpKind> unaryKind(llvm::StringRef name) {
       .Case("rsqrt", ir::OpKind::Rsqrt)
       .Case("abs", ir::OpKind::Abs)
       .Default(std::nullopt);
-}
-
-/// A unary built-in applied to a compile-time number.
-double foldUnary(llvm::StringRef name, double x) {
-  if (name == "relu")
-    return x > 0 ? x : 0;
-  if (name == "gelu")
-    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  if (name == "gelu_tanh")
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-  if (name == "silu")
-    return x / (1 + std::exp(-x));
-  if (name == "sigmoid")
-    return 1 / (1 + std::exp(-x));
-  if (name == "tanh")
-    return std::tanh(x);
-  if (name == "exp")
-    return std::exp(x);
-  if (name == "log")
-    return std::log(x);
-  if (name == "sqrt")
-    return std::sqrt(x);
-  if (name == "rsqrt")
-    return 1 / std::sqrt(x);
-  return std::fabs(x); // abs
 }
 
 /// The value of a compile-time number or bool.
@@ -93,6 +67,8 @@ void Lowering::beginFunction(const std::string &name,
   building_ = std::make_unique<ir::Function>(name, std::move(bucket));
   fn_ = building_.get();
   failed_ = false;
+  errorsAtStart_ = diags_.errorCount();
+  ownErrors_ = 0;
   params_.clear();
 }
 
@@ -124,7 +100,12 @@ void Lowering::finishFunction(const Value &returned, const TensorType &ret, llvm
 
 void Lowering::cannotLower(llvm::SMRange at, const std::string &what, const std::string &why) {
   failed_ = true;
+  // One error per root cause: after a checker error here, a value that
+  // cannot be lowered is most likely its consequence.
+  if (diags_.errorCount() != errorsAtStart_ + ownErrors_)
+    return;
   diags_.report(DiagID::CannotLower, at, what, why);
+  ++ownErrors_;
 }
 
 std::optional<ir::Type> Lowering::irType(const TensorType &t, llvm::SMRange at) {
@@ -158,9 +139,22 @@ ir::Location Lowering::location(llvm::SMLoc at) const {
 
 ir::Op *Lowering::emit(ir::OpKind kind, ir::Type type, std::vector<ir::Op *> operands,
                        llvm::SMRange at, std::vector<std::pair<std::string, ir::Attr>> attrs) {
-  for (ir::Op *o : operands)
+  std::vector<ir::Type> types;
+  for (ir::Op *o : operands) {
     if (!o)
       return nullptr; // an operand failed to lower: reported already
+    types.push_back(o->type());
+  }
+  // The checker's rules and the IR's differ in places (a `<` of bools, a
+  // conv2d of integers): such a program is reported at its source.
+  auto inferred = ir::inferType(kind, types, attrs, &type);
+  if (auto *why = std::get_if<std::string>(&inferred)) {
+    std::string text = sourceText(at);
+    if (text.size() > 40)
+      text = text.substr(0, 37) + "...";
+    cannotLower(at, "'" + text + "'", *why);
+    return nullptr;
+  }
   ir::Op *op = fn_->append(kind, std::move(type), std::move(operands), location(at.Start));
   for (auto &[name, value] : attrs)
     op->setAttr(name, std::move(value));
@@ -392,12 +386,6 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
 
   if (auto kind = unaryKind(name)) {
     auto a = bind({"x"});
-    if (a[0] && a[0]->isNumber()) {
-      // A compile-time number: fold, so `sqrt(2.0)` is its value.
-      if (auto n = numberOf(*a[0]))
-        result = Value::ofFloat(foldUnary(name, *n));
-      return;
-    }
     if (result.isTensor() && a[0])
       if (auto type = irType(result.tensor, at))
         result.op = emit(*kind, *type, {a[0]->op}, at);

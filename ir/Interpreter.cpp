@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include <cstring>
 #include <thread>
 
 namespace lpu::ir {
@@ -32,6 +33,14 @@ Type typeOf(const tensor::Tensor &t) { return Type{t.dtype(), t.shape().vec()}; 
 
 Value toValue(const tensor::Tensor &t) {
   Type type = typeOf(t);
+  if (t.dtype() == DType::F16) {
+    // Weights are mostly f16: convert in bulk.
+    std::vector<float> data(static_cast<size_t>(t.numElements()));
+    std::vector<uint16_t> bits(data.size());
+    std::memcpy(bits.data(), t.bytes().data(), bits.size() * sizeof(uint16_t));
+    interp::halfToFloat(bits.data(), data.data(), data.size());
+    return interp::makeFloat(std::move(type), std::move(data));
+  }
   if (tensor::isFloat(t.dtype()))
     return interp::makeFloat(std::move(type), t.toFloats());
   std::vector<int32_t> data(static_cast<size_t>(t.numElements()));
@@ -79,9 +88,9 @@ paramSpecs(llvm::ArrayRef<const Function *> functions) {
       }
       const tensor::TensorSpec &known = specs[it->second];
       if (known.dtype != spec.dtype || known.shape != spec.shape)
-        return error("parameter '" + spec.name + "' is " +
-                     Type{known.dtype, known.shape}.str() + " in one function and " +
-                     Type{spec.dtype, spec.shape}.str() + " in @" + fn->name());
+        return error("parameter '" + spec.name + "' is " + Type{known.dtype, known.shape}.str() +
+                     " in one function and " + Type{spec.dtype, spec.shape}.str() + " in @" +
+                     fn->name());
     }
   return specs;
 }
@@ -122,8 +131,8 @@ Interpreter::create(const Function &fn, const std::map<std::string, tensor::Tens
     for (const Op *operand : ops[k]->operands()) {
       auto it = state->index.find(operand);
       if (it == state->index.end())
-        return error("@" + fn.name() + ": op " + llvm::Twine(k) + " ('" +
-                     mnemonic(ops[k]->kind()) + "') reads a value not defined before it");
+        return error("@" + fn.name() + ": op " + llvm::Twine(k) + " ('" + mnemonic(ops[k]->kind()) +
+                     "') reads a value not defined before it");
       state->lastUse[it->second] = k;
     }
   }
@@ -154,7 +163,8 @@ Interpreter::create(const Function &fn, const std::map<std::string, tensor::Tens
   if (!missing.empty() || !wrongType.empty()) {
     std::string message = "the weights do not match @" + fn.name() + ":";
     if (!missing.empty())
-      message += "\n  missing (" + std::to_string(missing.size()) + "): " + llvm::join(missing, ", ");
+      message +=
+          "\n  missing (" + std::to_string(missing.size()) + "): " + llvm::join(missing, ", ");
     if (!wrongType.empty())
       message += "\n  wrong type (" + std::to_string(wrongType.size()) +
                  "): " + llvm::join(wrongType, ", ");
@@ -191,49 +201,48 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
 
   std::vector<Value> values(ops.size());
   std::vector<const Value *> args;
+  // One kernel call per op (the kernels loop over elements themselves).
+  auto evaluate = [&](size_t k, const Op &op) -> llvm::Expected<Value> {
+    switch (opClass(op.kind())) {
+    case OpClass::Leaf:
+      if (op.kind() == OpKind::Input)
+        return toValue(inputs.at(inputName(op)));
+      if (op.kind() == OpKind::Param)
+        return state_->params.at(k);
+      return interp::evalLeaf(op);
+    case OpClass::Unary:
+    case OpClass::Binary:
+    case OpClass::Ternary:
+      return interp::evalElementwise(op, args);
+    case OpClass::Reduce:
+      return interp::evalReduce(op, *args[0]);
+    case OpClass::Layout:
+      return interp::evalLayout(op, args);
+    case OpClass::Contract:
+      return interp::evalContract(op, args, threads);
+    case OpClass::Terminator:
+      break;
+    }
+    return interp::opError(op, "cannot be evaluated");
+  };
   for (size_t k = 0; k < ops.size(); ++k) {
     const Op &op = *ops[k];
     args.clear();
     for (const Op *operand : op.operands())
       args.push_back(&values[state_->index.find(operand)->second]);
-    llvm::Expected<Value> result = error("unreachable");
-    switch (opClass(op.kind())) {
-    case OpClass::Leaf:
-      if (op.kind() == OpKind::Input)
-        result = toValue(inputs.at(inputName(op)));
-      else if (op.kind() == OpKind::Param)
-        result = state_->params.at(k);
-      else
-        result = interp::evalLeaf(op);
-      break;
-    case OpClass::Unary:
-    case OpClass::Binary:
-    case OpClass::Ternary:
-      result = interp::evalElementwise(op, args);
-      break;
-    case OpClass::Reduce:
-      result = interp::evalReduce(op, *args[0]);
-      break;
-    case OpClass::Layout:
-      result = interp::evalLayout(op, args);
-      break;
-    case OpClass::Contract:
-      result = interp::evalContract(op, args, threads);
-      break;
-    case OpClass::Terminator: {
-      llvm::consumeError(result.takeError());
-      std::vector<std::string> outNames = op.stringsAttr("names").value_or(
-          std::vector<std::string>{});
+    if (op.kind() == OpKind::Return) {
+      std::vector<std::string> outNames =
+          op.stringsAttr("names").value_or(std::vector<std::string>{});
       std::vector<NamedTensor> outputs;
       for (size_t i = 0; i < args.size(); ++i) {
         std::string name = i < outNames.size() ? outNames[i]
-                           : args.size() == 1   ? std::string("out")
-                                                : "out" + std::to_string(i);
+                           : args.size() == 1  ? std::string("out")
+                                               : "out" + std::to_string(i);
         outputs.emplace_back(std::move(name), toTensor(*args[i]));
       }
       return outputs;
     }
-    }
+    llvm::Expected<Value> result = evaluate(k, op);
     if (!result)
       return result.takeError();
     if (result->type != op.type())

@@ -55,8 +55,8 @@ void runGemms(llvm::ArrayRef<Gemm> gemms, unsigned threads) {
   for (const Gemm &g : gemms) {
     flops += double(g.m) * double(g.n) * double(g.k);
     for (int64_t j = 0; j < g.n || (j == 0 && g.n == 0); j += kColumnsPerCall)
-      pieces.push_back({g.a, g.b + j, g.c + j, g.m, std::min(kColumnsPerCall, g.n - j), g.k,
-                        g.ldb, g.ldc});
+      pieces.push_back(
+          {g.a, g.b + j, g.c + j, g.m, std::min(kColumnsPerCall, g.n - j), g.k, g.ldb, g.ldc});
   }
   // Below a few MFLOP a thread costs more than it saves.
   unsigned count = flops < 4e6 ? 1u : std::min<unsigned>(threads, pieces.size());
@@ -113,8 +113,10 @@ llvm::Expected<Value> matmul(const Op &op, const Value &a, const Value &b, unsig
   llvm::ArrayRef<int64_t> bBatch = llvm::ArrayRef<int64_t>(bs).drop_back(2);
   std::vector<int64_t> outBatch(std::max(aBatch.size(), bBatch.size()), 1);
   for (size_t i = 0; i < outBatch.size(); ++i) {
-    int64_t da = i + aBatch.size() >= outBatch.size() ? aBatch[i + aBatch.size() - outBatch.size()] : 1;
-    int64_t db = i + bBatch.size() >= outBatch.size() ? bBatch[i + bBatch.size() - outBatch.size()] : 1;
+    int64_t da =
+        i + aBatch.size() >= outBatch.size() ? aBatch[i + aBatch.size() - outBatch.size()] : 1;
+    int64_t db =
+        i + bBatch.size() >= outBatch.size() ? bBatch[i + bBatch.size() - outBatch.size()] : 1;
     if (da != db && da != 1 && db != 1)
       return opError(op, "batch dimensions differ: " + a.type.str() + " and " + b.type.str());
     outBatch[i] = std::max(da, db);
@@ -134,7 +136,8 @@ llvm::Expected<Value> matmul(const Op &op, const Value &a, const Value &b, unsig
       std::vector<int64_t> ao = batchOffsets(outBatch, aBatch, m * k);
       std::vector<int64_t> bo = batchOffsets(outBatch, bBatch, k * n);
       for (int64_t i = 0; i < batches; ++i)
-        gemms.push_back({a.floats() + ao[i], b.floats() + bo[i], y.data() + i * m * n, m, n, k, n, n});
+        gemms.push_back(
+            {a.floats() + ao[i], b.floats() + bo[i], y.data() + i * m * n, m, n, k, n, n});
     }
     runGemms(gemms, threads);
     roundTo(op.type().dtype, y.data(), y.size());
@@ -206,12 +209,18 @@ llvm::Expected<Value> conv2d(const Op &op, const Value &x, const Value &w, unsig
               int64_t iy = oy * sh - ph + i * dh;
               for (int64_t ox = 0; ox < ow; ++ox) {
                 int64_t ix = ox * sw - pw + j * dw;
-                *col++ = iy >= 0 && iy < h && ix >= 0 && ix < wd ? img[(ci * h + iy) * wd + ix]
-                                                                 : 0.0f;
+                *col++ =
+                    iy >= 0 && iy < h && ix >= 0 && ix < wd ? img[(ci * h + iy) * wd + ix] : 0.0f;
               }
             }
-      Gemm one{w.floats() + g * og * patch, cols.data(), y.data() + (n * o + g * og) * pixels,
-               og, pixels, patch, pixels, pixels};
+      Gemm one{w.floats() + g * og * patch,
+               cols.data(),
+               y.data() + (n * o + g * og) * pixels,
+               og,
+               pixels,
+               patch,
+               pixels,
+               pixels};
       runGemms(one, threads);
     }
   roundTo(op.type().dtype, y.data(), y.size());
@@ -281,8 +290,8 @@ llvm::Expected<Value> pool2d(const Op &op, const Value &x) {
   int64_t planes = x.type.shape[0] * x.type.shape[1], h = x.type.shape[2], wd = x.type.shape[3];
   int64_t oh = op.type().shape[2], ow = op.type().shape[3];
   if (!x.isFloat())
-    return makeInt(op.type(), poolData(x.ints(), planes, h, wd, oh, ow, *kernel, *stride,
-                                       *padding, true));
+    return makeInt(op.type(),
+                   poolData(x.ints(), planes, h, wd, oh, ow, *kernel, *stride, *padding, true));
   std::vector<float> y =
       poolData(x.floats(), planes, h, wd, oh, ow, *kernel, *stride, *padding, isMax);
   roundTo(op.type().dtype, y.data(), y.size());

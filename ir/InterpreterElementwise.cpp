@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
 
 namespace lpu::ir::interp {
 
@@ -57,17 +59,17 @@ int64_t product(llvm::ArrayRef<int64_t> shape) {
   return n;
 }
 
+// The arithmetic itself is backend/tensor/Arithmetic.h, shared with the
+// simulator's VXM so that both give the same bits.
 namespace {
 #if defined(__x86_64__)
-__attribute__((target("avx,f16c"))) void roundToHalfF16C(float *data, size_t n) {
+__attribute__((target("avx,f16c"))) void halfToFloatF16C(const uint16_t *in, float *out, size_t n) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(data + i);
-    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm256_storeu_ps(data + i, _mm256_cvtph_ps(h));
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i))));
   for (; i < n; ++i)
-    data[i] = tensor::halfBitsToFloat(tensor::floatToHalfBits(data[i]));
+    out[i] = tensor::halfBitsToFloat(in[i]);
 }
 
 bool hasF16C() {
@@ -77,266 +79,115 @@ bool hasF16C() {
 #endif
 } // namespace
 
-void roundTo(DType dtype, float *data, size_t n) {
-  if (dtype == DType::F16) {
+void halfToFloat(const uint16_t *in, float *out, size_t n) {
 #if defined(__x86_64__)
-    if (hasF16C()) {
-      roundToHalfF16C(data, n);
-      return;
-    }
+  if (hasF16C()) {
+    halfToFloatF16C(in, out, n);
+    return;
+  }
 #endif
-    for (size_t i = 0; i < n; ++i)
-      data[i] = tensor::halfBitsToFloat(tensor::floatToHalfBits(data[i]));
-  } else if (dtype == DType::BF16) {
-    for (size_t i = 0; i < n; ++i)
-      data[i] = tensor::bf16BitsToFloat(tensor::floatToBF16Bits(data[i]));
-  }
-}
-
-int32_t wrapInt(DType dtype, int64_t v) {
-  switch (dtype) {
-  case DType::Bool:
-    return v != 0;
-  case DType::I8:
-    return static_cast<int8_t>(static_cast<uint8_t>(v));
-  case DType::I16:
-    return static_cast<int16_t>(static_cast<uint16_t>(v));
-  default:
-    return static_cast<int32_t>(static_cast<uint32_t>(v));
-  }
+  for (size_t i = 0; i < n; ++i)
+    out[i] = tensor::halfBitsToFloat(in[i]);
 }
 
 namespace {
+using tensor::ElementwiseOp;
+
 /// float -> integer: toward zero (as numpy's astype), saturating, NaN -> 0.
 int32_t floatToInt(DType dtype, float x) {
-  if (dtype == DType::Bool)
-    return x != 0.0f; // NaN is true, as in numpy
-  if (std::isnan(x))
-    return 0;
-  double lo = dtype == DType::I8 ? -128.0 : dtype == DType::I16 ? -32768.0 : -2147483648.0;
-  double hi = dtype == DType::I8 ? 127.0 : dtype == DType::I16 ? 32767.0 : 2147483647.0;
-  double t = std::trunc(static_cast<double>(x));
-  return static_cast<int32_t>(t < lo ? lo : t > hi ? hi : t);
+  return tensor::floatToInt(dtype, x, tensor::FloatToIntRounding::TowardZero);
 }
 
-/// numpy's remainder: the sign of the divisor.
-float floatRem(float a, float b) {
-  float r = std::fmod(a, b);
-  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f)))
-    r += b;
-  return r;
-}
-
-int64_t floorDiv(int64_t a, int64_t b) {
-  if (b == 0)
-    return 0; // as numpy, without the warning
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0)))
-    --q;
-  return q;
-}
-
-int64_t floorRem(int64_t a, int64_t b) { return b == 0 ? 0 : a - floorDiv(a, b) * b; }
-
-int64_t intPow(int64_t base, int64_t exp) {
-  if (exp < 0)
-    return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;
-  uint64_t result = 1, b = static_cast<uint64_t>(base);
-  for (; exp; exp >>= 1, b *= b)
-    if (exp & 1)
-      result *= b; // wraps, as integer arithmetic on the machine
-  return static_cast<int64_t>(result);
-}
-
-// NaN wins; on ties (0 and -0) the first operand.
-float nanMax(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (b > a ? b : a); }
-float nanMin(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (b < a ? b : a); }
-
-template <typename F> void mapUnary(const float *x, float *y, size_t n, F f) {
-  for (size_t i = 0; i < n; ++i)
-    y[i] = f(x[i]);
-}
-
-template <typename F> void mapBinary(const float *a, const float *b, float *y, size_t n, F f) {
-  for (size_t i = 0; i < n; ++i)
-    y[i] = f(a[i], b[i]);
-}
-
-template <typename T, typename F>
-void compare(const T *a, const T *b, int32_t *y, size_t n, F f) {
-  for (size_t i = 0; i < n; ++i)
-    y[i] = f(a[i], b[i]) ? 1 : 0;
-}
-
-template <typename T> llvm::Expected<Value> compareOp(const Op &op, const T *a, const T *b, size_t n) {
-  std::vector<int32_t> y(n);
-  switch (op.kind()) {
-  case OpKind::Eq: compare(a, b, y.data(), n, [](T p, T q) { return p == q; }); break;
-  case OpKind::Ne: compare(a, b, y.data(), n, [](T p, T q) { return p != q; }); break;
-  case OpKind::Lt: compare(a, b, y.data(), n, [](T p, T q) { return p < q; }); break;
-  case OpKind::Le: compare(a, b, y.data(), n, [](T p, T q) { return p <= q; }); break;
-  case OpKind::Gt: compare(a, b, y.data(), n, [](T p, T q) { return p > q; }); break;
-  case OpKind::Ge: compare(a, b, y.data(), n, [](T p, T q) { return p >= q; }); break;
-  default: return opError(op, "not a comparison");
+std::optional<ElementwiseOp> elementwiseOp(OpKind kind) {
+  switch (kind) {
+  case OpKind::Neg: return ElementwiseOp::Neg;
+  case OpKind::Not: return ElementwiseOp::Not;
+  case OpKind::Abs: return ElementwiseOp::Abs;
+  case OpKind::Relu: return ElementwiseOp::Relu;
+  case OpKind::Gelu: return ElementwiseOp::Gelu;
+  case OpKind::GeluTanh: return ElementwiseOp::GeluTanh;
+  case OpKind::Silu: return ElementwiseOp::Silu;
+  case OpKind::Sigmoid: return ElementwiseOp::Sigmoid;
+  case OpKind::Tanh: return ElementwiseOp::Tanh;
+  case OpKind::Exp: return ElementwiseOp::Exp;
+  case OpKind::Log: return ElementwiseOp::Log;
+  case OpKind::Sqrt: return ElementwiseOp::Sqrt;
+  case OpKind::Rsqrt: return ElementwiseOp::Rsqrt;
+  case OpKind::Add: return ElementwiseOp::Add;
+  case OpKind::Sub: return ElementwiseOp::Sub;
+  case OpKind::Mul: return ElementwiseOp::Mul;
+  case OpKind::Div: return ElementwiseOp::Div;
+  case OpKind::Rem: return ElementwiseOp::Rem;
+  case OpKind::Pow: return ElementwiseOp::Pow;
+  case OpKind::Maximum: return ElementwiseOp::Maximum;
+  case OpKind::Minimum: return ElementwiseOp::Minimum;
+  case OpKind::And: return ElementwiseOp::And;
+  case OpKind::Or: return ElementwiseOp::Or;
+  case OpKind::Eq: return ElementwiseOp::Eq;
+  case OpKind::Ne: return ElementwiseOp::Ne;
+  case OpKind::Lt: return ElementwiseOp::Lt;
+  case OpKind::Le: return ElementwiseOp::Le;
+  case OpKind::Gt: return ElementwiseOp::Gt;
+  case OpKind::Ge: return ElementwiseOp::Ge;
+  default: return std::nullopt;
   }
-  return makeInt(op.type(), std::move(y));
 }
 
-bool isComparison(OpKind k) {
-  return k == OpKind::Eq || k == OpKind::Ne || k == OpKind::Lt || k == OpKind::Le ||
-         k == OpKind::Gt || k == OpKind::Ge;
-}
-
-llvm::Expected<Value> unaryFloat(const Op &op, const Value &x) {
-  size_t n = x.f->size();
-  std::vector<float> y(n);
-  const float *in = x.floats();
-  float *out = y.data();
-  switch (op.kind()) {
-  case OpKind::Neg: mapUnary(in, out, n, [](float v) { return -v; }); break;
-  case OpKind::Abs: mapUnary(in, out, n, [](float v) { return std::fabs(v); }); break;
-  case OpKind::Relu:
-    mapUnary(in, out, n, [](float v) { return std::isnan(v) || v > 0.0f ? v : 0.0f; });
-    break;
-  case OpKind::Gelu:
-    mapUnary(in, out, n, [](float v) {
-      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    });
-    break;
-  case OpKind::GeluTanh:
-    mapUnary(in, out, n, [](float v) {
-      return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    });
-    break;
-  case OpKind::Silu: mapUnary(in, out, n, [](float v) { return v / (1.0f + std::exp(-v)); }); break;
-  case OpKind::Sigmoid:
-    mapUnary(in, out, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
-    break;
-  case OpKind::Tanh: mapUnary(in, out, n, [](float v) { return std::tanh(v); }); break;
-  case OpKind::Exp: mapUnary(in, out, n, [](float v) { return std::exp(v); }); break;
-  case OpKind::Log: mapUnary(in, out, n, [](float v) { return std::log(v); }); break;
-  case OpKind::Sqrt: mapUnary(in, out, n, [](float v) { return std::sqrt(v); }); break;
-  case OpKind::Rsqrt: mapUnary(in, out, n, [](float v) { return 1.0f / std::sqrt(v); }); break;
-  default:
-    return opError(op, "not defined on " + tensor::dtypeName(x.type.dtype));
+llvm::Expected<Value> elementwiseOn(const Op &op, llvm::ArrayRef<const Value *> args) {
+  std::optional<ElementwiseOp> e = elementwiseOp(op.kind());
+  const Value &a = *args[0];
+  auto undefined = [&] { return opError(op, "not defined on " + tensor::dtypeName(a.type.dtype)); };
+  if (!e || tensor::isUnary(*e) != (args.size() == 1))
+    return undefined();
+  size_t n = a.isFloat() ? a.f->size() : a.i->size();
+  if (tensor::isComparison(*e)) {
+    std::vector<int32_t> y(n);
+    if (a.isFloat())
+      tensor::compareFloat(*e, a.floats(), args[1]->floats(), y.data(), n);
+    else
+      tensor::compareInt(*e, a.ints(), args[1]->ints(), y.data(), n);
+    return makeInt(op.type(), std::move(y));
   }
-  roundTo(op.type().dtype, out, n);
-  return makeFloat(op.type(), std::move(y));
-}
-
-llvm::Expected<Value> unaryInt(const Op &op, const Value &x) {
-  size_t n = x.i->size();
   DType dt = op.type().dtype;
+  if (a.isFloat()) {
+    std::vector<float> y(n);
+    bool ok = args.size() == 1 ? tensor::unaryFloat(*e, dt, a.floats(), y.data(), n)
+                               : tensor::binaryFloat(*e, dt, a.floats(), args[1]->floats(), y.data(), n);
+    if (!ok)
+      return undefined();
+    return makeFloat(op.type(), std::move(y));
+  }
   std::vector<int32_t> y(n);
-  const int32_t *in = x.ints();
-  switch (op.kind()) {
-  case OpKind::Neg:
-    for (size_t k = 0; k < n; ++k) y[k] = wrapInt(dt, -int64_t(in[k]));
-    break;
-  case OpKind::Abs:
-    for (size_t k = 0; k < n; ++k) y[k] = wrapInt(dt, in[k] < 0 ? -int64_t(in[k]) : in[k]);
-    break;
-  case OpKind::Relu:
-    for (size_t k = 0; k < n; ++k) y[k] = in[k] > 0 ? in[k] : 0;
-    break;
-  case OpKind::Not:
-    for (size_t k = 0; k < n; ++k) y[k] = dt == DType::Bool ? !in[k] : wrapInt(dt, ~int64_t(in[k]));
-    break;
-  default:
-    return opError(op, "not defined on " + tensor::dtypeName(x.type.dtype));
-  }
-  return makeInt(op.type(), std::move(y));
-}
-
-llvm::Expected<Value> binaryFloat(const Op &op, const Value &a, const Value &b) {
-  size_t n = a.f->size();
-  const float *p = a.floats(), *q = b.floats();
-  if (isComparison(op.kind()))
-    return compareOp(op, p, q, n);
-  std::vector<float> y(n);
-  float *out = y.data();
-  switch (op.kind()) {
-  case OpKind::Add: mapBinary(p, q, out, n, [](float u, float v) { return u + v; }); break;
-  case OpKind::Sub: mapBinary(p, q, out, n, [](float u, float v) { return u - v; }); break;
-  case OpKind::Mul: mapBinary(p, q, out, n, [](float u, float v) { return u * v; }); break;
-  case OpKind::Div: mapBinary(p, q, out, n, [](float u, float v) { return u / v; }); break;
-  case OpKind::Rem: mapBinary(p, q, out, n, floatRem); break;
-  case OpKind::Pow: mapBinary(p, q, out, n, [](float u, float v) { return std::pow(u, v); }); break;
-  case OpKind::Maximum: mapBinary(p, q, out, n, nanMax); break;
-  case OpKind::Minimum: mapBinary(p, q, out, n, nanMin); break;
-  default:
-    return opError(op, "not defined on " + tensor::dtypeName(a.type.dtype));
-  }
-  roundTo(op.type().dtype, out, n);
-  return makeFloat(op.type(), std::move(y));
-}
-
-llvm::Expected<Value> binaryInt(const Op &op, const Value &a, const Value &b) {
-  size_t n = a.i->size();
-  const int32_t *p = a.ints(), *q = b.ints();
-  if (isComparison(op.kind()))
-    return compareOp(op, p, q, n);
-  DType dt = op.type().dtype;
-  bool isBool = dt == DType::Bool;
-  std::vector<int32_t> y(n);
-  auto map = [&](auto f) {
-    for (size_t k = 0; k < n; ++k)
-      y[k] = wrapInt(dt, f(int64_t(p[k]), int64_t(q[k])));
-  };
-  switch (op.kind()) {
-  case OpKind::And: map([&](int64_t u, int64_t v) { return isBool ? (u && v) : (u & v); }); break;
-  case OpKind::Or: map([&](int64_t u, int64_t v) { return isBool ? (u || v) : (u | v); }); break;
-  default:
-    if (isBool)
-      return opError(op, "not defined on bool");
-    switch (op.kind()) {
-    case OpKind::Add: map([](int64_t u, int64_t v) { return u + v; }); break;
-    case OpKind::Sub: map([](int64_t u, int64_t v) { return u - v; }); break;
-    case OpKind::Mul: map([](int64_t u, int64_t v) { return u * v; }); break;
-    case OpKind::Div: map(floorDiv); break;
-    case OpKind::Rem: map(floorRem); break;
-    case OpKind::Pow: map(intPow); break;
-    case OpKind::Maximum: map([](int64_t u, int64_t v) { return v > u ? v : u; }); break;
-    case OpKind::Minimum: map([](int64_t u, int64_t v) { return v < u ? v : u; }); break;
-    default:
-      return opError(op, "not defined on " + tensor::dtypeName(a.type.dtype));
-    }
-  }
+  bool ok = args.size() == 1 ? tensor::unaryInt(*e, dt, a.ints(), y.data(), n)
+                             : tensor::binaryInt(*e, dt, a.ints(), args[1]->ints(), y.data(), n);
+  if (!ok)
+    return undefined();
   return makeInt(op.type(), std::move(y));
 }
 
 Value convert(const Op &op, const Value &x) {
   DType to = op.type().dtype;
   if (tensor::isFloat(to)) {
-    std::vector<float> y;
-    if (x.isFloat()) {
-      y = *x.f;
-    } else {
-      y.resize(x.i->size());
-      for (size_t k = 0; k < y.size(); ++k)
-        y[k] = static_cast<float>((*x.i)[k]);
-    }
-    roundTo(to, y.data(), y.size());
+    std::vector<float> y(x.isFloat() ? x.f->size() : x.i->size());
+    if (x.isFloat())
+      tensor::convertFloatToFloat(to, x.floats(), y.data(), y.size());
+    else
+      tensor::convertIntToFloat(to, x.ints(), y.data(), y.size());
     return makeFloat(op.type(), std::move(y));
   }
-  std::vector<int32_t> y;
-  if (x.isFloat()) {
-    y.resize(x.f->size());
-    for (size_t k = 0; k < y.size(); ++k)
-      y[k] = floatToInt(to, (*x.f)[k]);
-  } else {
-    y.resize(x.i->size());
-    for (size_t k = 0; k < y.size(); ++k)
-      y[k] = wrapInt(to, (*x.i)[k]);
-  }
+  std::vector<int32_t> y(x.isFloat() ? x.f->size() : x.i->size());
+  if (x.isFloat())
+    tensor::convertFloatToInt(to, tensor::FloatToIntRounding::TowardZero, x.floats(), y.data(),
+                              y.size());
+  else
+    tensor::convertIntToInt(to, x.ints(), y.data(), y.size());
   return makeInt(op.type(), std::move(y));
 }
 
 template <typename T>
 std::vector<T> selectData(const int32_t *c, const T *a, const T *b, size_t n) {
   std::vector<T> y(n);
-  for (size_t k = 0; k < n; ++k)
-    y[k] = c[k] ? a[k] : b[k];
+  tensor::selectValues(c, a, b, y.data(), n);
   return y;
 }
 } // namespace
@@ -357,10 +208,7 @@ llvm::Expected<Value> evalElementwise(const Op &op, llvm::ArrayRef<const Value *
     if (v->type.shape != args[0]->type.shape || v->isFloat() != args[0]->isFloat())
       return opError(op, "operands differ in shape or kind: " + args[0]->type.str() + " and " +
                              v->type.str());
-  if (args.size() == 1)
-    return args[0]->isFloat() ? unaryFloat(op, *args[0]) : unaryInt(op, *args[0]);
-  return args[0]->isFloat() ? binaryFloat(op, *args[0], *args[1])
-                            : binaryInt(op, *args[0], *args[1]);
+  return elementwiseOn(op, args);
 }
 
 llvm::Expected<Value> evalLeaf(const Op &op) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "backend/tensor/Arithmetic.h"
 
 #include <llvm/Support/Error.h>
 
@@ -32,16 +33,16 @@ struct Value {
 Value makeFloat(Type type, std::vector<float> data);
 Value makeInt(Type type, std::vector<int32_t> data);
 
-/// Rounds every element to the nearest value of `dtype` (ties to even): a
-/// no-op for f32, via the F16C instructions for f16 when the CPU has them
-/// (bit-identical to tensor::floatToHalfBits, which is the fallback).
-void roundTo(tensor::DType dtype, float *data, size_t n);
-/// Two's-complement wrap of `v` into `dtype` (i8, i16, i32); bool: v != 0.
-int32_t wrapInt(tensor::DType dtype, int64_t v);
+/// Rounding to a float dtype and wrapping to an integer dtype: the shared
+/// elementwise arithmetic (backend/tensor/Arithmetic.h).
+using tensor::roundTo;
+using tensor::wrapInt;
+/// f16 bits -> float, exact (F16C when the CPU has it).
+void halfToFloat(const uint16_t *in, float *out, size_t n);
 
 llvm::Error opError(const Op &op, const llvm::Twine &message);
 
-/// The axis attribute `name` made non-negative for rank `rank`.
+/// `axis` counted from the end when negative, for rank `rank`.
 int64_t normalizeAxis(int64_t axis, size_t rank);
 
 // Each kernel computes one op from its operands' values; the op's type is

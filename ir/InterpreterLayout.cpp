@@ -15,14 +15,37 @@ namespace lpu::ir::interp {
 
 using tensor::DType;
 
+namespace {
+/// Calls row(base, at) for every row of `outShape` (all indices but the
+/// last, in row-major order): `at` is the row's first output element,
+/// `base` the sum over the leading axes of index * step. The caller
+/// handles rank 0.
+template <typename F>
+void forEachRow(llvm::ArrayRef<int64_t> outShape, llvm::ArrayRef<int64_t> step, F row) {
+  size_t rank = outShape.size();
+  int64_t n = product(outShape), inner = outShape[rank - 1];
+  if (n == 0)
+    return;
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t at = 0; at < n; at += inner) {
+    int64_t base = 0;
+    for (size_t k = 0; k + 1 < rank; ++k)
+      base += idx[k] * step[k];
+    row(base, at);
+    for (size_t k = rank - 1; k-- > 0;) {
+      if (++idx[k] < outShape[k])
+        break;
+      idx[k] = 0;
+    }
+  }
+}
+} // namespace
+
 template <typename T>
 std::vector<T> transposeData(const T *x, llvm::ArrayRef<int64_t> shape,
                              llvm::ArrayRef<int64_t> perm) {
   size_t rank = shape.size();
-  int64_t n = product(shape);
-  std::vector<T> y(static_cast<size_t>(n));
-  if (n == 0)
-    return y;
+  std::vector<T> y(static_cast<size_t>(product(shape)));
   if (rank == 0) {
     y[0] = x[0];
     return y;
@@ -32,28 +55,16 @@ std::vector<T> transposeData(const T *x, llvm::ArrayRef<int64_t> shape,
     outShape[k] = shape[perm[k]];
     step[k] = inStrides[perm[k]];
   }
-  // Walk the output in order; the innermost output axis reads the input
-  // with a fixed stride (contiguous when the last axis stays last).
+  // The innermost output axis reads the input with a fixed stride
+  // (contiguous when the last axis stays last).
   int64_t inner = outShape[rank - 1], innerStep = step[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
-  T *out = y.data();
-  for (int64_t done = 0; done < n; done += inner) {
-    int64_t base = 0;
-    for (size_t k = 0; k + 1 < rank; ++k)
-      base += idx[k] * step[k];
-    const T *in = x + base;
+  forEachRow(outShape, step, [&](int64_t base, int64_t at) {
     if (innerStep == 1)
-      std::memcpy(out, in, sizeof(T) * inner);
+      std::memcpy(y.data() + at, x + base, sizeof(T) * inner);
     else
       for (int64_t j = 0; j < inner; ++j)
-        out[j] = in[j * innerStep];
-    out += inner;
-    for (size_t k = rank - 1; k-- > 0;) {
-      if (++idx[k] < outShape[k])
-        break;
-      idx[k] = 0;
-    }
-  }
+        y[at + j] = x[base + j * innerStep];
+  });
   return y;
 }
 
@@ -243,38 +254,23 @@ llvm::Expected<Value> softmax(const Op &op, const Value &x) {
 }
 
 template <typename T>
-std::vector<T> broadcastData(const T *x, llvm::ArrayRef<int64_t> from,
-                             llvm::ArrayRef<int64_t> to) {
+std::vector<T> broadcastData(const T *x, llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
   size_t rank = to.size(), offset = rank - from.size();
   std::vector<int64_t> inStrides = stridesOf(from), step(rank, 0);
   for (size_t k = 0; k < from.size(); ++k)
     step[offset + k] = from[k] == 1 && to[offset + k] != 1 ? 0 : inStrides[k];
-  int64_t n = product(to);
-  std::vector<T> y(static_cast<size_t>(n));
-  if (n == 0)
-    return y;
+  std::vector<T> y(static_cast<size_t>(product(to)));
   if (rank == 0) {
     y[0] = x[0];
     return y;
   }
-  int64_t inner = to[rank - 1], innerStep = step[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
-  T *out = y.data();
-  for (int64_t done = 0; done < n; done += inner) {
-    int64_t base = 0;
-    for (size_t k = 0; k + 1 < rank; ++k)
-      base += idx[k] * step[k];
-    if (innerStep == 0)
-      std::fill(out, out + inner, x[base]);
+  int64_t inner = to[rank - 1];
+  forEachRow(to, step, [&](int64_t base, int64_t at) {
+    if (step[rank - 1] == 0)
+      std::fill(y.data() + at, y.data() + at + inner, x[base]);
     else
-      std::memcpy(out, x + base, sizeof(T) * inner);
-    out += inner;
-    for (size_t k = rank - 1; k-- > 0;) {
-      if (++idx[k] < to[k])
-        break;
-      idx[k] = 0;
-    }
-  }
+      std::memcpy(y.data() + at, x + base, sizeof(T) * inner);
+  });
   return y;
 }
 
@@ -282,30 +278,22 @@ template <typename T>
 std::vector<T> sliceData(const T *x, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> start,
                          llvm::ArrayRef<int64_t> stride, llvm::ArrayRef<int64_t> outShape) {
   size_t rank = shape.size();
-  int64_t n = product(outShape);
-  std::vector<T> y(static_cast<size_t>(n));
-  if (n == 0)
-    return y;
+  std::vector<T> y(static_cast<size_t>(product(outShape)));
   if (rank == 0) {
     y[0] = x[0];
     return y;
   }
-  std::vector<int64_t> inStrides = stridesOf(shape), idx(rank, 0);
-  int64_t inner = outShape[rank - 1];
-  T *out = y.data();
-  for (int64_t done = 0; done < n; done += inner) {
-    int64_t base = 0;
-    for (size_t k = 0; k < rank; ++k)
-      base += (start[k] + (k + 1 < rank ? idx[k] * stride[k] : 0)) * inStrides[k];
-    for (int64_t j = 0; j < inner; ++j)
-      out[j] = x[base + j * stride[rank - 1]];
-    out += inner;
-    for (size_t k = rank - 1; k-- > 0;) {
-      if (++idx[k] < outShape[k])
-        break;
-      idx[k] = 0;
-    }
+  std::vector<int64_t> inStrides = stridesOf(shape), step(rank);
+  int64_t first = 0;
+  for (size_t k = 0; k < rank; ++k) {
+    first += start[k] * inStrides[k];
+    step[k] = stride[k] * inStrides[k];
   }
+  int64_t inner = outShape[rank - 1];
+  forEachRow(outShape, step, [&](int64_t base, int64_t at) {
+    for (int64_t j = 0; j < inner; ++j)
+      y[at + j] = x[first + base + j * step[rank - 1]];
+  });
   return y;
 }
 } // namespace

@@ -4,6 +4,9 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <chrono>
+#include <ctime>
+
 namespace lpu::ir {
 
 namespace {
@@ -104,8 +107,8 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
       place(backend::TensorRole::Input, ins[i]->stringAttr("name").value_or(""), ins[i]->type(),
             inputs, i);
     if (const Op *ret = fn.terminator()) {
-      std::vector<std::string> names = ret->stringsAttr("names").value_or(
-          std::vector<std::string>{});
+      std::vector<std::string> names =
+          ret->stringsAttr("names").value_or(std::vector<std::string>{});
       for (size_t i = 0; i < ret->operands().size(); ++i)
         place(backend::TensorRole::Output, i < names.size() ? names[i] : "out" + std::to_string(i),
               ret->operand(i)->type(), outputs, i);
@@ -115,8 +118,8 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
   return entry;
 }
 
-llvm::Expected<std::map<std::string, tensor::Tensor>> loadModuleWeights(const Module &module,
-                                                                        const WeightSource &source) {
+llvm::Expected<std::map<std::string, tensor::Tensor>>
+loadModuleWeights(const Module &module, const WeightSource &source) {
   std::vector<const Function *> all;
   for (const auto &fn : module.functions)
     all.push_back(fn.get());
@@ -143,13 +146,23 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   for (const backend::TensorPlacement &t : bucket.tensors)
     if (t.role == backend::TensorRole::Input)
       padded.emplace(t.name, backend::padTo(inputs.at(t.name), bucket.concreteShape(t)));
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  auto t0 = Clock::now();
   auto interpreter = Interpreter::create(fn, weights, options);
   if (!interpreter)
     return interpreter.takeError();
+  auto t1 = Clock::now();
+  std::clock_t c1 = std::clock();
   auto outputs = (*interpreter)->run(padded);
   if (!outputs)
     return outputs.takeError();
   EntryRun run;
+  run.runCpuSeconds = double(std::clock() - c1) / CLOCKS_PER_SEC;
+  run.prepareSeconds = seconds(t0, t1);
+  run.runSeconds = seconds(t1, Clock::now());
   run.function = &fn;
   run.bucketText = bucketText(fn);
   run.paddingFraction = choice->paddingFraction;

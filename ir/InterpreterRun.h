@@ -29,10 +29,13 @@ llvm::Expected<std::map<std::string, tensor::Tensor>> loadModuleWeights(const Mo
                                                                         const WeightSource &source);
 
 struct EntryRun {
-  std::vector<NamedTensor> outputs; // cropped to the sizes the inputs imply
+  std::vector<NamedTensor> outputs;   // cropped to the sizes the inputs imply
   const Function *function = nullptr; // the bucket that ran
-  std::string bucketText;              // "S=128", or "fixed shapes"
-  double paddingFraction = 0;          // 1 - given / bucket input elements
+  std::string bucketText;             // "S=128", or "fixed shapes"
+  double paddingFraction = 0;         // 1 - given / bucket input elements
+  /// Wall time binding the weights (Interpreter::create) and running; CPU
+  /// time of the run over all threads (a shared machine needs both).
+  double prepareSeconds = 0, runSeconds = 0, runCpuSeconds = 0;
 };
 
 llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entry,

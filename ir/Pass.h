@@ -7,6 +7,7 @@
 
 #include "ir/IR.h"
 #include "ir/Text.h"
+#include "ir/Verifier.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
@@ -31,11 +32,16 @@ public:
 std::unique_ptr<Pass> createPass(llvm::StringRef name);
 /// Every registered pass name, sorted.
 std::vector<std::string> passNames();
-/// One line per registered pass: its name and what it does.
+/// What the pass called `name` does, in one line; empty for unknown names.
 std::string passDescription(llvm::StringRef name);
 
 /// lpuc's pipeline, as pass names in order.
 std::vector<std::string> defaultPipeline();
+
+/// The verifier's messages (formatErrors), each followed, when the op has
+/// no source location (hand-written IR), by a note showing the op as
+/// printed, since the message alone would not say which op it is.
+std::string describeVerifyErrors(const Function &fn, const std::vector<VerifyError> &errors);
 
 struct PassManagerOptions {
   /// Pass names (or "all") whose input / output is printed.
@@ -56,8 +62,9 @@ public:
   PassManager &operator=(const PassManager &) = delete;
 
   void addPass(std::unique_ptr<Pass> pass);
-  /// Adds the passes of a comma-separated list ("canonicalize,cse").
-  /// An unknown name is an error that lists the known ones.
+  /// Adds the passes of a comma-separated list ("canonicalize,cse"), where
+  /// `default` stands for defaultPipeline(). An unknown name is an error
+  /// that lists the known ones.
   llvm::Error addPipeline(llvm::StringRef list);
   llvm::Error addPipeline(const std::vector<std::string> &names);
   size_t size() const { return passes_.size(); }

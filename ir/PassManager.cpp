@@ -1,6 +1,5 @@
 #include "ir/Pass.h"
 
-#include "ir/Verifier.h"
 #include "ir/passes/Passes.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -69,6 +68,23 @@ std::vector<std::string> defaultPipeline() {
           "fold",         "simplify", "cse",  "dce", "fuse-elementwise"};
 }
 
+std::string describeVerifyErrors(const Function &fn, const std::vector<VerifyError> &errors) {
+  llvm::SmallVector<llvm::StringRef> lines;
+  std::string printed = toString(fn, {.locations = false});
+  llvm::StringRef(printed).split(lines, '\n');
+  std::string out;
+  for (const VerifyError &error : errors) {
+    out += formatErrors({error}, &fn);
+    if (error.loc.known() || !error.op)
+      continue;
+    // The printer puts one op per line after the `func` line.
+    for (size_t i = 0; i < fn.ops().size(); ++i)
+      if (fn.ops()[i].get() == error.op && i + 1 < lines.size())
+        out += "note: the op: " + lines[i + 1].trim().str() + "\n";
+  }
+  return out;
+}
+
 PassManager::PassManager(PassManagerOptions options) : options_(std::move(options)) {
   if (!options_.dumpStream)
     options_.dumpStream = &llvm::errs();
@@ -98,9 +114,15 @@ llvm::Error PassManager::addPipeline(llvm::StringRef list) {
   llvm::SmallVector<llvm::StringRef, 8> parts;
   list.split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   std::vector<std::string> names;
-  for (llvm::StringRef part : parts)
-    if (!part.trim().empty())
-      names.push_back(part.trim().str());
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    if (part == "default") {
+      std::vector<std::string> pipeline = defaultPipeline();
+      names.insert(names.end(), pipeline.begin(), pipeline.end());
+    } else if (!part.empty()) {
+      names.push_back(part.str());
+    }
+  }
   return addPipeline(names);
 }
 
@@ -131,7 +153,7 @@ llvm::Expected<bool> PassManager::run(Module &module) {
       std::vector<VerifyError> errors = verify(*fn);
       if (errors.empty())
         continue;
-      std::string messages = formatErrors(errors, fn.get());
+      std::string messages = describeVerifyErrors(*fn, errors);
       if (!messages.empty() && messages.back() == '\n')
         messages.pop_back();
       return llvm::createStringError(std::errc::invalid_argument,

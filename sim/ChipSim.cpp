@@ -343,7 +343,9 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     return true;
   }
   case Opcode::Copy: case Opcode::Neg: case Opcode::Abs: case Opcode::Relu:
-  case Opcode::Tanh: case Opcode::Exp: case Opcode::Rsqrt: {
+  case Opcode::Tanh: case Opcode::Exp: case Opcode::Rsqrt: case Opcode::Not: case Opcode::Log:
+  case Opcode::Sqrt: case Opcode::Sigmoid: case Opcode::Gelu: case Opcode::GeluTanh:
+  case Opcode::Silu: {
     unsigned pos = chip_.vxmPosition();
     if (!readGroup(ctx, in.src0, w, pos, a) || !emitGroup(ctx, in.dst, w, pos, done, out))
       return false;
@@ -352,6 +354,7 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     return true;
   }
   case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Max: case Opcode::Min:
+  case Opcode::Div: case Opcode::Rem: case Opcode::Pow: case Opcode::And: case Opcode::Or:
   case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt: case Opcode::CmpLe:
   case Opcode::CmpGt: case Opcode::CmpGe: {
     unsigned pos = chip_.vxmPosition();
@@ -363,13 +366,24 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
       vxmBinary(in.op, in.dtype, a, b, out, lanes);
     return true;
   }
-  case Opcode::Cvt: {
+  case Opcode::Select: {
+    unsigned pos = chip_.vxmPosition();
+    const uint8_t *cond[1];
+    if (!readGroup(ctx, in.src0, 1, pos, cond) || !readGroup(ctx, in.src1, w, pos, a) ||
+        !readGroup(ctx, in.src2, w, pos, b) || !emitGroup(ctx, in.dst, w, pos, done, out))
+      return false;
+    if (data)
+      vxmSelect(in.dtype, cond, a, b, out, lanes);
+    return true;
+  }
+  case Opcode::Cvt:
+  case Opcode::CvtTrunc: {
     unsigned pos = chip_.vxmPosition();
     if (!readGroup(ctx, in.src0, w, pos, a) ||
         !emitGroup(ctx, in.dst, streamWidth(in.dtype2), pos, done, out))
       return false;
     if (data)
-      vxmConvert(in.dtype, in.dtype2, a, out, lanes);
+      vxmConvert(in.dtype, in.dtype2, in.op == Opcode::CvtTrunc, a, out, lanes);
     return true;
   }
   case Opcode::LoadWeights:

@@ -1,10 +1,12 @@
 #include "sim/VectorOps.h"
 
+#include "backend/tensor/Arithmetic.h"
 #include "backend/tensor/DType.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace lpu::sim {
 
@@ -46,18 +48,33 @@ void storeInt(DType type, OutPlanes out, unsigned lane, int64_t v) {
   storeRaw(type, out, lane, uint64_t(v)); // truncation wraps
 }
 
-int64_t saturatingFromFloat(DType to, float f) {
-  if (std::isnan(f))
-    return 0;
-  double r = std::nearbyint(double(f)); // default rounding: nearest even
-  double lo, hi;
-  switch (to) {
-  case DType::Bool: return f != 0;
-  case DType::I8: lo = -128, hi = 127; break;
-  case DType::I16: lo = -32768, hi = 32767; break;
-  default: lo = -2147483648.0, hi = 2147483647.0; break;
+// A vector decoded into fp32 (float dtypes) or int32 (the others): the
+// element form tensor/Arithmetic.h computes on.
+struct Decoded {
+  std::vector<float> f;
+  std::vector<int32_t> i;
+};
+
+void decode(DType type, Planes in, unsigned lanes, Decoded &d) {
+  if (tensor::isFloat(type)) {
+    d.f.resize(lanes);
+    for (unsigned k = 0; k < lanes; ++k)
+      d.f[k] = elementAsFloat(type, in, k);
+  } else {
+    d.i.resize(lanes);
+    for (unsigned k = 0; k < lanes; ++k)
+      d.i[k] = int32_t(elementAsInt(type, in, k));
   }
-  return int64_t(std::min(hi, std::max(lo, r)));
+}
+
+void encodeFloats(DType type, const float *v, OutPlanes out, unsigned lanes) {
+  for (unsigned k = 0; k < lanes; ++k)
+    storeFloat(type, out, k, v[k]);
+}
+
+void encodeInts(DType type, const int32_t *v, OutPlanes out, unsigned lanes) {
+  for (unsigned k = 0; k < lanes; ++k)
+    storeInt(type, out, k, v[k]);
 }
 } // namespace
 
@@ -83,96 +100,119 @@ int64_t elementAsInt(DType type, Planes in, unsigned lane) {
   case DType::I8: return int8_t(raw);
   case DType::I16: return int16_t(raw);
   case DType::I32: return int32_t(raw);
-  default: return saturatingFromFloat(DType::I32, elementAsFloat(type, in, lane));
+  default:
+    return tensor::floatToInt(DType::I32, elementAsFloat(type, in, lane),
+                              tensor::FloatToIntRounding::NearestEven);
+  }
+}
+
+std::optional<tensor::ElementwiseOp> elementwiseOpOf(Opcode op) {
+  using E = tensor::ElementwiseOp;
+  switch (op) {
+  case Opcode::Neg: return E::Neg;
+  case Opcode::Not: return E::Not;
+  case Opcode::Abs: return E::Abs;
+  case Opcode::Relu: return E::Relu;
+  case Opcode::Gelu: return E::Gelu;
+  case Opcode::GeluTanh: return E::GeluTanh;
+  case Opcode::Silu: return E::Silu;
+  case Opcode::Sigmoid: return E::Sigmoid;
+  case Opcode::Tanh: return E::Tanh;
+  case Opcode::Exp: return E::Exp;
+  case Opcode::Log: return E::Log;
+  case Opcode::Sqrt: return E::Sqrt;
+  case Opcode::Rsqrt: return E::Rsqrt;
+  case Opcode::Add: return E::Add;
+  case Opcode::Sub: return E::Sub;
+  case Opcode::Mul: return E::Mul;
+  case Opcode::Div: return E::Div;
+  case Opcode::Rem: return E::Rem;
+  case Opcode::Pow: return E::Pow;
+  case Opcode::Max: return E::Maximum;
+  case Opcode::Min: return E::Minimum;
+  case Opcode::And: return E::And;
+  case Opcode::Or: return E::Or;
+  case Opcode::CmpEq: return E::Eq;
+  case Opcode::CmpNe: return E::Ne;
+  case Opcode::CmpLt: return E::Lt;
+  case Opcode::CmpLe: return E::Le;
+  case Opcode::CmpGt: return E::Gt;
+  case Opcode::CmpGe: return E::Ge;
+  default: return std::nullopt;
   }
 }
 
 void vxmUnary(Opcode op, DType type, Planes in, OutPlanes out, unsigned lanes) {
-  for (unsigned i = 0; i < lanes; ++i) {
-    if (tensor::isFloat(type)) {
-      float x = elementAsFloat(type, in, i), r = x;
-      switch (op) {
-      case Opcode::Neg: r = -x; break;
-      case Opcode::Abs: r = std::fabs(x); break;
-      case Opcode::Relu: r = x > 0 ? x : 0.0f; break;
-      case Opcode::Tanh: r = std::tanh(x); break;
-      case Opcode::Exp: r = std::exp(x); break;
-      case Opcode::Rsqrt: r = 1.0f / std::sqrt(x); break;
-      default: break;
-      }
-      storeFloat(type, out, i, r);
-    } else {
-      int64_t x = elementAsInt(type, in, i), r = x;
-      switch (op) {
-      case Opcode::Neg: r = -x; break;
-      case Opcode::Abs: r = x < 0 ? -x : x; break;
-      case Opcode::Relu: r = x > 0 ? x : 0; break;
-      default: break;
-      }
-      storeInt(type, out, i, r);
-    }
+  std::optional<tensor::ElementwiseOp> e = elementwiseOpOf(op);
+  if (!e) { // copy: the bits, unchanged
+    for (unsigned b = 0; b < tensor::dtypeSize(type); ++b)
+      std::memcpy(out[b], in[b], lanes);
+    return;
   }
-}
-
-/// The comparison opcodes, for floats and integers alike.
-template <typename T> bool compareValues(Opcode op, T x, T y) {
-  switch (op) {
-  case Opcode::CmpEq: return x == y;
-  case Opcode::CmpNe: return x != y;
-  case Opcode::CmpLt: return x < y;
-  case Opcode::CmpLe: return x <= y;
-  case Opcode::CmpGt: return x > y;
-  default: return x >= y;
+  Decoded x;
+  decode(type, in, lanes, x);
+  // dtypeAllowed keeps ops off dtypes they are not defined on; should one
+  // get here anyway, the result is the operand unchanged.
+  if (tensor::isFloat(type)) {
+    tensor::unaryFloat(*e, type, x.f.data(), x.f.data(), lanes);
+    encodeFloats(type, x.f.data(), out, lanes);
+  } else {
+    tensor::unaryInt(*e, type, x.i.data(), x.i.data(), lanes);
+    encodeInts(type, x.i.data(), out, lanes);
   }
 }
 
 void vxmBinary(Opcode op, DType type, Planes a, Planes b, OutPlanes out, unsigned lanes) {
-  bool compare = op >= Opcode::CmpEq && op <= Opcode::CmpGe;
-  for (unsigned i = 0; i < lanes; ++i) {
-    if (tensor::isFloat(type)) {
-      float x = elementAsFloat(type, a, i), y = elementAsFloat(type, b, i);
-      if (compare) {
-        out[0][i] = compareValues(op, x, y);
-        continue;
-      }
-      float r = 0;
-      switch (op) {
-      case Opcode::Add: r = x + y; break;
-      case Opcode::Sub: r = x - y; break;
-      case Opcode::Mul: r = x * y; break;
-      case Opcode::Max: r = std::fmax(x, y); break;
-      default: r = std::fmin(x, y); break;
-      }
-      storeFloat(type, out, i, r);
-    } else {
-      int64_t x = elementAsInt(type, a, i), y = elementAsInt(type, b, i);
-      if (compare) {
-        out[0][i] = compareValues(op, x, y);
-        continue;
-      }
-      int64_t r = 0;
-      switch (op) {
-      case Opcode::Add: r = x + y; break;
-      case Opcode::Sub: r = x - y; break;
-      case Opcode::Mul: r = int64_t(uint64_t(x) * uint64_t(y)); break;
-      case Opcode::Max: r = std::max(x, y); break;
-      default: r = std::min(x, y); break;
-      }
-      storeInt(type, out, i, r);
-    }
+  std::optional<tensor::ElementwiseOp> e = elementwiseOpOf(op);
+  if (!e)
+    return;
+  Decoded x, y;
+  decode(type, a, lanes, x);
+  decode(type, b, lanes, y);
+  if (tensor::isComparison(*e)) {
+    std::vector<int32_t> r(lanes);
+    if (tensor::isFloat(type))
+      tensor::compareFloat(*e, x.f.data(), y.f.data(), r.data(), lanes);
+    else
+      tensor::compareInt(*e, x.i.data(), y.i.data(), r.data(), lanes);
+    encodeInts(DType::Bool, r.data(), out, lanes);
+  } else if (tensor::isFloat(type)) {
+    tensor::binaryFloat(*e, type, x.f.data(), y.f.data(), x.f.data(), lanes);
+    encodeFloats(type, x.f.data(), out, lanes);
+  } else {
+    tensor::binaryInt(*e, type, x.i.data(), y.i.data(), x.i.data(), lanes);
+    encodeInts(type, x.i.data(), out, lanes);
   }
 }
 
-void vxmConvert(DType from, DType to, Planes in, OutPlanes out, unsigned lanes) {
-  for (unsigned i = 0; i < lanes; ++i) {
-    if (tensor::isFloat(to)) {
-      storeFloat(to, out, i, elementAsFloat(from, in, i));
-    } else if (tensor::isFloat(from)) {
-      storeInt(to, out, i, saturatingFromFloat(to, elementAsFloat(from, in, i)));
-    } else {
-      storeInt(to, out, i, elementAsInt(from, in, i));
-    }
+void vxmSelect(DType type, Planes cond, Planes a, Planes b, OutPlanes out, unsigned lanes) {
+  // Bits are chosen, not values: NaN payloads and -0 pass unchanged.
+  for (unsigned b2 = 0; b2 < tensor::dtypeSize(type); ++b2)
+    for (unsigned k = 0; k < lanes; ++k)
+      out[b2][k] = cond[0][k] ? a[b2][k] : b[b2][k];
+}
+
+void vxmConvert(DType from, DType to, bool truncate, Planes in, OutPlanes out, unsigned lanes) {
+  Decoded x;
+  decode(from, in, lanes, x);
+  if (tensor::isFloat(to)) {
+    std::vector<float> r(lanes);
+    if (tensor::isFloat(from))
+      tensor::convertFloatToFloat(to, x.f.data(), r.data(), lanes);
+    else
+      tensor::convertIntToFloat(to, x.i.data(), r.data(), lanes);
+    encodeFloats(to, r.data(), out, lanes);
+    return;
   }
+  std::vector<int32_t> r(lanes);
+  if (tensor::isFloat(from))
+    tensor::convertFloatToInt(to,
+                              truncate ? tensor::FloatToIntRounding::TowardZero
+                                       : tensor::FloatToIntRounding::NearestEven,
+                              x.f.data(), r.data(), lanes);
+  else
+    tensor::convertIntToInt(to, x.i.data(), r.data(), lanes);
+  encodeInts(to, r.data(), out, lanes);
 }
 
 void sxmMove(Opcode op, unsigned count, Planes in, Planes map, OutPlanes out, unsigned width,

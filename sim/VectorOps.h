@@ -2,15 +2,19 @@
 // vectors: an operand of dtype T is streamWidth(T) planes of `lanes` bytes,
 // plane b holding byte b (little-endian) of every lane's element.
 //
-// Arithmetic rules (docs/isa.md): floats are computed in fp32 and rounded to
-// the result dtype (round to nearest even); integers wrap (two's complement);
-// compares give a bool plane (0 or 1); float -> integer conversion rounds to
-// nearest even and saturates, NaN becomes 0.
+// Arithmetic (docs/isa.md): exactly the IR's (docs/ir.md), computed by
+// backend/tensor/Arithmetic.h, the functions the reference interpreter uses:
+// floats in fp32 rounded once to the result dtype, integers wrapping,
+// compares giving a bool plane (0 or 1). cvt rounds float -> integer to
+// nearest even, cvt.trunc toward zero (the IR's convert); both saturate and
+// give 0 for NaN.
 #pragma once
 
 #include "backend/Isa.h"
+#include "backend/tensor/Arithmetic.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace lpu::sim {
 
@@ -20,7 +24,16 @@ using OutPlanes = uint8_t *const *;
 void vxmUnary(backend::Opcode op, backend::DType type, Planes in, OutPlanes out, unsigned lanes);
 void vxmBinary(backend::Opcode op, backend::DType type, Planes a, Planes b, OutPlanes out,
                unsigned lanes);
-void vxmConvert(backend::DType from, backend::DType to, Planes in, OutPlanes out, unsigned lanes);
+/// cond ? a : b per lane (cond: one bool plane), the bits of a or b.
+void vxmSelect(backend::DType type, Planes cond, Planes a, Planes b, OutPlanes out,
+               unsigned lanes);
+/// cvt (truncate = false) and cvt.trunc.
+void vxmConvert(backend::DType from, backend::DType to, bool truncate, Planes in, OutPlanes out,
+                unsigned lanes);
+
+/// The IR elementwise op a VXM opcode computes (nullopt for copy, select,
+/// cvt and non-VXM opcodes).
+std::optional<tensor::ElementwiseOp> elementwiseOpOf(backend::Opcode op);
 
 /// shift (toward higher lanes, zero fill), rotate, permute and distribute
 /// (out[i] = in[map[i]], 0 when map[i] >= lanes; map is a u16 per lane in

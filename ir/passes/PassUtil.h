@@ -1,5 +1,5 @@
-// Small helpers the passes share: reading and making splat constants, and
-// the users of every op.
+// What several passes share: reading and making splat constants, the users
+// of every op, and the one walk that rewrites ops in program order.
 #pragma once
 
 #include "ir/IR.h"

@@ -82,7 +82,7 @@ int run(const Flags &flags) {
     for (const auto &fn : (*module)->functions) {
       std::vector<ir::VerifyError> errors = ir::verify(*fn);
       if (!errors.empty()) {
-        llvm::errs() << ir::formatErrors(errors, fn.get());
+        llvm::errs() << ir::describeVerifyErrors(*fn, errors);
         failed = true;
       }
     }
@@ -142,7 +142,5 @@ int main(int argc, char **argv) {
     llvm::outs() << "default: " << llvm::join(ir::defaultPipeline(), ",") << "\n";
     return tools::kExitSuccess;
   }
-  if (flags.passes == "default")
-    flags.passes = llvm::join(ir::defaultPipeline(), ",");
   return run(flags);
 }

@@ -56,9 +56,12 @@ int main(int argc, char **argv) {
       "--report", report,
       "print per entry and bucket the predicted cycles and time, per-unit utilisation, SRAM "
       "use and the lower bound, before anything runs");
-  bool verifyRoundTrip = false;
-  app.add_flag("--verify-roundtrip", verifyRoundTrip,
+  EmitIROptions irOptions;
+  app.add_flag("--verify-roundtrip", irOptions.roundTrip,
                "with --emit=ir: also parse the printed IR back and check it prints the same")
+      ->group("");
+  app.add_flag("--inject-ir-fault", irOptions.injectFault,
+               "with --emit=ir: break the lowered IR, to test the internal-error path")
       ->group("");
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
@@ -180,7 +183,7 @@ int main(int argc, char **argv) {
     checkOptions.recordTypes = emit == "types";
     checkOptions.recordParams = emit == "params";
     if (emit == "ir")
-      emitIR(*module, diags, checkOptions, irOut, verifyRoundTrip);
+      emitIR(*module, diags, checkOptions, irOut, irOptions);
     else if (compile)
       compiled = compileProgram(*module, diags, checkOptions, *chip);
     else

@@ -8,8 +8,8 @@
 #include "backend/tensor/Literal.h"
 #include "backend/tensor/Npy.h"
 #include "backend/tensor/SafeTensors.h"
-#include "frontend/CompileToIR.h"
 #include "frontend/Checker.h"
+#include "frontend/CompileToIR.h"
 #include "frontend/DiagnosticRender.h"
 #include "ir/InterpreterRun.h"
 #include "ir/Text.h"
@@ -21,8 +21,6 @@
 #include <llvm/Support/Format.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
-
-#include <chrono>
 
 using namespace lpu;
 
@@ -97,11 +95,10 @@ llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, 
       return module.takeError();
     if (auto errors = ir::verify(**module); !errors.empty())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": the IR does not verify:\n" + ir::formatErrors(errors));
+                                     path + ": the IR does not verify:\n" +
+                                         ir::formatErrors(errors));
     return module;
   }
-  if (auto readable = tools::readInputFile(path); !readable) // the usual messages
-    return readable.takeError();
   CompileToIROptions options;
   std::string exe = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&loadModule));
   options.importPaths = defaultStdlibPaths(llvm::sys::path::parent_path(exe));
@@ -122,6 +119,10 @@ struct ReferenceArgs {
 /// lpurun --reference: compile, load weights, run the entry's best bucket,
 /// write or print the outputs; the bucket and padding go to stderr.
 int runReference(const ReferenceArgs &args, const char *argv0) {
+  if (auto readable = tools::readInputFile(args.model); !readable) { // missing, a directory
+    tools::reportToolError(kTool, llvm::toString(readable.takeError()));
+    return tools::kExitUsageError;
+  }
   auto module = loadModule(args.model, argv0);
   if (!module) {
     tools::reportToolError(kTool, llvm::toString(module.takeError()));
@@ -140,23 +141,23 @@ int runReference(const ReferenceArgs &args, const char *argv0) {
       return tools::kExitUsageError;
     }
   }
-  auto start = std::chrono::steady_clock::now();
   auto run = ir::runEntry(**module, args.entry, args.inputs, *weights, {args.threads});
   if (!run) {
     tools::reportToolError(kTool, llvm::toString(run.takeError()));
     return tools::kExitInputError;
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   llvm::errs() << "reference: entry " << run->function->name() << ", bucket " << run->bucketText
-               << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%, "
-               << llvm::format("%.3f", seconds) << " s\n";
+               << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%\n"
+               << "reference: weights bound in " << llvm::format("%.3f", run->prepareSeconds)
+               << " s, run " << llvm::format("%.3f", run->runSeconds) << " s (cpu "
+               << llvm::format("%.3f", run->runCpuSeconds) << " s)\n";
   for (const auto &[name, path] : args.outputFiles) {
     bool known = false;
     for (const auto &[outName, value] : run->outputs)
       known |= outName == name;
     if (!known) {
-      tools::reportToolError(kTool, "no output '" + name + "' in entry '" +
-                                        run->function->name() + "'");
+      tools::reportToolError(kTool,
+                             "no output '" + name + "' in entry '" + run->function->name() + "'");
       return tools::kExitUsageError;
     }
   }

@@ -55,6 +55,33 @@ Program sampleProgram(uint64_t fingerprint) {
   cvt.src0 = east(4);
   cvt.dst = west(31);
   vxm.instrs.push_back(cvt);
+  Instr trunc = cvt;
+  trunc.dst = west(28);
+  trunc.op = Opcode::CvtTrunc;
+  trunc.dtype = DType::BF16;
+  trunc.dtype2 = DType::I16;
+  vxm.instrs.push_back(trunc);
+  Instr select; // the one instruction with three input groups
+  select.op = Opcode::Select;
+  select.dtype = DType::F16;
+  select.src0 = east(12);
+  select.src1 = west(3);
+  select.src2 = east(6);
+  select.dst = west(20);
+  vxm.instrs.push_back(select);
+  Instr gelu;
+  gelu.op = Opcode::GeluTanh;
+  gelu.dtype = DType::F32;
+  gelu.src0 = east(0);
+  gelu.dst = east(4);
+  vxm.instrs.push_back(gelu);
+  Instr div;
+  div.op = Opcode::Div;
+  div.dtype = DType::I32;
+  div.src0 = east(0);
+  div.src1 = west(4);
+  div.dst = east(8);
+  vxm.instrs.push_back(div);
   Instr sync;
   sync.op = Opcode::Sync;
   vxm.instrs.push_back(sync);
@@ -98,6 +125,10 @@ TEST(ProgramFile, TextRoundTripIsIdentity) {
   EXPECT_NE(text.find("read s2 @10-3 -> e0"), std::string::npos);
   EXPECT_NE(text.find("cvt f32 i8 e4 -> w31"), std::string::npos);
   EXPECT_NE(text.find("scatter e1 w2 s9 @8191"), std::string::npos);
+  EXPECT_NE(text.find("cvt.trunc bf16 i16 e4 -> w28"), std::string::npos);
+  EXPECT_NE(text.find("select f16 e12 w3 e6 -> w20"), std::string::npos);
+  EXPECT_NE(text.find("gelu_tanh f32 e0 -> e4"), std::string::npos);
+  EXPECT_NE(text.find("div i32 e0 w4 -> e8"), std::string::npos);
   EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100 layout rows"), std::string::npos);
 }
 
@@ -142,7 +173,8 @@ TEST(ProgramFile, ClearMessages) {
   std::string v = bin;
   v[8] = 9;
   EXPECT_EQ(errorOf(readProgramBinary(ref(v), "p.lpx")),
-            "p.lpx: not a valid program file: format version 9, this lpurun reads version 1");
+            "p.lpx: not a valid program file: format version 9, this lpurun reads version 2 "
+            "(recompile the program with this lpuc)");
   std::string c = bin;
   c.back() ^= 1;
   EXPECT_EQ(errorOf(readProgramBinary(ref(c), "p.lpx")),
@@ -155,6 +187,35 @@ TEST(ProgramFile, ClearMessages) {
   EXPECT_EQ(errorOf(parseProgramText("lpu-program 2\n", "t")),
             "t:1: program text version 2, this reader reads version 1");
   EXPECT_EQ(errorOf(parseProgramText("hello\n", "t")), "t:1: expected 'lpu-program 1' on the first line");
+}
+
+// Version 2 added the third input stream (select) to every instruction
+// record; a version 1 file is refused by its header, with a clear message.
+TEST(ProgramFile, Version1FilesAreRefused) {
+  EXPECT_EQ(kProgramFormatVersion, 2u);
+  std::string bin = writeProgramBinary(sampleProgram(1));
+  EXPECT_EQ(bin[8], 2);
+  bin[8] = 1;
+  auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
+  EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")),
+            "old.lpx: not a valid program file: format version 1, this lpurun reads version 2 "
+            "(recompile the program with this lpuc)");
+  EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")),
+            "old.lpx: not a valid program file: format version 1, this lpurun reads version 2 "
+            "(recompile the program with this lpuc)");
+}
+
+TEST(ProgramFile, SelectNeedsThreeStreams) {
+  const char *head = "lpu-program 1\ntarget g\nentry m\nbucket\nchip 0\nqueue vxm0\n";
+  auto ok = parseProgramText(std::string(head) + "  select f32 e0 e1 e5 -> w0\n", "t");
+  ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+  const Instr &in = ok->entries[0].buckets[0].chips[0].queues[0].instrs[0];
+  EXPECT_EQ(in.src0, east(0));
+  EXPECT_EQ(in.src1, east(1));
+  EXPECT_EQ(in.src2, east(5));
+  EXPECT_EQ(in.dst, west(0));
+  EXPECT_EQ(errorOf(parseProgramText(std::string(head) + "  select f32 e0 e1 -> w0\n", "t")),
+            "t:7: 'select': expected a stream (e3 or w3), found '->'");
 }
 
 TEST(ProgramFile, VerifyAgainstTheChip) {

@@ -25,9 +25,12 @@ TEST(InterpNumpy, UnaryF16) {
       {OpKind::Neg, "-v", 0},
       {OpKind::Abs, "np.abs(v)", 0},
       {OpKind::Relu, "np.maximum(v, 0)", 0},
-      {OpKind::Gelu, "0.5 * v * (1 + np.vectorize(math.erf)(v.astype(np.float64) / math.sqrt(2)))", 1},
+      {OpKind::Gelu, "0.5 * v * (1 + np.vectorize(math.erf)(v.astype(np.float64) / math.sqrt(2)))",
+       1},
       {OpKind::GeluTanh,
-       "0.5 * v * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (v + np.float32(0.044715) * v ** 3)))", 1},
+       "0.5 * v * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (v + np.float32(0.044715) * v "
+       "** 3)))",
+       1},
       {OpKind::Silu, "v / (1 + np.exp(-v))", 1},
       {OpKind::Sigmoid, "1 / (1 + np.exp(-v))", 1},
       {OpKind::Tanh, "np.tanh(v)", 1},
@@ -49,9 +52,10 @@ TEST(InterpNumpy, UnaryF16) {
     }
     b.ret({b.op(c.kind, {arg})}, {"y"});
     auto got = runOk(b.fn(), {{"x", x}});
-    auto want = numpy({{"x", x}}, std::string("import math\nv = x.astype(np.float32)\n"
-                                              "w = (np.abs(x) + np.float16(0.5)).astype(np.float32)\n") +
-                                      "out['y'] = (" + c.numpy + ").astype(np.float16)\n");
+    auto want =
+        numpy({{"x", x}}, std::string("import math\nv = x.astype(np.float32)\n"
+                                      "w = (np.abs(x) + np.float16(0.5)).astype(np.float32)\n") +
+                              "out['y'] = (" + c.numpy + ").astype(np.float16)\n");
     expectNear(got["y"], want["y"], c.ulps, mnemonic(c.kind).str());
   }
 }
@@ -64,13 +68,20 @@ TEST(InterpNumpy, BinaryAndCompareF16) {
     int ulps;
   };
   const Case cases[] = {
-      {OpKind::Add, "p + q", 0},          {OpKind::Sub, "p - q", 0},
-      {OpKind::Mul, "p * q", 0},          {OpKind::Div, "p / q", 0},
+      {OpKind::Add, "p + q", 0},
+      {OpKind::Sub, "p - q", 0},
+      {OpKind::Mul, "p * q", 0},
+      {OpKind::Div, "p / q", 0},
       {OpKind::Rem, "np.remainder(p, q)", 0},
       {OpKind::Pow, "np.power(np.abs(p), q)", 1},
-      {OpKind::Maximum, "np.maximum(p, q)", 0}, {OpKind::Minimum, "np.minimum(p, q)", 0},
-      {OpKind::Eq, "p == q", 0}, {OpKind::Ne, "p != q", 0}, {OpKind::Lt, "p < q", 0},
-      {OpKind::Le, "p <= q", 0}, {OpKind::Gt, "p > q", 0},  {OpKind::Ge, "p >= q", 0},
+      {OpKind::Maximum, "np.maximum(p, q)", 0},
+      {OpKind::Minimum, "np.minimum(p, q)", 0},
+      {OpKind::Eq, "p == q", 0},
+      {OpKind::Ne, "p != q", 0},
+      {OpKind::Lt, "p < q", 0},
+      {OpKind::Le, "p <= q", 0},
+      {OpKind::Gt, "p > q", 0},
+      {OpKind::Ge, "p >= q", 0},
   };
   for (const Case &c : cases) {
     FnBuilder b;
@@ -87,9 +98,8 @@ TEST(InterpNumpy, BinaryAndCompareF16) {
     if (c.kind >= OpKind::Eq)
       setup += "q = np.where(p > q, p, q)\n";
     bool isCompare = c.kind >= OpKind::Eq;
-    auto want = numpy({{"a", a}, {"b", bb}},
-                      setup + "out['y'] = (" + c.numpy + ")" +
-                          (isCompare ? "" : ".astype(np.float16)") + "\n");
+    auto want = numpy({{"a", a}, {"b", bb}}, setup + "out['y'] = (" + c.numpy + ")" +
+                                                 (isCompare ? "" : ".astype(np.float16)") + "\n");
     expectNear(got["y"], want["y"], c.ulps, mnemonic(c.kind).str());
   }
 }
@@ -117,9 +127,9 @@ TEST(InterpNumpy, Reductions) {
            b.op(c.kind, {wide}, {{"axes", c.axes}, {"keep", c.keep}})},
           {"h", "f"});
     auto got = runOk(b.fn(), {{"x", x}});
-    auto want = numpy({{"x", x}}, std::string("v = x.astype(np.float64)\n") +
-                                      "out['f'] = (" + c.numpy + ").astype(np.float32)\n" +
-                                      "out['h'] = (" + c.numpy + ").astype(np.float16)\n");
+    auto want = numpy({{"x", x}}, std::string("v = x.astype(np.float64)\n") + "out['f'] = (" +
+                                      c.numpy + ").astype(np.float32)\n" + "out['h'] = (" +
+                                      c.numpy + ").astype(np.float16)\n");
     // f32 sums of 200 values in another order: a few ulps of f32.
     expectNear(got["f"], want["f"], 1, mnemonic(c.kind).str() + " f32", 1e-5);
     expectNear(got["h"], want["h"], 1, mnemonic(c.kind).str() + " f16");
@@ -140,8 +150,8 @@ TEST(InterpNumpy, Softmax) {
   Tensor x = random(DType::F32, {2, 5, 33}, "x");
   FnBuilder b;
   Op *in = b.input("x", T(DType::F32, {2, 5, 33}));
-  Op *scaled = b.op(OpKind::Mul, {in, b.op(OpKind::Constant, {}, {{"value", 8.0}},
-                                           T(DType::F32, {2, 5, 33}))});
+  Op *scaled = b.op(OpKind::Mul,
+                    {in, b.op(OpKind::Constant, {}, {{"value", 8.0}}, T(DType::F32, {2, 5, 33}))});
   Op *last = b.op(OpKind::Softmax, {scaled}, {{"axis", int64_t(2)}});
   Op *middle = b.op(OpKind::Softmax, {scaled}, {{"axis", int64_t(1)}});
   Op *half = b.op(OpKind::Softmax, {b.op(OpKind::Convert, {scaled}, {}, T(DType::F16, {2, 5, 33}))},
@@ -176,9 +186,9 @@ TEST(InterpNumpy, DataMovement) {
   Op *tr = b.op(OpKind::Transpose, {in}, {{"perm", std::vector<int64_t>{2, 0, 3, 1}}});
   Op *tr2 = b.op(OpKind::Transpose, {in}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   Op *bc = b.op(OpKind::Broadcast, {r}, {}, T(DType::F16, {2, 3, 4, 5}));
-  Op *sl = b.op(OpKind::Slice, {in},
-                {{"start", std::vector<int64_t>{1, 0, 1, 2}},
-                 {"limit", std::vector<int64_t>{2, 3, 4, 5}}});
+  Op *sl = b.op(
+      OpKind::Slice, {in},
+      {{"start", std::vector<int64_t>{1, 0, 1, 2}}, {"limit", std::vector<int64_t>{2, 3, 4, 5}}});
   Op *cc = b.op(OpKind::Concat, {in, bc, in}, {{"axis", int64_t(2)}});
   Op *g0 = b.op(OpKind::Gather, {b.op(OpKind::Reshape, {in}, {}, T(DType::F16, {6, 4, 5})), i},
                 {{"axis", int64_t(1)}});

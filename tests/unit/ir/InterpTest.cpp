@@ -17,8 +17,8 @@ namespace lpu::ir {
 namespace {
 
 using namespace testing;
-using ::testing::HasSubstr;
 using tensor::Tensor;
+using ::testing::HasSubstr;
 
 Tensor f16(std::vector<int64_t> shape, std::vector<float> v) {
   return Tensor::fromFloats(DType::F16, std::move(shape), v);
@@ -82,7 +82,10 @@ TEST(Interp, IntegerArithmetic) {
   Op *pc = b.input("c", T(DType::I32, {4}));
   Op *big = b.op(OpKind::Constant, {}, {{"value", int64_t(2147483647)}}, T(DType::I32, {4}));
   b.ret({b.op(OpKind::Div, {pa, pc}), b.op(OpKind::Rem, {pa, pc}), b.op(OpKind::Add, {big, pc}),
-         b.op(OpKind::Convert, {b.op(OpKind::Mul, {pa, b.op(OpKind::Constant, {}, {{"value", int64_t(40)}}, T(DType::I32, {4}))})}, {}, T(DType::I8, {4}))},
+         b.op(OpKind::Convert,
+              {b.op(OpKind::Mul, {pa, b.op(OpKind::Constant, {}, {{"value", int64_t(40)}},
+                                           T(DType::I32, {4}))})},
+              {}, T(DType::I8, {4}))},
         {"div", "rem", "wrap", "narrow"});
   auto out = runOk(b.fn(), {{"a", a}, {"c", c}});
   // Floor division and the remainder with the divisor's sign (Python, numpy).
@@ -144,10 +147,10 @@ TEST(Interp, BadInputsAreNamed) {
               HasSubstr("input 'x' is f32[2, 3], but @f takes f16[2, 3]"));
   EXPECT_THAT(runError(b.fn(), {{"x", f16({3, 2}, {1, 2, 3, 4, 5, 6})}, {"ids", tid}}, w),
               HasSubstr("input 'x' is f16[3, 2], but @f takes f16[2, 3]"));
-  EXPECT_THAT(runError(b.fn(), {{"x", tx}, {"ids", tid}}, {}),
-              HasSubstr("missing (1): emb.table"));
-  EXPECT_THAT(runError(b.fn(), {{"x", tx}, {"ids", tid}}, {{"emb.table", Tensor(DType::F32, {4, 3})}}),
-              HasSubstr("wrong type (1): emb.table (expected f16[4, 3], given f32[4, 3])"));
+  EXPECT_THAT(runError(b.fn(), {{"x", tx}, {"ids", tid}}, {}), HasSubstr("missing (1): emb.table"));
+  EXPECT_THAT(
+      runError(b.fn(), {{"x", tx}, {"ids", tid}}, {{"emb.table", Tensor(DType::F32, {4, 3})}}),
+      HasSubstr("wrong type (1): emb.table (expected f16[4, 3], given f32[4, 3])"));
 }
 
 TEST(Interp, GatherClampsIds) {
@@ -195,14 +198,15 @@ namespace lpu::ir {
 namespace {
 
 using namespace testing;
-using ::testing::HasSubstr;
 using tensor::Tensor;
+using ::testing::HasSubstr;
 
 /// An entry `double` with buckets S = 4 and S = 8: y = 2 x, x f16[1, S, 3].
 std::unique_ptr<Module> doubleEntry() {
   auto module = std::make_unique<Module>();
   for (int64_t s : {4, 8}) {
-    auto fn = std::make_unique<Function>("double", std::vector<std::pair<std::string, int64_t>>{{"S", s}});
+    auto fn = std::make_unique<Function>("double",
+                                         std::vector<std::pair<std::string, int64_t>>{{"S", s}});
     Op *x = fn->append(OpKind::Input, T(DType::F16, {1, s, 3}), {});
     x->setAttr("name", std::string("x"));
     Op *two = fn->append(OpKind::Constant, T(DType::F16, {1, s, 3}), {});
@@ -241,10 +245,57 @@ TEST(InterpRun, SmallestBucketPaddedAndCropped) {
   EXPECT_THAT(llvm::toString(tooBig.takeError()), HasSubstr("no bucket of entry 'double' fits"));
   auto fixedDim = runEntry(*module, "", {{"x", Tensor(DType::F16, {1, 4, 2})}}, {});
   ASSERT_FALSE(bool(fixedDim));
-  EXPECT_THAT(llvm::toString(fixedDim.takeError()), HasSubstr("dimension 2 is 2, the program needs exactly 3"));
+  EXPECT_THAT(llvm::toString(fixedDim.takeError()),
+              HasSubstr("dimension 2 is 2, the program needs exactly 3"));
   auto unknown = runEntry(*module, "triple", {{"x", x}}, {});
   ASSERT_FALSE(bool(unknown));
-  EXPECT_THAT(llvm::toString(unknown.takeError()), HasSubstr("no entry 'triple' in the module (it has: double)"));
+  EXPECT_THAT(llvm::toString(unknown.takeError()),
+              HasSubstr("no entry 'triple' in the module (it has: double)"));
+}
+
+} // namespace
+} // namespace lpu::ir
+
+namespace lpu::ir {
+namespace {
+
+using namespace testing;
+using tensor::Tensor;
+
+TEST(Interp, BoolLogicBF16RoundingAndIntegerMaxPool) {
+  FnBuilder b;
+  Op *p = b.input("p", T(DType::Bool, {4}));
+  Op *q = b.input("q", T(DType::Bool, {4}));
+  // bf16 keeps 8 significant bits: 1 + 2^-8 is a tie between 1 and
+  // 1 + 2^-7 and goes to the even 1; 1 + 3 * 2^-8 goes up to 1 + 2^-6.
+  Op *h = b.input("h", T(DType::BF16, {2}));
+  Op *small = b.op(OpKind::Constant, {}, {{"value", std::ldexp(1.0, -8)}}, T(DType::BF16, {2}));
+  Op *img = b.input("img", T(DType::I32, {1, 1, 2, 3}));
+  b.ret({b.op(OpKind::And, {p, q}), b.op(OpKind::Or, {p, q}), b.op(OpKind::Add, {h, small}),
+         b.op(OpKind::MaxPool2d, {img},
+              {{"kernel", std::vector<int64_t>{2, 2}},
+               {"stride", std::vector<int64_t>{1, 1}},
+               {"padding", std::vector<int64_t>{0, 0}}})},
+        {"and", "or", "sum", "pool"});
+  Tensor tp(DType::Bool, {4}), tq(DType::Bool, {4}), timg(DType::I32, {1, 1, 2, 3});
+  for (int k = 0; k < 4; ++k) {
+    tp.setInt(k, k & 1);
+    tq.setInt(k, (k >> 1) & 1);
+  }
+  const int32_t pixels[] = {-5, 7, -9, 3, -1, 100000000};
+  for (int k = 0; k < 6; ++k)
+    timg.setInt(k, pixels[k]);
+  Tensor th = Tensor::fromFloats(DType::BF16, {2}, {1.0f, 1.0f + 2 * std::ldexp(1.0f, -8)});
+  auto out = runOk(b.fn(), {{"p", tp}, {"q", tq}, {"h", th}, {"img", timg}});
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(out["and"].getInt(k), (k & 1) && ((k >> 1) & 1)) << k;
+    EXPECT_EQ(out["or"].getInt(k), (k & 1) || ((k >> 1) & 1)) << k;
+  }
+  EXPECT_EQ(out["sum"].getFloat(0), 1.0f);
+  EXPECT_EQ(out["sum"].getFloat(1), 1.0f + std::ldexp(1.0f, -6));
+  // Integer max pooling is exact (100000000 is not a float32 value).
+  EXPECT_EQ(out["pool"].getInt(0), 7);
+  EXPECT_EQ(out["pool"].getInt(1), 100000000);
 }
 
 } // namespace

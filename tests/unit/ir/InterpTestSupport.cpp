@@ -81,17 +81,18 @@ std::map<std::string, tensor::Tensor> numpy(const std::map<std::string, tensor::
       ADD_FAILURE() << llvm::toString(std::move(e));
       return result;
     }
-  std::string program = "import sys, os, warnings, numpy as np\n"
-                        "warnings.simplefilter('ignore')\n"
-                        "d = sys.argv[1]\n"
-                        "out = {}\n"
-                        "for f in sorted(os.listdir(d)):\n"
-                        "    if f.endswith('.npy'):\n"
-                        "        globals()[f[:-4]] = np.load(os.path.join(d, f))\n" +
-                        script +
-                        "\nos.makedirs(os.path.join(d, 'out'))\n"
-                        "for k, v in out.items():\n"
-                        "    np.save(os.path.join(d, 'out', k + '.npy'), np.ascontiguousarray(v))\n";
+  std::string program =
+      "import sys, os, warnings, numpy as np\n"
+      "warnings.simplefilter('ignore')\n"
+      "d = sys.argv[1]\n"
+      "out = {}\n"
+      "for f in sorted(os.listdir(d)):\n"
+      "    if f.endswith('.npy'):\n"
+      "        globals()[f[:-4]] = np.load(os.path.join(d, f))\n" +
+      script +
+      "\nos.makedirs(os.path.join(d, 'out'))\n"
+      "for k, v in out.items():\n"
+      "    np.save(os.path.join(d, 'out', k + '.npy'), np.ascontiguousarray(v))\n";
   tensor::testing::writeBytes(dir.file("script.py"), program);
   std::string command = "/usr/bin/python3 " + dir.file("script.py") + " " + dir.path();
   int status = std::system(command.c_str());

@@ -28,8 +28,7 @@ public:
 
   Op *input(const std::string &name, Type type);
   Op *param(const std::string &path, Type type);
-  Op *op(OpKind kind, std::vector<Op *> operands, Attrs attrs = {},
-         const Type *declared = nullptr);
+  Op *op(OpKind kind, std::vector<Op *> operands, Attrs attrs = {}, const Type *declared = nullptr);
   Op *op(OpKind kind, std::vector<Op *> operands, Attrs attrs, const Type &declared) {
     return op(kind, std::move(operands), std::move(attrs), &declared);
   }
@@ -42,10 +41,9 @@ private:
 };
 
 /// Runs `fn` and returns its outputs by name; fails the test on an error.
-std::map<std::string, tensor::Tensor> runOk(const Function &fn,
-                                            const std::map<std::string, tensor::Tensor> &inputs,
-                                            const std::map<std::string, tensor::Tensor> &weights = {},
-                                            InterpreterOptions options = {});
+std::map<std::string, tensor::Tensor>
+runOk(const Function &fn, const std::map<std::string, tensor::Tensor> &inputs,
+      const std::map<std::string, tensor::Tensor> &weights = {}, InterpreterOptions options = {});
 /// The error message of a run that must fail ("" when it succeeded).
 std::string runError(const Function &fn, const std::map<std::string, tensor::Tensor> &inputs,
                      const std::map<std::string, tensor::Tensor> &weights = {});

@@ -18,21 +18,29 @@ import sys
 
 import numpy as np
 
-NP = {"f16": np.float16, "f32": np.float32, "i32": np.int32, "bool": np.bool_}
+NP = {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32, "bool": np.bool_}
 CONSTS = ["0.0", "-0.0", "1.0", "2.0", "0.5", "-1.5", "3.0"]
-UNARY = {"exp": np.exp, "neg": np.negative, "relu": lambda v: np.where(np.isnan(v) | (v > 0), v, np.float32(0)),
+INT_CONSTS = ["0", "1", "-1", "3", "-7", "100", "127", "-128", "300"]
+UNARY = {"exp": np.exp, "neg": np.negative,
+         "relu": lambda v: np.where(np.isnan(v) | (v > 0), v, np.float32(0)),
          "tanh": np.tanh, "abs": np.abs, "sqrt": np.sqrt}
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
           "maximum": np.maximum, "minimum": np.minimum}
+# docs/ir.md: integers wrap, div floors, x // 0 and x % 0 are 0 (NumPy's
+# integer behaviour, with its warnings silenced).
+INT_UNARY = {"neg": np.negative, "abs": np.abs, "relu": lambda v: np.where(v > 0, v, 0)}
+INT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide,
+              "rem": np.remainder, "maximum": np.maximum, "minimum": np.minimum}
+INT_RANGE = {np.int8: (-128, 127), np.int32: (-2**31, 2**31 - 1)}
 
 
 def generate(seed, out=sys.stdout):
     rng = random.Random(seed)
     lines = ['func @g {', '  %x = input {name = "x"} : f16[4, 6]',
-             '  %y = input {name = "y"} : f16[4, 6]']
+             '  %y = input {name = "y"} : f16[4, 6]', '  %k = input {name = "k"} : i32[4, 6]']
     # values by type: name list
     pool = {"f16[4, 6]": ["x", "y"], "f32[4, 6]": [], "f16[6, 4]": [], "f16[24]": [],
-            "bool[4, 6]": []}
+            "bool[4, 6]": [], "i32[4, 6]": ["k"], "i8[4, 6]": []}
     n = 0
 
     def pick(t):
@@ -45,10 +53,12 @@ def generate(seed, out=sys.stdout):
         lines.append(f"  %{name} = {text} : {t}")
         pool[t].append(name)
 
-    for _ in range(120):
+    for _ in range(160):
         r = rng.random()
         t = "f16[4, 6]"
-        if r < 0.2:
+        if r < 0.25:
+            add_int(rng, pool, add, pick)
+        elif r < 0.4:
             add(rng.choice(["f16[4, 6]", "f32[4, 6]"]), f"constant {{value = {rng.choice(CONSTS)}}}")
         elif r < 0.35:
             add(t, f"{rng.choice(list(UNARY))} %{pick(t)}")
@@ -75,11 +85,31 @@ def generate(seed, out=sys.stdout):
             add("bool[4, 6]", f"gt %{c}, %{pick('f16[4, 6]')}")
             cond = f"v{n - 1}"
             add("f16[4, 6]", f"select %{cond}, %{pick('f16[4, 6]')}, %{pick('f16[4, 6]')}")
-    outs = pool["f16[4, 6]"][-4:] + pool["f32[4, 6]"][-2:]
+    outs = (pool["f16[4, 6]"][-4:] + pool["f32[4, 6]"][-2:] + pool["i32[4, 6]"][-2:] +
+            pool["i8[4, 6]"][-2:])
     names = ", ".join(f'"o{i}"' for i in range(len(outs)))
     lines.append("  return " + ", ".join("%" + o for o in outs) + " {names = [" + names + "]}")
     lines.append("}")
     print("\n".join(lines), file=out)
+
+
+def add_int(rng, pool, add, pick):
+    t = rng.choice(["i32[4, 6]", "i8[4, 6]"])
+    r = rng.random()
+    if r < 0.3 or not pool[t]:
+        add(t, f"constant {{value = {rng.choice(INT_CONSTS)}}}")
+    elif r < 0.45:
+        add(t, f"{rng.choice(list(INT_UNARY))} %{pick(t)}")
+    elif r < 0.8:
+        add(t, f"{rng.choice(list(INT_BINARY))} %{pick(t)}, %{pick(t)}")
+    elif r < 0.9:
+        other = "i8[4, 6]" if t == "i32[4, 6]" else "i32[4, 6]"
+        if pool[other]:
+            add(t, f"convert %{pick(other)}")
+    elif r < 0.95:
+        add("i32[4, 6]", f"convert %{pick('f16[4, 6]')}")
+    else:
+        add("f32[4, 6]", f"convert %{pick('i32[4, 6]')}")
 
 
 OP = re.compile(r"^\s*(?:%([\w.]+) = )?(\w+)(.*?)(?: \{(.*)\})? : (\w+)\[([\d, ]*)\]")
@@ -109,11 +139,21 @@ def evaluate(path, inputs):
                 elif op == "constant":
                     value = re.search(r"value = ([^,}]+)", attrs).group(1)
                     value = {"true": "1", "false": "0"}.get(value, value)
-                    v = np.full(shape, np.float32(float(value)))
+                    if re.fullmatch(r"-?\d+", value):  # an integer keeps its low bits
+                        v = np.full(shape, np.int64(int(value)))
+                    else:
+                        v = np.full(shape, np.float32(float(value)))
+                elif dt in INT_RANGE and op in INT_UNARY:
+                    v = INT_UNARY[op](args[0])
+                elif dt in INT_RANGE and op in INT_BINARY:
+                    v = INT_BINARY[op](args[0], args[1])
                 elif op in UNARY:
                     v = UNARY[op](f32[0])
                 elif op in BINARY:
                     v = BINARY[op](f32[0], f32[1])
+                elif op == "convert" and dt in INT_RANGE and args[0].dtype.kind == "f":
+                    lo, hi = INT_RANGE[dt]  # toward zero, saturating, NaN -> 0
+                    v = np.nan_to_num(np.clip(np.trunc(f32[0].astype(np.float64)), lo, hi))
                 elif op == "convert":
                     v = args[0]
                 elif op == "transpose":
@@ -133,6 +173,7 @@ def evaluate(path, inputs):
 def compare(a, b):
     rng = np.random.default_rng(0)
     inputs = {k: (rng.standard_normal((4, 6)) * 2).astype(np.float16) for k in ("x", "y")}
+    inputs["k"] = rng.integers(-300, 300, (4, 6)).astype(np.int32)
     ra, rb = evaluate(a, inputs), evaluate(b, inputs)
     assert len(ra) == len(rb)
     for i, (u, v) in enumerate(zip(ra, rb)):
