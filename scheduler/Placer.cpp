@@ -58,7 +58,7 @@ unsigned Placer::resultWidth(const Instr &in) const {
   switch (in.op) {
   case Opcode::Read: return 1;
   case Opcode::AccRead: return 4;
-  case Opcode::Cvt: return streamWidth(in.dtype2);
+  case Opcode::Cvt: case Opcode::CvtTrunc: return streamWidth(in.dtype2);
   case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt: case Opcode::CmpLe:
   case Opcode::CmpGt: case Opcode::CmpGe:
     return 1;
@@ -321,7 +321,7 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
       StreamRef s = streamOf[timed.valueOf[node.inputs[i]]];
       if (is.plane >= 0)
         s.id = uint8_t(s.id + is.plane);
-      (i == 0 ? in.src0 : in.src1) = s;
+      (i == 0 ? in.src0 : i == 1 ? in.src1 : in.src2) = s;
     }
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }

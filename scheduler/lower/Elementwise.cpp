@@ -24,6 +24,19 @@ std::optional<Opcode> vxmOpcode(ir::OpKind kind) {
   case K::Tanh: return Opcode::Tanh;
   case K::Exp: return Opcode::Exp;
   case K::Rsqrt: return Opcode::Rsqrt;
+  case K::Not: return Opcode::Not;
+  case K::Log: return Opcode::Log;
+  case K::Sqrt: return Opcode::Sqrt;
+  case K::Sigmoid: return Opcode::Sigmoid;
+  case K::Gelu: return Opcode::Gelu;
+  case K::GeluTanh: return Opcode::GeluTanh;
+  case K::Silu: return Opcode::Silu;
+  case K::Div: return Opcode::Div;
+  case K::Rem: return Opcode::Rem;
+  case K::Pow: return Opcode::Pow;
+  case K::And: return Opcode::And;
+  case K::Or: return Opcode::Or;
+  case K::Select: return Opcode::Select;
   case K::Convert: return Opcode::Cvt;
   case K::Add: return Opcode::Add;
   case K::Sub: return Opcode::Sub;
@@ -53,8 +66,12 @@ llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
   if (*code >= Opcode::CmpEq && *code <= Opcode::CmpGe)
     in.dtype = operandType;
   if (*code == Opcode::Cvt) {
+    // The IR's convert truncates floats toward zero when the target is an
+    // integer (cvt.trunc); float targets round to nearest even (cvt).
     in.dtype = operandType;
     in.dtype2 = op.type().dtype;
+    if (tensor::isFloat(operandType) && !tensor::isFloat(in.dtype2))
+      in.op = Opcode::CvtTrunc;
   }
   if (!dtypeAllowed(in.op, in.dtype))
     return unsupported(op, "the VXM has no '" + opcodeInfo(in.op).mnemonic.str() + "' for " +
