@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
     return code;
 
   if (statsJson && !stats && !report) {
-    tools::reportToolError("lpuc", "--json needs --stats or --report");
+    tools::reportToolError("lpuc", "--json requires --stats or --report");
     return tools::kExitUsageError;
   }
   (void)statsFlag;
