@@ -73,6 +73,65 @@ void LoweringContext::read(const TensorView &view, int64_t cycle) {
   view.storage->lastRead = std::max(view.storage->lastRead, cycle);
 }
 
+llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType dtype, int64_t rows,
+                                                   int64_t cols) {
+  int64_t vpr = vecsPerRow(cols);
+  std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
+  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr), SramOwner{what, op.loc()});
+  if (!block)
+    return block.takeError();
+  auto storage = std::make_shared<Storage>();
+  storage->block = *block;
+  storage->vecsPerRow = vpr;
+  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
+  TensorView view;
+  view.storage = storage;
+  view.dtype = dtype;
+  view.rows = rows;
+  view.cols = cols;
+  view.vecsPerRow = vpr;
+  return view;
+}
+
+void LoweringContext::releaseScratch(const TensorView &view) {
+  sram_.release(view.storage->block.id, view.storage->lastRead);
+}
+
+llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType dtype, int64_t rows,
+                                                     int64_t cols, std::vector<uint8_t> data) {
+  auto key = std::make_pair(std::string(tensor::dtypeName(dtype)) + "x" + std::to_string(rows) + "x" +
+                                std::to_string(cols),
+                            data);
+  if (auto it = constantViews_.find(key); it != constantViews_.end())
+    return it->second;
+  int64_t vpr = vecsPerRow(cols);
+  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
+                              SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
+  if (!block)
+    return block.takeError();
+  auto storage = std::make_shared<Storage>();
+  storage->block = *block;
+  storage->vecsPerRow = vpr;
+  storage->ready.assign(size_t(rows * vpr), 0);
+  storage->persistent = true;
+  TensorView view;
+  view.storage = storage;
+  view.dtype = dtype;
+  view.rows = rows;
+  view.cols = cols;
+  view.vecsPerRow = vpr;
+  backend::TensorPlacement t;
+  t.role = backend::TensorRole::Constant;
+  t.dtype = dtype;
+  t.shape = {backend::Dim{rows, ""}, backend::Dim{cols, ""}};
+  t.slices = block->slices;
+  t.addr = block->addr;
+  t.data = std::move(data);
+  constants.push_back(std::move(t));
+  constantViews_[key] = view;
+  return view;
+}
+
 void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   int64_t start = 0;
   for (const ir::Op *operand : op.operands())
@@ -105,8 +164,16 @@ LoweringFn loweringFor(ir::OpKind kind) {
   case K::Matmul:
     return lowerMatmul;
   case K::Reshape:
-  case K::Broadcast:
     return lowerView;
+  case K::Broadcast:
+    return lowerBroadcast;
+  case K::ReduceSum:
+  case K::ReduceMean:
+  case K::ReduceMax:
+  case K::ReduceMin:
+    return lowerReduce;
+  case K::Softmax:
+    return lowerSoftmax;
   default:
     return ir::isElementwise(kind) ? lowerElementwise : nullptr;
   }

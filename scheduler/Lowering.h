@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/ChipDescription.h"
+#include "backend/Program.h"
 #include "ir/IR.h"
 #include "scheduler/Allocator.h"
 #include "scheduler/Placer.h"
@@ -87,6 +88,17 @@ public:
 
   std::vector<PlaneState> planes; // sized by the driver
 
+  /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
+  /// owned by `op`; give it back with releaseScratch() once placed.
+  llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols);
+  void releaseScratch(const TensorView &view);
+  /// A constant [rows, cols] of `dtype` stored with the program (`data`:
+  /// its elements in row-major order, little-endian); equal constants are
+  /// stored once. The driver adds `constants` to the program's tensors.
+  llvm::Expected<TensorView> constant(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
+                                      std::vector<uint8_t> data);
+  std::vector<backend::TensorPlacement> constants;
+
   // Set by the driver.
   std::map<const ir::Op *, std::vector<const ir::Op *>> users;
   std::map<const ir::Op *, bool> returned;
@@ -97,6 +109,7 @@ private:
   Placer &placer_;
   SramAllocator &sram_;
   std::map<const ir::Op *, TensorView> views_;
+  std::map<std::pair<std::string, std::vector<uint8_t>>, TensorView> constantViews_;
 };
 
 using LoweringFn = llvm::Error (*)(const ir::Op &op, LoweringContext &ctx);
@@ -108,6 +121,11 @@ LoweringFn loweringFor(ir::OpKind kind);
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row broadcast
+llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx); // reduce_sum/mean/max/min
+llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx);
+/// Broadcasts: along leading dimensions as lowerView; [.., 1] -> [.., D]
+/// repeats a value across lanes (SXM distribute).
+llvm::Error lowerBroadcast(const ir::Op &op, LoweringContext &ctx);
 /// Copies `view` into a fresh SRAM block for `op` (an output that aliases
 /// an input, a parameter or another output).
 /// The copy becomes `op`'s view; `type` is the copied value's type.

@@ -49,6 +49,11 @@ unsigned Placer::position(const Instr &in) const {
   case Opcode::LoadWeights: case Opcode::InstallWeights: case Opcode::MatMul:
   case Opcode::AccRead:
     return chip_.planePosition(in.unit);
+  case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
+  case Opcode::Transpose:
+    // In a work tree an SXM instruction's unit picks its hemisphere (0 west,
+    // 1 east); the recorded instruction has unit 0 (the queue says where).
+    return chip_.sxmPosition(in.unit != 0);
   default:
     return chip_.vxmPosition();
   }
@@ -81,6 +86,13 @@ std::vector<unsigned> Placer::queueCandidates(const Instr &in) const {
     unsigned start = in.unit % half;
     for (unsigned i = 0; i < half; ++i)
       out.push_back(base + (start + i) % half);
+    return out;
+  }
+  if (unit == UnitKind::Sxm) {
+    // Only the queues of the SXM's own hemisphere may drive it.
+    unsigned half = n / 2, base = in.unit != 0 ? half : 0;
+    for (unsigned i = 0; i < half; ++i)
+      out.push_back(base + i);
     return out;
   }
   for (unsigned i = 0; i < n; ++i)
@@ -323,6 +335,8 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
         s.id = uint8_t(s.id + is.plane);
       (i == 0 ? in.src0 : i == 1 ? in.src1 : in.src2) = s;
     }
+    if (unit == UnitKind::Sxm)
+      in.unit = 0;
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
   for (auto &[q, t] : chosen) {

@@ -220,6 +220,11 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     }
   }
 
+  // Constants the lowerings made (lane masks, divisors).
+  for (TensorPlacement &t : ctx.constants) {
+    t.name = "const" + std::to_string(consts.size());
+    consts.push_back(std::move(t));
+  }
   schedule.tensors = inputs;
   schedule.tensors.insert(schedule.tensors.end(), params.begin(), params.end());
   schedule.tensors.insert(schedule.tensors.end(), consts.begin(), consts.end());
