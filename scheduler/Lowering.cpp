@@ -105,8 +105,21 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   if (auto it = constantViews_.find(key); it != constantViews_.end())
     return it->second;
   int64_t vpr = vecsPerRow(cols);
-  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
-                              SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
+  // A constant is loaded before the run starts: its space must be SRAM no
+  // block written during the run has used (writableFrom 0). Space freed
+  // earlier is skipped (held meanwhile, then given back as it was).
+  std::vector<SramBlock> skipped;
+  llvm::Expected<SramBlock> block = llvm::make_error<llvm::StringError>("", llvm::inconvertibleErrorCode());
+  while (true) {
+    llvm::consumeError(block.takeError());
+    block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
+                           SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
+    if (!block || block->writableFrom == 0)
+      break;
+    skipped.push_back(*block);
+  }
+  for (const SramBlock &b : skipped)
+    sram_.release(b.id, b.writableFrom - 1);
   if (!block)
     return block.takeError();
   auto storage = std::make_shared<Storage>();

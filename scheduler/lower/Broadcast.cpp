@@ -43,6 +43,8 @@ llvm::Error lowerBroadcast(const ir::Op &op, LoweringContext &ctx) {
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       Builder b(ctx, view, r, v);
       int x = b.read(in, srcRow, 0);
+      if (shareSlice(in, *map))
+        x = b.add(vxm(Opcode::Copy, in.dtype), {x});
       int spread = b.add(sxm(Opcode::Permute, in.dtype, 0, east), {x, b.read(*map, 0, 0)});
       auto p = b.finish(spread, prev);
       if (!p)

@@ -41,6 +41,13 @@ Opcode combineOpcode(Combine how) {
   return Opcode::Add;
 }
 
+bool shareSlice(const TensorView &a, const TensorView &b) {
+  for (uint16_t s : a.slices())
+    if (std::find(b.slices().begin(), b.slices().end(), s) != b.slices().end())
+      return true;
+  return false;
+}
+
 bool eastOf(const LoweringContext &ctx, const TensorView &view) {
   return ctx.chip().isEastSlice(view.slices().front());
 }
@@ -101,9 +108,12 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     Builder b(ctx, *T, r, 0);
     auto leaf = [&](int64_t v) {
       int node = b.read(in, r, v);
-      if (v == vpr - 1 && map)
+      if (v == vpr - 1 && map) {
+        if (shareSlice(in, *map))
+          node = b.add(vxm(Opcode::Copy, in.dtype), {node});
         node = b.add(sxm(how == Combine::Sum ? Opcode::Distribute : Opcode::Permute, in.dtype, 0, east),
                      {node, b.read(*map, 0, 0)});
+      }
       if (in.dtype != work)
         node = b.add(vxm(Opcode::Cvt, in.dtype, work), {node});
       return node;
@@ -205,9 +215,8 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     if (axes.size() != 1)
       return unsupported(op, "a reduction over the last axis and others at once");
     auto [outRows, outCols] = LoweringContext::rowsAndCols(op.type());
-    if (outCols != 1 || outRows != in.rows)
-      return unsupported(op, "a reduction over the last axis without keep = true (the results "
-                             "would move across lanes)");
+    if (outRows * outCols != in.rows)
+      return unsupported(op, "this reduction's result layout");
     auto T = acrossLanes(op, ctx, in, how, work);
     if (!T)
       return T.takeError();
@@ -216,13 +225,42 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       return out.takeError();
     TensorView &view = **out;
     int64_t prev = 0;
-    for (int64_t r = 0; r < in.rows; ++r) {
-      Builder b(ctx, view, r, 0);
-      int value = finishValue(b, b.read(*T, r, 0));
-      auto p = b.finish(value, prev);
-      if (!p)
-        return cannotPlace(op);
-      prev = p->firstCycle;
+    if (outCols == 1) {
+      // keep = true (or one row): row r's result is row r's vector.
+      for (int64_t r = 0; r < in.rows; ++r) {
+        Builder b(ctx, view, r, 0);
+        int value = finishValue(b, b.read(*T, r, 0));
+        auto p = b.finish(value, prev);
+        if (!p)
+          return cannotPlace(op);
+        prev = p->firstCycle;
+      }
+    } else {
+      // Without keep the results of consecutive rows go into one vector's
+      // lanes: a chain of selects, lane k from row base + k (a constant
+      // identity of bools gives the lane masks).
+      std::vector<uint8_t> eye(size_t(lanes) * lanes, 0);
+      for (unsigned k = 0; k < lanes; ++k)
+        eye[size_t(k) * lanes + k] = 1;
+      auto masks = ctx.constant(op, DType::Bool, lanes, lanes, std::move(eye));
+      if (!masks)
+        return masks.takeError();
+      for (int64_t o = 0; o < view.rows; ++o)
+        for (int64_t v = 0; v < view.vecsPerRow; ++v) {
+          Builder b(ctx, view, o, v);
+          int64_t base = o * outCols + v * lanes;
+          int64_t n = std::min<int64_t>(lanes, outCols - v * lanes);
+          int acc = b.read(*T, base, 0);
+          if (n > 1)
+            acc = b.add(vxm(Opcode::Copy, work), {acc});
+          for (int64_t k = 1; k < n; ++k)
+            acc = b.add(vxm(Opcode::Select, work),
+                        {b.read(*masks, k, 0), b.read(*T, base + k, 0), acc});
+          auto p = b.finish(finishValue(b, acc), prev);
+          if (!p)
+            return cannotPlace(op);
+          prev = p->firstCycle;
+        }
     }
     ctx.releaseScratch(*T);
     ctx.notePath(op, 0);

@@ -73,6 +73,11 @@ private:
 /// `fill` from there on.
 llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill);
 
+/// Whether two views share a MEM slice: reads of both for one SXM
+/// instruction would then need that slice's read port in one cycle, so one
+/// of them takes a detour through the VXM (a copy).
+bool shareSlice(const TensorView &a, const TensorView &b);
+
 /// Whether the SXM near `view`'s slices is the eastern one.
 bool eastOf(const LoweringContext &ctx, const TensorView &view);
 

@@ -6,8 +6,8 @@ reference interpreter with the same random inputs and weights, and checks:
   - the simulator's cycle count equals lpuc's prediction (--report --json).
 
 usage: reduce_check.py LPU TMPDIR [--exact] [--atol A] [--rtol R] [--ulps U]
-                       ENTRY[:NAME=SHAPE[,NAME=SHAPE...]] ...
-SHAPE is dtype x dims, e.g. float16x4x320.
+                       ENTRY[@DIM=N...][:NAME=SHAPE[,NAME=SHAPE...]] ...
+SHAPE is dtype x dims, e.g. float16x4x320; @DIM=N picks the entry's bucket.
 """
 import json
 import subprocess
@@ -45,6 +45,8 @@ def main():
     rng = np.random.default_rng(7)
     for spec in specs:
         entry, _, inputs = spec.partition(":")
+        entry, *dims = entry.split("@")  # ENTRY@B=8: the bucket with B = 8
+        want = {k: int(v) for k, v in (d.split("=") for d in dims)}
         flags = []
         for item in filter(None, inputs.split(",")):
             name, shape = item.split("=")
@@ -57,7 +59,8 @@ def main():
         run(["lpurun", "--reference", src, "--entry", entry, "--random-weights", "5",
              f"--output=out={tmp}/{entry}_ref.npy"] + flags)
         cycles = json.loads(sim[sim.index("{"):])["cycles"]
-        bucket = [b for b in predicted["buckets"] if b["entry"] == entry]
+        bucket = [b for b in predicted["buckets"] if b["entry"] == entry and
+                  all(b["bucket"].get(k) == v for k, v in want.items())]
         assert len(bucket) == 1, bucket
         if cycles != bucket[0]["cycles"]:
             sys.exit(f"{entry}: simulated {cycles} cycles, lpuc predicted {bucket[0]['cycles']}")
@@ -83,7 +86,7 @@ def main():
                 sys.exit(f"{entry}: {over.sum()} elements outside the tolerance, first at {i}: "
                          f"{af[i]} vs {bf[i]}")
             how = "within tolerance"
-        print(f"{entry}: {how}, {cycles} cycles as predicted")
+        print(f"{spec.split(':')[0]}: {how}, {cycles} cycles as predicted")
 
 
 main()
