@@ -145,6 +145,9 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     return t;
   };
 
+  // Inputs, parameters and constants first: they are in SRAM before the run
+  // starts, so they must not take space that a block freed during the run
+  // (and written in it) held.
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {
@@ -163,18 +166,32 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       break;
     }
     case ir::OpKind::Constant: {
-      // A splat: one stored row, every view row maps onto it.
-      auto view = leafView(op, 1);
+      // A splat: one stored row, every view row maps onto it. Through
+      // ctx.constant: a constant is loaded before the run, so it must not
+      // take SRAM that a block freed earlier is written in during the run.
+      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+      auto view = ctx.constant(op, op.type().dtype, 1, cols, splatBytes(op, cols));
       if (!view)
         return view.takeError();
-      ir::Type rowType{op.type().dtype, {view->cols}};
-      TensorPlacement t = placementOf(TensorRole::Constant, "const" + std::to_string(consts.size()),
-                                      rowType, *view);
-      t.data = splatBytes(op, view->cols);
-      consts.push_back(std::move(t));
-      ctx.setView(&op, std::move(*view));
+      TensorView v = *view;
+      v.rows = rows;
+      if (rows != 1)
+        v.rowMap.assign(size_t(rows), 0);
+      ctx.setView(&op, std::move(v));
       break;
     }
+    default:
+      break;
+    }
+  }
+
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    switch (op.kind()) {
+    case ir::OpKind::Input:
+    case ir::OpKind::Param:
+    case ir::OpKind::Constant:
+      break; // placed above
     case ir::OpKind::Return: {
       std::vector<std::string> names = op.stringsAttr("names").value_or(std::vector<std::string>{});
       std::set<const ir::Op *> used;
