@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace lpu::scheduler {
@@ -261,6 +262,39 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   return schedule;
 }
 
+namespace {
+/// Names each input and output dimension after the bucket size it equals in
+/// every bucket of the entry (as the reference interpreter does), so that
+/// lpurun picks the smallest bucket that holds the inputs and pads them.
+void nameBucketDims(Entry &entry) {
+  for (Bucket &bucket : entry.buckets)
+    for (TensorPlacement &t : bucket.tensors) {
+      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
+        continue;
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        for (const BucketDim &size : bucket.dims) {
+          bool everywhere = true;
+          for (const Bucket &other : entry.buckets) {
+            const TensorPlacement *same = nullptr;
+            for (const TensorPlacement &o : other.tensors)
+              if (o.role == t.role && o.name == t.name)
+                same = &o;
+            std::optional<int64_t> there;
+            for (const BucketDim &od : other.dims)
+              if (od.name == size.name)
+                there = od.value;
+            everywhere &= same && there && d < same->shape.size() &&
+                          (same->shape[d].name == size.name || same->shape[d].value == *there);
+          }
+          if (everywhere) {
+            t.shape[d] = Dim{0, size.name};
+            break;
+          }
+        }
+    }
+}
+} // namespace
+
 llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescription &chip,
                                        std::vector<Schedule> *schedules) {
   Program program;
@@ -282,6 +316,8 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
     if (schedules)
       schedules->push_back(std::move(*schedule));
   }
+  for (Entry &entry : program.entries)
+    nameBucketDims(entry);
   return program;
 }
 
