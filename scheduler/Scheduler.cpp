@@ -229,16 +229,17 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   // The figures: cycles as the simulator counts them, and the lower bound.
   int64_t last = -1;
   std::vector<int64_t> readsPerSlice(chip.memSlices, 0), writesPerSlice(chip.memSlices, 0);
-  std::vector<int64_t> planeBusy(chip.mxmPlanes, 0);
+  // A queue issues one instruction at a time: its issue cycles bound the
+  // schedule (an MXM plane's matmul queue, for instance).
+  std::map<QueueId, int64_t> queueBusy;
   for (const auto &[q, list] : schedule.queues)
     for (const TimedInstr &t : list) {
+      queueBusy[q] += chip.timingOf(t.instr.op, t.instr.dtype).issue;
       last = std::max(last, t.cycle + latencyOf(chip, t.instr));
       if (t.instr.op == Opcode::Read)
         ++readsPerSlice[t.instr.unit];
       if (t.instr.op == Opcode::Write)
         ++writesPerSlice[t.instr.unit];
-      if (q.unit == UnitKind::Mxm)
-        planeBusy[t.instr.unit] += chip.timingOf(t.instr.op, t.instr.dtype).issue;
     }
   schedule.cycles = last + 1;
   schedule.sramBytes = sram.peakBytes();
@@ -254,8 +255,8 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     bound((writesPerSlice[s] + chip.memWritePorts - 1) / chip.memWritePorts,
           "MEM slice " + std::to_string(s) + " writes");
   }
-  for (unsigned p = 0; p < chip.mxmPlanes; ++p)
-    bound(planeBusy[p], "MXM plane " + std::to_string(p));
+  for (const auto &[q, busy] : queueBusy)
+    bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
   unsigned vxmQueues = chip.queues[unsigned(UnitKind::Vxm)];
   bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
   bound(ctx.criticalPath, "critical path");
