@@ -101,11 +101,27 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
         ctx.persistentResult[root] = true;
       }
     }
-  // The last op (in program order) that reads each storage root.
+  // An op inside a fusion group is computed when its group's materialized
+  // ops are lowered (later in program order): its reads happen there.
+  std::map<const ir::Op *, size_t> readsAt;
+  for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
+    const ir::Op *op = it->get();
+    size_t at = index[op];
+    if (!ctx.materialized(op))
+      for (const ir::Op *user : ctx.users[op])
+        at = std::max(at, readsAt[user]);
+    readsAt[op] = at;
+  }
+  // The storage roots whose last reader is lowered at each op index.
   std::map<const ir::Op *, size_t> lastUse;
   for (const auto &op : fn.ops())
-    for (const ir::Op *operand : op->operands())
-      lastUse[storageRoot(operand)] = index[op.get()];
+    for (const ir::Op *operand : op->operands()) {
+      size_t &last = lastUse[storageRoot(operand)];
+      last = std::max(last, readsAt[op.get()]);
+    }
+  std::map<size_t, std::vector<const ir::Op *>> releaseAfter;
+  for (const auto &[root, at] : lastUse)
+    releaseAfter[at].push_back(root);
 
   std::vector<TensorPlacement> inputs, params, consts, outputs;
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
@@ -210,10 +226,13 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       break;
     }
     }
-    // Free every block whose last reader this was.
-    for (const ir::Op *operand : op.operands()) {
-      const ir::Op *root = storageRoot(operand);
-      if (lastUse[root] != index[&op] || !ctx.hasView(root))
+    // Free every block whose last reader this was (in index order, so that
+    // allocation stays a function of the program).
+    std::vector<const ir::Op *> dead = releaseAfter[index[&op]];
+    std::sort(dead.begin(), dead.end(),
+              [&](const ir::Op *a, const ir::Op *b) { return index[a] < index[b]; });
+    for (const ir::Op *root : dead) {
+      if (!ctx.hasView(root))
         continue;
       const TensorView &v = ctx.view(root);
       if (!v.storage->persistent)
