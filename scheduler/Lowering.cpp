@@ -136,7 +136,9 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   backend::TensorPlacement t;
   t.role = backend::TensorRole::Constant;
   t.dtype = dtype;
-  t.shape = {backend::Dim{rows, ""}, backend::Dim{cols, ""}};
+  t.shape = {backend::Dim{cols, ""}};
+  if (rows != 1)
+    t.shape.insert(t.shape.begin(), backend::Dim{rows, ""});
   t.slices = block->slices;
   t.addr = block->addr;
   t.data = std::move(data);
