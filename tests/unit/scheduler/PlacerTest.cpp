@@ -96,3 +96,57 @@ TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
 }
 
 } // namespace
+
+namespace {
+
+// read x (slices `from`) -> rotate on the SXM of `east` -> write (slices `to`)
+WorkTree rotateTree(std::vector<uint16_t> from, std::vector<uint16_t> to, bool east) {
+  WorkTree t;
+  t.write(to, 0, -1);
+  Instr rot;
+  rot.op = Opcode::Rotate;
+  rot.dtype = backend::DType::F16;
+  rot.count = 5;
+  rot.unit = east ? 1 : 0;
+  t.nodes[0].inputs = {t.add(rot, {t.read(from, 0)})};
+  return t;
+}
+
+} // namespace
+
+TEST(Placer, SxmWorkRunsOnTheChosenHemisphereInExactTime) {
+  auto c = chip();
+  for (bool east : {false, true}) {
+    Schedule s;
+    Placer p(c, s);
+    std::vector<uint16_t> from = east ? std::vector<uint16_t>{60, 61} : std::vector<uint16_t>{4, 5};
+    std::vector<uint16_t> to = east ? std::vector<uint16_t>{70, 71} : std::vector<uint16_t>{10, 11};
+    ASSERT_TRUE(p.place(rotateTree(from, to, east), 0));
+    unsigned sxmPos = c.sxmPosition(east);
+    int64_t rotCycle = -1;
+    for (const auto &[q, list] : s.queues)
+      for (const TimedInstr &t : list)
+        if (t.instr.op == Opcode::Rotate) {
+          rotCycle = t.cycle;
+          // The queue decides the SXM: it is of the asked hemisphere, and
+          // the recorded instruction keeps unit 0 (canonical form).
+          EXPECT_EQ(q.unit, backend::UnitKind::Sxm);
+          EXPECT_EQ(*c.queueIsEast(backend::UnitKind::Sxm, q.index), east);
+          EXPECT_EQ(t.instr.unit, 0u);
+          EXPECT_EQ(t.instr.count, 5u);
+        }
+    ASSERT_GE(rotCycle, 0);
+    unsigned readLatency = c.timingOf(Opcode::Read, backend::DType::Bool).latency;
+    unsigned rotLatency = c.timingOf(Opcode::Rotate, backend::DType::F16).latency;
+    for (const auto &[q, list] : s.queues)
+      for (const TimedInstr &t : list) {
+        int64_t dist = std::abs(int64_t(c.slicePosition(t.instr.unit)) - int64_t(sxmPos));
+        if (t.instr.op == Opcode::Read) {
+          EXPECT_EQ(t.cycle + readLatency + dist, rotCycle) << "slice " << t.instr.unit;
+        }
+        if (t.instr.op == Opcode::Write) {
+          EXPECT_EQ(rotCycle + rotLatency + dist, t.cycle) << "slice " << t.instr.unit;
+        }
+      }
+  }
+}
