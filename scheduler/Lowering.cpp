@@ -186,6 +186,7 @@ LoweringFn loweringFor(ir::OpKind kind) {
   case K::ReduceMean:
   case K::ReduceMax:
   case K::ReduceMin:
+  case K::Argmax:
     return lowerReduce;
   case K::Softmax:
     return lowerSoftmax;

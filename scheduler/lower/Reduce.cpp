@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace lpu::scheduler::reduce {
@@ -171,13 +172,82 @@ std::vector<uint8_t> splatF32(float value, unsigned lanes) {
   return out;
 }
 
+/// argmax across lanes: the row's max M (acrossLanes), then per vector the
+/// lane's index where x == M (or x is NaN: M is NaN then, and the first NaN
+/// wins) and INT32_MAX elsewhere, then the smallest index (acrossLanes).
+/// Exact. Returns i32 scratch [rows, 1 vector], every lane the index.
+llvm::Expected<TensorView> argmaxLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                                       DType work) {
+  const unsigned lanes = ctx.chip().lanes;
+  const int64_t vpr = in.vecsPerRow;
+  auto M = acrossLanes(op, ctx, in, Combine::Max, work);
+  if (!M)
+    return M.takeError();
+  std::vector<uint8_t> iotaBytes, bigBytes;
+  auto put = [](std::vector<uint8_t> &out, int32_t value) {
+    uint8_t b[4];
+    std::memcpy(b, &value, 4);
+    out.insert(out.end(), b, b + 4);
+  };
+  for (int64_t v = 0; v < vpr; ++v)
+    for (unsigned i = 0; i < lanes; ++i) {
+      int64_t idx = v * lanes + i;
+      put(iotaBytes, idx < in.cols ? int32_t(idx) : std::numeric_limits<int32_t>::max());
+    }
+  for (unsigned i = 0; i < lanes; ++i)
+    put(bigBytes, std::numeric_limits<int32_t>::max());
+  auto iota = ctx.constant(op, DType::I32, vpr, lanes, std::move(iotaBytes));
+  if (!iota)
+    return iota.takeError();
+  auto big = ctx.constant(op, DType::I32, 1, lanes, std::move(bigBytes));
+  if (!big)
+    return big.takeError();
+  auto idx = ctx.scratch(op, DType::I32, in.rows, vpr * lanes);
+  if (!idx)
+    return idx.takeError();
+  int64_t prev = 0;
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t v = 0; v < vpr; ++v) {
+      Builder b(ctx, *idx, r, v);
+      auto x = [&] {
+        int n = b.read(in, r, v);
+        if (in.dtype != work)
+          n = b.add(vxm(Opcode::Cvt, in.dtype, work), {n});
+        return n;
+      };
+      int cond = b.add(vxm(Opcode::CmpEq, work), {x(), b.readBeside(*M, r, 0, in)});
+      if (tensor::isFloat(work)) {
+        int xn = x();
+        int nan = b.add(vxm(Opcode::CmpNe, work), {xn, xn});
+        cond = b.add(vxm(Opcode::Or, DType::Bool), {cond, nan});
+      }
+      int pick = b.add(vxm(Opcode::Select, DType::I32),
+                       {cond, b.read(*iota, v, 0), b.readBeside(*big, 0, 0, *iota)});
+      auto p = b.finish(pick, prev);
+      if (!p)
+        return cannotPlace(op);
+      prev = p->firstCycle;
+    }
+  ctx.releaseScratch(*M);
+  auto T = acrossLanes(op, ctx, *idx, Combine::Min, DType::I32);
+  if (!T)
+    return T.takeError();
+  ctx.releaseScratch(*idx);
+  return *T;
+}
+
 } // namespace
 
 llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &src = *op.operand(0);
   const std::vector<int64_t> &shape = src.type().shape;
   const int64_t rank = int64_t(shape.size());
+  const bool argmax = op.kind() == ir::OpKind::Argmax;
   std::vector<int64_t> axes = op.intsAttr("axes").value_or(std::vector<int64_t>{});
+  if (argmax) {
+    int64_t axis = op.intAttr("axis").value_or(rank - 1);
+    axes = {axis < 0 ? axis + rank : axis};
+  }
   const DType inType = src.type().dtype, outType = op.type().dtype;
   if (inType == DType::Bool)
     return unsupported(op, "a reduction of bools");
@@ -202,11 +272,14 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   }
   // The finishing ops on a reduced f32/int vector: mean's division, the
   // result type.
-  auto finishValue = [&](auto &b, int value) {
+  // `from`: the tensor the value was read from, when it was just read.
+  auto finishValue = [&](auto &b, int value, const TensorView *from = nullptr) {
     if (mean)
-      value = b.add(vxm(Opcode::Div, work), {value, b.read(*divisor, 0, 0)});
-    if (work != outType)
-      value = b.add(vxm(Opcode::Cvt, work, outType), {value});
+      value = b.add(vxm(Opcode::Div, work),
+                    {value, from ? b.readBeside(*divisor, 0, 0, *from) : b.read(*divisor, 0, 0)});
+    DType have = argmax ? DType::I32 : work;
+    if (have != outType)
+      value = b.add(vxm(Opcode::Cvt, have, outType), {value});
     return value;
   };
 
@@ -217,7 +290,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     auto [outRows, outCols] = LoweringContext::rowsAndCols(op.type());
     if (outRows * outCols != in.rows)
       return unsupported(op, "this reduction's result layout");
-    auto T = acrossLanes(op, ctx, in, how, work);
+    auto T = argmax ? argmaxLanes(op, ctx, in, work) : acrossLanes(op, ctx, in, how, work);
     if (!T)
       return T.takeError();
     auto out = ctx.define(&op);
@@ -229,7 +302,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       // keep = true (or one row): row r's result is row r's vector.
       for (int64_t r = 0; r < in.rows; ++r) {
         Builder b(ctx, view, r, 0);
-        int value = finishValue(b, b.read(*T, r, 0));
+        int value = finishValue(b, b.read(*T, r, 0), &*T);
         auto p = b.finish(value, prev);
         if (!p)
           return cannotPlace(op);
@@ -255,7 +328,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
             acc = b.add(vxm(Opcode::Copy, work), {acc});
           for (int64_t k = 1; k < n; ++k)
             acc = b.add(vxm(Opcode::Select, work),
-                        {b.read(*masks, k, 0), b.read(*T, base + k, 0), acc});
+                        {b.read(*masks, k, 0), b.readBeside(*T, base + k, 0, *masks), acc});
           auto p = b.finish(finishValue(b, acc), prev);
           if (!p)
             return cannotPlace(op);
@@ -267,6 +340,8 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     return llvm::Error::success();
   }
 
+  if (argmax)
+    return unsupported(op, "an argmax over a leading axis");
   // Leading axes: every output row combines whole input rows.
   std::vector<bool> reduced(size_t(rank), false);
   for (int64_t a : axes)

@@ -31,6 +31,11 @@ backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType typ
 /// An SXM instruction on the western (east = false) or eastern SXM.
 backend::Instr sxm(backend::Opcode code, backend::DType type, unsigned count, bool east);
 
+/// Whether two views share a MEM slice: reads of both for one SXM
+/// instruction would then need that slice's read port in one cycle, so one
+/// of them takes a detour through the VXM (a copy).
+bool shareSlice(const TensorView &a, const TensorView &b);
+
 /// One vector's tree written into dest(row, vec): reads record their
 /// readiness and are marked read once placed.
 class Builder {
@@ -44,6 +49,14 @@ public:
     notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
     reads_.push_back(&v);
     return tree.read(v.slices(), v.address(row, vec));
+  }
+  /// A read of `v` that meets a read of `other` at one consumer: through a
+  /// VXM copy (a cycle earlier) when the two share a slice.
+  int readBeside(const TensorView &v, int64_t row, int64_t vec, const TensorView &other) {
+    int n = read(v, row, vec);
+    if (shareSlice(v, other))
+      n = add(vxm(backend::Opcode::Copy, v.dtype), {n});
+    return n;
   }
   int add(backend::Instr in, std::vector<int> inputs) { return tree.add(in, std::move(inputs)); }
   /// Places the tree with `value` as what is written; nullopt: no cycle.
@@ -72,11 +85,6 @@ private:
 /// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
 /// `fill` from there on.
 llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill);
-
-/// Whether two views share a MEM slice: reads of both for one SXM
-/// instruction would then need that slice's read port in one cycle, so one
-/// of them takes a detour through the VXM (a copy).
-bool shareSlice(const TensorView &a, const TensorView &b);
 
 /// Whether the SXM near `view`'s slices is the eastern one.
 bool eastOf(const LoweringContext &ctx, const TensorView &view);

@@ -34,7 +34,7 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
       int x = b.read(in, r, v);
       if (inType != DType::F32)
         x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
-      int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.read(*M, r, 0)});
+      int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.readBeside(*M, r, 0, in)});
       auto p = b.finish(b.add(vxm(Opcode::Exp, DType::F32), {d}), prev);
       if (!p)
         return cannotPlace(op);
@@ -52,7 +52,7 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t r = 0; r < in.rows; ++r)
     for (int64_t v = 0; v < in.vecsPerRow; ++v) {
       Builder b(ctx, view, r, v);
-      int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.read(*S, r, 0)});
+      int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r, 0, *E)});
       if (outType != DType::F32)
         q = b.add(vxm(Opcode::Cvt, DType::F32, outType), {q});
       auto p = b.finish(q, prev);
