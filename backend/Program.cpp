@@ -15,6 +15,7 @@ llvm::StringRef tensorRoleName(TensorRole role) {
   case TensorRole::Input: return "input";
   case TensorRole::Output: return "output";
   case TensorRole::Param: return "param";
+  case TensorRole::Constant: return "const";
   }
   return "?";
 }
@@ -162,6 +163,12 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
           return error(tw + " does not fit in SRAM: addresses " + llvm::Twine(t.addr) + ".." +
                        llvm::Twine(int64_t(t.addr) + rows * perRow) + " of " +
                        llvm::Twine(chip.memVectors));
+        if (t.role == TensorRole::Constant &&
+            t.data.size() != uint64_t(rows) * uint64_t(cols) * tensor::dtypeSize(t.dtype))
+          return error(tw + " holds " + llvm::Twine(t.data.size()) + " bytes of data, its shape needs " +
+                       llvm::Twine(uint64_t(rows) * uint64_t(cols) * tensor::dtypeSize(t.dtype)));
+        if (t.role != TensorRole::Constant && !t.data.empty())
+          return error(tw + " holds data, which only a const tensor may");
       }
       for (size_t c = 0; c < bucket.chips.size(); ++c) {
         std::set<std::pair<int, int>> queues;

@@ -17,8 +17,9 @@ namespace lpu::backend {
 
 class ChipDescription;
 
-enum class TensorRole : uint8_t { Input, Output, Param };
-llvm::StringRef tensorRoleName(TensorRole role); // "input", "output", "param"
+/// Constant: data the compiler made (a splat row), in the program itself.
+enum class TensorRole : uint8_t { Input, Output, Param, Constant };
+llvm::StringRef tensorRoleName(TensorRole role); // "input", "output", "param", "const"
 
 /// How a tensor's elements map onto SRAM vectors (see TensorPlacement).
 enum class Layout : uint8_t { Rows };
@@ -47,6 +48,9 @@ struct TensorPlacement {
   std::vector<uint16_t> slices;
   uint32_t addr = 0;
   Layout layout = Layout::Rows;
+  /// A constant's bytes (its elements in row-major order, little-endian);
+  /// empty for every other role.
+  std::vector<uint8_t> data;
   bool operator==(const TensorPlacement &) const = default;
 };
 

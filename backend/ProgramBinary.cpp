@@ -204,6 +204,8 @@ std::string writeProgramBinary(const Program &p) {
           w.u16(s);
         w.u32(t.addr);
         w.u8(uint8_t(t.layout));
+        if (t.role == TensorRole::Constant)
+          w.str(llvm::StringRef(reinterpret_cast<const char *>(t.data.data()), t.data.size()));
       }
       w.u32(uint32_t(b.chips.size()));
       for (const ChipCode &c : b.chips) {
@@ -287,9 +289,9 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
       for (uint32_t i = 0; i < nTensors && !r.failed(); ++i) {
         TensorPlacement t;
         uint8_t role = r.u8();
-        if (role > uint8_t(TensorRole::Param))
+        if (role > uint8_t(TensorRole::Constant))
           bad = true;
-        t.role = TensorRole(role > 2 ? 0 : role);
+        t.role = TensorRole(role > 3 ? 0 : role);
         t.name = r.str();
         bad |= !isProgramToken(t.name);
         uint8_t dt = r.u8();
@@ -312,6 +314,10 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         uint8_t layout = r.u8();
         bad |= layout > uint8_t(Layout::Rows);
         t.layout = Layout::Rows;
+        if (t.role == TensorRole::Constant) {
+          std::string data = r.str();
+          t.data.assign(data.begin(), data.end());
+        }
         b.tensors.push_back(std::move(t));
       }
       uint32_t nChips = r.count(4);

@@ -129,7 +129,16 @@ std::string printProgramText(const Program &p) {
         out += "] chip " + std::to_string(t.chip) + " slices ";
         for (size_t i = 0; i < t.slices.size(); ++i)
           out += (i ? "," : "") + std::to_string(t.slices[i]);
-        out += " addr " + std::to_string(t.addr) + " layout " + layoutName(t.layout).str() + "\n";
+        out += " addr " + std::to_string(t.addr) + " layout " + layoutName(t.layout).str();
+        if (t.role == TensorRole::Constant) {
+          static const char hex[] = "0123456789abcdef";
+          out += " data ";
+          for (uint8_t byte : t.data) {
+            out += hex[byte >> 4];
+            out += hex[byte & 15];
+          }
+        }
+        out += "\n";
       }
       for (size_t c = 0; c < b.chips.size(); ++c) {
         out += "    chip " + std::to_string(c) + "\n";
@@ -227,7 +236,9 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       if (!bucket || chip)
         return fail("'tensor' must come in a bucket before its first 'chip'");
       // "layout rows" may be left out: rows is the default.
-      bool hasLayout = words.size() == 13 && words[11] == "layout";
+      // A constant ends with "data HEX" (its bytes) after the layout.
+      bool hasData = words.size() == 15 && words[11] == "layout" && words[13] == "data";
+      bool hasLayout = (words.size() == 13 || hasData) && words[11] == "layout";
       if ((words.size() != 11 && !hasLayout) || words[5] != "chip" || words[7] != "slices" ||
           words[9] != "addr")
         return fail("expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout "
@@ -241,8 +252,23 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
         t.role = TensorRole::Output;
       else if (words[1] == "param")
         t.role = TensorRole::Param;
+      else if (words[1] == "const")
+        t.role = TensorRole::Constant;
       else
-        return fail("tensor role must be input, output or param, found '" + words[1] + "'");
+        return fail("tensor role must be input, output, param or const, found '" + words[1] + "'");
+      if (hasData != (t.role == TensorRole::Constant))
+        return fail("a const tensor, and only a const, ends with 'data HEX' (its bytes)");
+      if (hasData) {
+        llvm::StringRef hex = words[14];
+        if (hex.size() % 2)
+          return fail("bad constant data: an odd number of hex digits");
+        for (size_t i = 0; i < hex.size(); i += 2) {
+          unsigned byte = 0;
+          if (hex.substr(i, 2).getAsInteger(16, byte))
+            return fail("bad constant data: '" + hex.substr(i, 2) + "' is not a hex byte");
+          t.data.push_back(uint8_t(byte));
+        }
+      }
       t.name = words[2].str();
       if (!isProgramToken(t.name))
         return fail("bad tensor name '" + words[2] + "'");

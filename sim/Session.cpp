@@ -72,6 +72,11 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
   for (const TensorPlacement &t : bucket.tensors) {
     if (t.role == TensorRole::Output || options.run.timingOnly)
       continue;
+    if (t.role == TensorRole::Constant) {
+      if (auto e = (*machine)->writeTensor(t, t.data))
+        return e;
+      continue;
+    }
     tensor::Tensor value = t.role == TensorRole::Input
                                ? padTo(options.inputs.at(t.name), bucket.concreteShape(t))
                                : params.at(t.name);

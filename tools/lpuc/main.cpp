@@ -6,6 +6,9 @@
 #include "frontend/Parser.h"
 #include "frontend/Verify.h"
 #include "ir/Pass.h"
+#include "backend/ProgramBinary.h"
+#include "backend/ProgramText.h"
+#include "tools/lpuc/Compile.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/Support/FileSystem.h>
@@ -41,8 +44,19 @@ int main(int argc, char **argv) {
   app.add_option("--emit", emit,
                  "print a stage of the compilation: ast, or types (every instantiated entry "
                  "with the type of every expression), or params (the weights by path), or ir "
-                 "(the dataflow IR, one function per entry and bucket)")
-      ->check(CLI::IsMember({"ast", "types", "params", "ir"}));
+                 "(the dataflow IR, one function per entry and bucket), or asm (the compiled "
+                 "program's text form)")
+      ->check(CLI::IsMember({"ast", "types", "params", "ir", "asm"}));
+  std::string outputFile, chipName = std::string(backend::kDefaultChip);
+  bool report = false;
+  app.add_option("-o,--output", outputFile,
+                 "compile for the chip and write the program file (.lpx, binary)");
+  app.add_option("--chip", chipName, "the chip description to compile for (name or path)")
+      ->capture_default_str();
+  CLI::Option *reportFlag = app.add_flag(
+      "--report", report,
+      "print per entry and bucket the predicted cycles and time, per-unit utilisation, SRAM "
+      "use and the lower bound, before anything runs");
   EmitIROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
                "with --emit=ir: also parse the printed IR back and check it prints the same")
@@ -51,7 +65,7 @@ int main(int argc, char **argv) {
                "with --emit=ir: break the lowered IR, to test the internal-error path")
       ->group("");
   app.add_option("--passes", irOptions.passes,
-                 "with --emit=ir: the passes run after lowering, comma-separated ('default' is "
+                 "the passes run after lowering, comma-separated ('default' is "
                  "the compiler's pipeline, 'none' prints the IR as lowered)")
       ->capture_default_str();
   app.add_option("--print-ir-before", irOptions.printBefore,
@@ -67,7 +81,7 @@ int main(int argc, char **argv) {
   CheckOptions checkOptions;
   CLI::Option *statsFlag = app.add_flag(
       "--stats", stats, "print parameters, parameter bytes and FLOPs per entry and bucket");
-  app.add_flag("--json", statsJson, "with --stats: print one JSON object")->needs(statsFlag);
+  app.add_flag("--json", statsJson, "with --stats or --report: print one JSON object");
   app.add_flag("--time-phases", timePhases, "print the time of parsing and checking to stderr");
   app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
   app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
@@ -95,6 +109,23 @@ int main(int argc, char **argv) {
     tools::reportToolError("lpuc", llvm::toString(std::move(e)));
     return tools::kExitUsageError;
   }
+  if (statsJson && !stats && !report) {
+    tools::reportToolError("lpuc", "--json requires --stats or --report");
+    return tools::kExitUsageError;
+  }
+  (void)statsFlag;
+  (void)reportFlag;
+  bool compile = !outputFile.empty() || emit == "asm" || report;
+  std::optional<backend::ChipDescription> chip;
+  if (compile) {
+    auto loaded = backend::loadChipDescription(chipName);
+    if (!loaded) {
+      tools::reportToolError("lpuc", llvm::toString(loaded.takeError()));
+      return tools::kExitUsageError;
+    }
+    chip = std::move(*loaded);
+  }
+
   if (!explain.empty()) {
     if (!printExplanation(explain, llvm::outs())) {
       tools::reportToolError("lpuc", "unknown diagnostic code '" + explain + "'");
@@ -156,6 +187,7 @@ int main(int argc, char **argv) {
   auto t1 = Clock::now();
   double c1 = cpu();
   CheckResult result;
+  std::optional<CompiledProgram> compiled;
   std::string irText;
   llvm::raw_string_ostream irOut(irText);
 
@@ -170,6 +202,8 @@ int main(int argc, char **argv) {
     checkOptions.recordParams = emit == "params";
     if (emit == "ir")
       emitIR(*module, diags, checkOptions, irOut, irOptions);
+    else if (compile)
+      compiled = compileProgram(*module, diags, checkOptions, *chip, irOptions);
     else
       result = checkProgram(*module, diags, checkOptions);
   }
@@ -193,6 +227,22 @@ int main(int argc, char **argv) {
     printParams(result, llvm::outs());
   if (emit == "ir")
     llvm::outs() << irOut.str();
+  if (compiled && !outputFile.empty()) {
+    std::string bytes = backend::writeProgramBinary(compiled->program);
+    std::error_code ec;
+    llvm::raw_fd_ostream out(outputFile, ec);
+    if (ec) {
+      tools::reportToolError("lpuc", "cannot write '" + outputFile + "': " + ec.message());
+      return tools::kExitInputError;
+    }
+    out << bytes;
+  }
+  if (compiled && emit == "asm")
+    llvm::outs() << backend::printProgramText(compiled->program);
+  if (compiled && report && statsJson)
+    printScheduleReportJson(*compiled, *chip, llvm::outs());
+  else if (compiled && report)
+    printScheduleReport(*compiled, *chip, llvm::outs());
   if (stats && statsJson)
     printStatsJson(result, llvm::outs());
   else if (stats)

@@ -1,0 +1,63 @@
+// Static SRAM allocation. A tensor takes the same address range in one
+// slice per byte plane, all in one hemisphere (its byte planes travel on one
+// stream group, in one direction). Space is reused once a tensor is dead:
+// a block freed at cycle C may be written again from C + 1, which the
+// allocation returns as `writableFrom`. Successive tensors go to different
+// slices so that operands read together do not share a read port.
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "ir/IR.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace lpu::scheduler {
+
+struct SramBlock {
+  std::vector<uint16_t> slices; // one per byte plane
+  uint32_t addr = 0;
+  uint32_t vectors = 0;
+  int64_t writableFrom = 0;     // the first cycle a write may land in it
+  int id = -1;                  // the allocator's handle
+};
+
+/// What a block holds, for the does-not-fit diagnostic.
+struct SramOwner {
+  std::string what;   // "tensor f16[128, 768]"
+  ir::Location loc;
+};
+
+class SramAllocator {
+public:
+  explicit SramAllocator(const backend::ChipDescription &chip);
+
+  /// A block of `vectors` vectors per byte plane, `width` byte planes.
+  /// Fails (a DoesNotFit ScheduleError) when SRAM is full.
+  llvm::Expected<SramBlock> allocate(unsigned width, uint32_t vectors, SramOwner owner);
+  /// The block is dead after `lastRead`: its space may be written from
+  /// lastRead + 1 on.
+  void release(int id, int64_t lastRead);
+
+  /// The most bytes live at once so far.
+  uint64_t peakBytes() const { return peakBytes_; }
+
+private:
+  struct Live {
+    SramBlock block;
+    SramOwner owner;
+    int64_t freeAfter; // max while live
+    uint64_t bytes() const { return uint64_t(block.vectors) * block.slices.size(); }
+  };
+  const backend::ChipDescription &chip_;
+  std::vector<Live> blocks_;
+  std::vector<std::vector<int>> bySlice_; // block ids touching each slice
+  unsigned cursor_ = 0;
+  uint64_t liveBytes_ = 0, peakBytes_ = 0;
+};
+
+} // namespace lpu::scheduler

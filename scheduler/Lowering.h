@@ -1,0 +1,140 @@
+// What an op lowering sees: the placer (to put vector work on the chip), the
+// SRAM views of the values it reads, and storage for the value it defines.
+// A lowering is one function per op family (scheduler/lower/*.cpp), found
+// through loweringFor(); adding an op is adding a case there and a function.
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "backend/Program.h"
+#include "ir/IR.h"
+#include "scheduler/Allocator.h"
+#include "scheduler/Placer.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace lpu::scheduler {
+
+/// A value in SRAM, seen in the "rows" layout: [rows, cols], vecsPerRow
+/// vectors per row, view row r stored at storage row rowMap[r] (a broadcast
+/// repeats storage rows without moving data; empty rowMap: identity).
+struct TensorView {
+  std::shared_ptr<struct Storage> storage;
+  ir::DType dtype = ir::DType::F32;
+  int64_t rows = 1, cols = 1, vecsPerRow = 1;
+  std::vector<int64_t> rowMap;
+
+  int64_t storageRow(int64_t row) const { return rowMap.empty() ? row : rowMap[size_t(row)]; }
+  uint32_t address(int64_t row, int64_t vec) const;
+  const std::vector<uint16_t> &slices() const;
+  /// The first cycle a read of this vector may issue in (its write landed).
+  int64_t readyAt(int64_t row, int64_t vec) const;
+};
+
+/// One allocated block and what has been written to it.
+struct Storage {
+  SramBlock block;
+  int64_t vecsPerRow = 1;
+  std::vector<int64_t> ready; // per vector: first cycle it may be read
+  bool persistent = false;    // inputs, params, constants, outputs: never freed
+  int64_t lastRead = 0;       // the last cycle any lowering read it
+};
+
+/// An MXM plane's state across the matmuls of a function.
+struct PlaneState {
+  int64_t lastIw = -1;          // issue cycle of the last install
+  int64_t lastMm = -1;          // issue cycle of the last matmul
+  std::vector<int64_t> accFree; // per accumulator row: first cycle an mm may add
+};
+
+class LoweringContext {
+public:
+  LoweringContext(const backend::ChipDescription &chip, Placer &placer, SramAllocator &sram)
+      : chip_(chip), placer_(placer), sram_(sram) {}
+
+  const backend::ChipDescription &chip() const { return chip_; }
+  Placer &placer() { return placer_; }
+
+  /// Whether `op`'s value lives in SRAM (has a view). Elementwise ops inside
+  /// a fusion group whose every user is in the group do not: their users
+  /// recompute them in their own vector trees.
+  bool materialized(const ir::Op *op) const;
+  const TensorView &view(const ir::Op *op) const { return views_.at(op); }
+  bool hasView(const ir::Op *op) const { return views_.count(op); }
+  void setView(const ir::Op *op, TensorView view) { views_[op] = std::move(view); }
+
+  /// Allocates SRAM for `op`'s result as [rows, cols] and makes it its view.
+  llvm::Expected<TensorView *> define(const ir::Op *op) { return define(op, op->type()); }
+  llvm::Expected<TensorView *> define(const ir::Op *op, const ir::Type &type);
+  /// Records that vector (row, vec) of `view` is written in `cycle` (it may
+  /// be read from the next cycle on).
+  void written(const TensorView &view, int64_t row, int64_t vec, int64_t cycle);
+  /// Records that `view` was read up to `cycle`.
+  void read(const TensorView &view, int64_t cycle);
+
+  /// The shape of `type` seen as rows: [product of all but the last, last].
+  static std::pair<int64_t, int64_t> rowsAndCols(const ir::Type &type);
+  int64_t vecsPerRow(int64_t cols) const { return (cols + chip_.lanes - 1) / chip_.lanes; }
+
+  /// Critical path: `op`'s first vector cannot finish before its operands'
+  /// paths plus `latency` (one vector through the op with no waiting).
+  void notePath(const ir::Op &op, int64_t latency);
+  int64_t criticalPath = 0;
+  std::map<const ir::Op *, int64_t> pathEnd;
+
+  std::vector<PlaneState> planes; // sized by the driver
+
+  /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
+  /// owned by `op`; give it back with releaseScratch() once placed.
+  llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols);
+  void releaseScratch(const TensorView &view);
+  /// A constant [rows, cols] of `dtype` stored with the program (`data`:
+  /// its elements in row-major order, little-endian); equal constants are
+  /// stored once. The driver adds `constants` to the program's tensors.
+  llvm::Expected<TensorView> constant(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
+                                      std::vector<uint8_t> data);
+  std::vector<backend::TensorPlacement> constants;
+
+  // Set by the driver.
+  std::map<const ir::Op *, std::vector<const ir::Op *>> users;
+  std::map<const ir::Op *, bool> returned;
+  std::map<const ir::Op *, bool> persistentResult; // define() keeps it forever
+
+private:
+  const backend::ChipDescription &chip_;
+  Placer &placer_;
+  SramAllocator &sram_;
+  std::map<const ir::Op *, TensorView> views_;
+  std::map<std::pair<std::string, std::vector<uint8_t>>, TensorView> constantViews_;
+};
+
+using LoweringFn = llvm::Error (*)(const ir::Op &op, LoweringContext &ctx);
+
+/// The lowering of `kind`, or null when the scheduler cannot compile it yet.
+LoweringFn loweringFor(ir::OpKind kind);
+
+// The op families (scheduler/lower/).
+llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row broadcast
+llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx); // reduce_sum/mean/max/min
+llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx);
+/// Broadcasts: along leading dimensions as lowerView; [.., 1] -> [.., D]
+/// repeats a value across lanes (SXM distribute).
+llvm::Error lowerBroadcast(const ir::Op &op, LoweringContext &ctx);
+/// Copies `view` into a fresh SRAM block for `op` (an output that aliases
+/// an input, a parameter or another output).
+/// The copy becomes `op`'s view; `type` is the copied value's type.
+llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &view,
+                      LoweringContext &ctx);
+
+/// An error for an op the scheduler does not support (in this form).
+llvm::Error unsupported(const ir::Op &op, const std::string &why = "");
+/// An error for work the placer found no cycle for (a scheduler limit).
+llvm::Error cannotPlace(const ir::Op &op);
+
+} // namespace lpu::scheduler

@@ -1,0 +1,361 @@
+#include "scheduler/Placer.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+
+namespace {
+bool isMemAccess(Opcode op) { return op == Opcode::Read || op == Opcode::Write; }
+} // namespace
+
+int WorkTree::add(Instr instr, std::vector<int> inputs, int queue) {
+  WorkNode n;
+  n.instr = instr;
+  n.inputs = std::move(inputs);
+  n.queue = queue;
+  nodes.push_back(std::move(n));
+  return int(nodes.size()) - 1;
+}
+
+int WorkTree::read(const std::vector<uint16_t> &planes, uint32_t addr) {
+  Instr in;
+  in.op = Opcode::Read;
+  in.addr = addr;
+  int n = add(in);
+  nodes[n].planes = planes;
+  return n;
+}
+
+int WorkTree::write(const std::vector<uint16_t> &planes, uint32_t addr, int value) {
+  Instr in;
+  in.op = Opcode::Write;
+  in.addr = addr;
+  int n = add(in, {value});
+  nodes[n].planes = planes;
+  return n;
+}
+
+Placer::Placer(const ChipDescription &chip, Schedule &schedule)
+    : chip_(chip), schedule_(schedule), resources_(chip) {}
+
+unsigned Placer::position(const Instr &in) const {
+  switch (in.op) {
+  case Opcode::Read: case Opcode::Write: case Opcode::Gather: case Opcode::Scatter:
+    return chip_.slicePosition(in.unit);
+  case Opcode::LoadWeights: case Opcode::InstallWeights: case Opcode::MatMul:
+  case Opcode::AccRead:
+    return chip_.planePosition(in.unit);
+  case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
+  case Opcode::Transpose:
+    // In a work tree an SXM instruction's unit picks its hemisphere (0 west,
+    // 1 east); the recorded instruction has unit 0 (the queue says where).
+    return chip_.sxmPosition(in.unit != 0);
+  default:
+    return chip_.vxmPosition();
+  }
+}
+
+unsigned Placer::resultWidth(const Instr &in) const {
+  switch (in.op) {
+  case Opcode::Read: return 1;
+  case Opcode::AccRead: return 4;
+  case Opcode::Cvt: case Opcode::CvtTrunc: return streamWidth(in.dtype2);
+  case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt: case Opcode::CmpLe:
+  case Opcode::CmpGt: case Opcode::CmpGe:
+    return 1;
+  case Opcode::Write: case Opcode::LoadWeights: case Opcode::InstallWeights:
+  case Opcode::MatMul: case Opcode::Scatter:
+    return 0;
+  default:
+    return streamWidth(in.dtype);
+  }
+}
+
+std::vector<unsigned> Placer::queueCandidates(const Instr &in) const {
+  std::vector<unsigned> out;
+  UnitKind unit = *opcodeInfo(in.op).unit;
+  unsigned n = chip_.queues[unsigned(unit)];
+  if (unit == UnitKind::Mem) {
+    // Any MEM queue of the slice's hemisphere may drive it: start at the
+    // slice's own index so that a slice's work mostly stays on one queue.
+    unsigned half = n / 2, base = chip_.isEastSlice(in.unit) ? half : 0;
+    unsigned start = in.unit % half;
+    for (unsigned i = 0; i < half; ++i)
+      out.push_back(base + (start + i) % half);
+    return out;
+  }
+  if (unit == UnitKind::Sxm) {
+    // Only the queues of the SXM's own hemisphere may drive it.
+    unsigned half = n / 2, base = in.unit != 0 ? half : 0;
+    for (unsigned i = 0; i < half; ++i)
+      out.push_back(base + i);
+    return out;
+  }
+  for (unsigned i = 0; i < n; ++i)
+    out.push_back(i);
+  return out;
+}
+
+// Relative timing of a tree: every instruction's issue offset from the
+// root's, per byte plane for reads and writes, and every value's stream
+// segments.
+struct Placer::Timed {
+  struct Issue {
+    int node;
+    int plane; // byte plane of a read/write, -1 otherwise
+    int64_t offset;
+    Instr instr;
+    int queue; // fixed queue or -1
+  };
+  struct Value {
+    int producer;                 // node
+    unsigned width;
+    std::vector<int64_t> emit;    // per byte: emission offset
+    std::vector<unsigned> emitPos;
+    std::vector<int64_t> last;    // per byte: last read offset
+    int dirNeeded = 0;            // StreamRef dir, or 0: either
+  };
+  std::vector<Issue> issues;
+  std::vector<Value> values;      // one per non-root node
+  std::vector<int> valueOf;       // node -> value index or -1
+  int64_t minOffset = 0;
+};
+
+std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore) {
+  const int n = int(tree.nodes.size());
+  Timed timed;
+  timed.valueOf.assign(n, -1);
+  auto latency = [&](const Instr &in) { return int64_t(chip_.timingOf(in.op, in.dtype).latency); };
+  auto dist = [](unsigned a, unsigned b) { return int64_t(a > b ? a - b : b - a); };
+
+  // Consumers' read cycles decide producers' issue cycles, top down.
+  std::vector<int64_t> issueOf(n, 0);
+  std::vector<int> order{0};
+  for (size_t k = 0; k < order.size(); ++k) {
+    int c = order[k];
+    WorkNode &cn = tree.nodes[c];
+    int64_t t = issueOf[c];
+    bool writeNode = cn.instr.op == Opcode::Write;
+    for (size_t i = 0; i < cn.inputs.size(); ++i) {
+      int p = cn.inputs[i];
+      WorkNode &pn = tree.nodes[p];
+      if (timed.valueOf[p] >= 0)
+        continue; // the same value read twice by one consumer (mul x x)
+      Timed::Value v;
+      v.producer = p;
+      bool readNode = pn.instr.op == Opcode::Read;
+      v.width = readNode ? unsigned(pn.planes.size()) : resultWidth(pn.instr);
+      // Where and when each byte plane is consumed.
+      std::vector<unsigned> usePos;
+      if (writeNode) {
+        // The write issues per plane once the value gets there: fix the
+        // producer first (relative 0), the write planes follow.
+        assert(!readNode && "a read feeding a write directly is not supported");
+        int64_t emit = t;
+        issueOf[p] = emit - latency(pn.instr);
+        for (unsigned b = 0; b < v.width; ++b) {
+          unsigned pos = chip_.slicePosition(cn.planes[b]);
+          v.emit.push_back(emit);
+          v.emitPos.push_back(position(pn.instr));
+          v.last.push_back(emit + dist(pos, position(pn.instr)));
+          int dir = pos > position(pn.instr) ? StreamRef::East
+                    : pos < position(pn.instr) ? StreamRef::West : 0;
+          if (dir)
+            v.dirNeeded = dir;
+        }
+      } else {
+        unsigned at = position(cn.instr);
+        for (unsigned b = 0; b < v.width; ++b) {
+          unsigned from = readNode ? chip_.slicePosition(pn.planes[b]) : position(pn.instr);
+          v.emit.push_back(t - dist(at, from));
+          v.emitPos.push_back(from);
+          v.last.push_back(t);
+          int dir = at > from ? StreamRef::East : at < from ? StreamRef::West : 0;
+          if (dir) {
+            assert((!v.dirNeeded || v.dirNeeded == dir) && "byte planes on both sides");
+            v.dirNeeded = dir;
+          }
+        }
+        if (!readNode)
+          issueOf[p] = v.emit[0] - latency(pn.instr);
+      }
+      if (readNode) {
+        // The same vector read for two consumers in the same cycle at the
+        // same position (x read by both exp(x) and tanh(x)): one read.
+        bool shared = false;
+        for (size_t k = 0; k < timed.values.size() && !shared; ++k) {
+          const Timed::Value &o = timed.values[k];
+          const WorkNode &on = tree.nodes[o.producer];
+          if (on.instr.op == Opcode::Read && on.planes == pn.planes &&
+              on.instr.addr == pn.instr.addr && o.emit == v.emit && o.last == v.last) {
+            timed.valueOf[p] = int(k);
+            shared = true;
+          }
+        }
+        if (shared)
+          continue;
+      }
+      if (readNode)
+        for (unsigned b = 0; b < v.width; ++b) {
+          Instr in = pn.instr;
+          in.unit = pn.planes[b];
+          timed.issues.push_back({p, int(b), v.emit[b] - latency(in), in, pn.queue});
+        }
+      timed.valueOf[p] = int(timed.values.size());
+      timed.values.push_back(std::move(v));
+      order.push_back(p);
+    }
+    if (writeNode) {
+      const Timed::Value &v = timed.values[timed.valueOf[cn.inputs[0]]];
+      for (unsigned b = 0; b < cn.planes.size(); ++b) {
+        Instr in = cn.instr;
+        in.unit = cn.planes[b];
+        timed.issues.push_back({c, int(b), v.last[b], in, cn.queue});
+      }
+    } else if (cn.instr.op != Opcode::Read) {
+      timed.issues.push_back({c, -1, t, cn.instr, cn.queue});
+    }
+  }
+  // The root of a write tree has no cycle of its own: anchor on the first.
+  for (const Timed::Issue &is : timed.issues)
+    timed.minOffset = std::min(timed.minOffset, is.offset);
+  int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
+  // A tree that cannot fit anywhere (two reads of one slice in one cycle)
+  // fails the same way forever: give up after a generous search.
+  const int64_t limit = root + kMaxSearch;
+  while (!tryAt(tree, timed, root))
+    if (++root > limit)
+      return std::nullopt;
+  Placement out;
+  out.rootCycle = root;
+  out.firstCycle = root + timed.minOffset;
+  out.doneCycle = 0;
+  for (const Timed::Issue &is : timed.issues)
+    out.doneCycle = std::max(out.doneCycle, root + is.offset + latency(is.instr));
+  return out;
+}
+
+bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
+  struct Taken {
+    enum { Queue, Port, Stream } kind;
+    UnitKind unit;
+    unsigned index;
+    int64_t cycle;
+    unsigned issue;
+    bool write;
+    StreamSegment seg;
+  };
+  std::vector<Taken> taken;
+  auto undo = [&] {
+    for (const Taken &t : taken) {
+      if (t.kind == Taken::Queue)
+        resources_.setQueue(t.unit, t.index, t.cycle, t.issue, false);
+      else if (t.kind == Taken::Port)
+        resources_.setPort(t.index, t.write, t.cycle, false);
+      else
+        resources_.releaseStream(t.index, t.seg);
+    }
+    return false;
+  };
+  // Streams first: they are the scarcest and fail most often.
+  std::vector<StreamRef> streamOf(timed.values.size());
+  for (size_t vi = 0; vi < timed.values.size(); ++vi) {
+    const Timed::Value &v = timed.values[vi];
+    bool found = false;
+    for (int dir : {int(StreamRef::East), int(StreamRef::West)}) {
+      if (v.dirNeeded && v.dirNeeded != dir)
+        continue;
+      for (unsigned id = 0; !found && id + v.width <= chip_.streamsPerDirection; ++id) {
+        bool ok = true;
+        for (unsigned b = 0; ok && b < v.width; ++b) {
+          StreamSegment seg{uint8_t(dir), root + v.emit[b], v.emitPos[b], root + v.last[b]};
+          ok = resources_.streamFree(id + b, seg);
+        }
+        if (!ok)
+          continue;
+        for (unsigned b = 0; b < v.width; ++b) {
+          StreamSegment seg{uint8_t(dir), root + v.emit[b], v.emitPos[b], root + v.last[b]};
+          resources_.reserveStream(id + b, seg);
+          taken.push_back({Taken::Stream, UnitKind::Mem, id + b, 0, 0, false, seg});
+        }
+        streamOf[vi] = StreamRef{uint8_t(dir), uint8_t(id)};
+        found = true;
+      }
+      if (found)
+        break;
+    }
+    if (!found)
+      return undo();
+  }
+  std::vector<std::pair<QueueId, TimedInstr>> chosen;
+  for (const Timed::Issue &is : timed.issues) {
+    int64_t cycle = root + is.offset;
+    if (cycle < 0)
+      return undo();
+    Instr in = is.instr;
+    UnitKind unit = *opcodeInfo(in.op).unit;
+    unsigned issue = chip_.timingOf(in.op, in.dtype).issue;
+    if (isMemAccess(in.op)) {
+      bool write = in.op == Opcode::Write;
+      if (!resources_.portFree(in.unit, write, cycle))
+        return undo();
+      resources_.setPort(in.unit, write, cycle, true);
+      taken.push_back({Taken::Port, unit, in.unit, cycle, 0, write, {}});
+    }
+    int queue = -1;
+    if (is.queue >= 0) {
+      if (resources_.queueFree(unit, unsigned(is.queue), cycle, issue))
+        queue = is.queue;
+    } else {
+      for (unsigned q : queueCandidates(in))
+        if (resources_.queueFree(unit, q, cycle, issue)) {
+          queue = int(q);
+          break;
+        }
+    }
+    if (queue < 0)
+      return undo();
+    resources_.setQueue(unit, unsigned(queue), cycle, issue, true);
+    taken.push_back({Taken::Queue, unit, unsigned(queue), cycle, issue, false, {}});
+    // Streams: the node's own result, and its inputs.
+    const WorkNode &node = tree.nodes[is.node];
+    if (timed.valueOf[is.node] >= 0) {
+      StreamRef s = streamOf[timed.valueOf[is.node]];
+      if (is.plane >= 0)
+        s.id = uint8_t(s.id + is.plane);
+      in.dst = s;
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      StreamRef s = streamOf[timed.valueOf[node.inputs[i]]];
+      if (is.plane >= 0)
+        s.id = uint8_t(s.id + is.plane);
+      (i == 0 ? in.src0 : i == 1 ? in.src1 : in.src2) = s;
+    }
+    if (unit == UnitKind::Sxm)
+      in.unit = 0;
+    chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
+  }
+  for (auto &[q, t] : chosen) {
+    schedule_.add(q, t.cycle, t.instr);
+    schedule_.busy[unsigned(q.unit)] += chip_.timingOf(t.instr.op, t.instr.dtype).issue;
+  }
+  return true;
+}
+
+int64_t Placer::placeAlone(const Instr &instr, unsigned queue, int64_t notBefore) {
+  UnitKind unit = *opcodeInfo(instr.op).unit;
+  unsigned issue = chip_.timingOf(instr.op, instr.dtype).issue;
+  int64_t c = std::max<int64_t>(notBefore, 0);
+  while (!resources_.queueFree(unit, queue, c, issue))
+    ++c;
+  resources_.setQueue(unit, queue, c, issue, true);
+  schedule_.add(QueueId{unit, queue}, c, instr);
+  schedule_.busy[unsigned(unit)] += issue;
+  return c;
+}
+
+} // namespace lpu::scheduler

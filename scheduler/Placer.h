@@ -1,0 +1,91 @@
+// The framework an op lowering uses: it describes the work on one vector as
+// a small tree of instructions (reads -> VXM/MXM work -> a sink such as a
+// write, a matmul or a weight load), and the placer finds the earliest cycle
+// from which the whole tree fits the reservation tables, timed exactly: each
+// value reaches its consumer's position in the very cycle the consumer
+// issues (a value put on a stream at x in cycle t is at y in t + |y - x|).
+// It picks the queues and stream registers, reserves everything and records
+// the instructions. A loop over vectors is one place() call per vector with
+// an increasing lower bound: software pipelining falls out of the tables.
+#pragma once
+
+#include "backend/Isa.h"
+#include "scheduler/Resources.h"
+#include "scheduler/Schedule.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace lpu::scheduler {
+
+/// One instruction of a vector's work tree. Build trees with the Tree
+/// helpers below; the placer fills in streams, queues and cycles.
+struct WorkNode {
+  backend::Instr instr;       // opcode, dtypes, unit (slice/plane), address
+  std::vector<int> inputs;    // nodes whose values this one reads: src0, src1
+  /// Read and write: the slice of each byte plane (one read or write per
+  /// plane, each timed for its own slice's position); instr.unit unused.
+  std::vector<uint16_t> planes;
+  /// A fixed queue (MXM work: one queue per plane and purpose), or -1 to
+  /// let the placer pick any free queue that may drive the unit.
+  int queue = -1;
+  // Filled by the placer:
+  int64_t offset = 0; // issue cycle relative to the tree's root
+};
+
+/// A tree of instructions for one vector: node 0 is the root (the sink).
+/// Every node but the root feeds exactly one consumer; a value two
+/// consumers need is built twice (two reads), which keeps the timing exact.
+class WorkTree {
+public:
+  /// Adds a node and returns its index. The first node added is the root.
+  int add(backend::Instr instr, std::vector<int> inputs = {}, int queue = -1);
+  /// A read of one vector of a tensor whose byte planes are in `planes`.
+  int read(const std::vector<uint16_t> &planes, uint32_t addr);
+  /// A write of node `value` into one vector (byte planes in `planes`).
+  int write(const std::vector<uint16_t> &planes, uint32_t addr, int value);
+  std::vector<WorkNode> nodes;
+};
+
+/// Where a placed tree's instructions went.
+struct Placement {
+  int64_t rootCycle = 0;  // the root's issue cycle
+  int64_t firstCycle = 0; // the earliest instruction's issue cycle
+  int64_t doneCycle = 0;  // the last result lands (issue + latency, max)
+};
+
+class Placer {
+public:
+  Placer(const backend::ChipDescription &chip, Schedule &schedule);
+
+  /// Places `tree` so that no instruction issues before `notBefore` and
+  /// the root issues no earlier than `rootNotBefore`; returns where it went.
+  /// Nullopt when no cycle works (the tree needs one slice's read port
+  /// twice in one cycle, for instance).
+  std::optional<Placement> place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore = 0);
+  static constexpr int64_t kMaxSearch = 1 << 16;
+
+  /// A single instruction with no stream operands (iw) on a fixed queue.
+  int64_t placeAlone(const backend::Instr &instr, unsigned queue, int64_t notBefore);
+
+  const backend::ChipDescription &chip() const { return chip_; }
+  Resources &resources() { return resources_; }
+
+  /// The position an instruction works at (its slice, plane or the VXM).
+  unsigned position(const backend::Instr &instr) const;
+  /// The stream width of the value an instruction produces (0: none).
+  unsigned resultWidth(const backend::Instr &instr) const;
+  /// The queues that may issue `instr`, in the order the placer tries them.
+  std::vector<unsigned> queueCandidates(const backend::Instr &instr) const;
+
+private:
+  struct Timed;
+  bool tryAt(const WorkTree &tree, const Timed &timed, int64_t root);
+
+  const backend::ChipDescription &chip_;
+  Schedule &schedule_;
+  Resources resources_;
+};
+
+} // namespace lpu::scheduler

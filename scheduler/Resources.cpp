@@ -1,0 +1,86 @@
+#include "scheduler/Resources.h"
+
+#include <cassert>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+
+void CycleSet::set(int64_t cycle, bool value) {
+  assert(cycle >= 0);
+  size_t i = size_t(cycle);
+  if (i / 64 >= bits_.size())
+    bits_.resize(i / 64 + 1 + bits_.size() / 2, 0);
+  if (value)
+    bits_[i / 64] |= uint64_t(1) << (i % 64);
+  else
+    bits_[i / 64] &= ~(uint64_t(1) << (i % 64));
+}
+
+bool CycleSet::any(int64_t first, int64_t count) const {
+  for (int64_t c = first; c < first + count; ++c)
+    if (test(c))
+      return true;
+  return false;
+}
+
+Resources::Resources(const ChipDescription &chip) : chip_(chip) {
+  queues_.resize(kNumUnitKinds);
+  for (unsigned u = 0; u < kNumUnitKinds; ++u)
+    queues_[u].resize(chip.queues[u]);
+  reads_.resize(chip.memSlices);
+  writes_.resize(chip.memSlices);
+  streams_.assign(2, std::vector<std::map<int64_t, Emission>>(chip.streamsPerDirection));
+}
+
+bool Resources::queueFree(UnitKind unit, unsigned index, int64_t cycle, unsigned issue) const {
+  return cycle >= 0 && !queues_[unsigned(unit)][index].any(cycle, issue);
+}
+
+void Resources::setQueue(UnitKind unit, unsigned index, int64_t cycle, unsigned issue, bool busy) {
+  for (unsigned i = 0; i < issue; ++i)
+    queues_[unsigned(unit)][index].set(cycle + i, busy);
+}
+
+bool Resources::portFree(unsigned slice, bool write, int64_t cycle) const {
+  if (cycle < 0)
+    return false;
+  const std::vector<uint8_t> &uses = (write ? writes_ : reads_)[slice];
+  unsigned limit = write ? chip_.memWritePorts : chip_.memReadPorts;
+  return size_t(cycle) >= uses.size() || uses[size_t(cycle)] < limit;
+}
+
+void Resources::setPort(unsigned slice, bool write, int64_t cycle, bool busy) {
+  std::vector<uint8_t> &uses = (write ? writes_ : reads_)[slice];
+  if (size_t(cycle) >= uses.size())
+    uses.resize(size_t(cycle) + 1 + uses.size() / 2, 0);
+  uses[size_t(cycle)] += busy ? 1 : -1;
+}
+
+bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
+  if (seg.emitCycle < 0)
+    return false;
+  const auto &emissions = streams_[seg.dir - 1][id];
+  // One write of a stream per cycle, anywhere on the chip.
+  if (emissions.count(seg.emitCycle))
+    return false;
+  // Another value on the same diagonal whose span [emit, last read]
+  // overlaps this one's: the later emission shadows the earlier value.
+  int64_t span = chip_.width();
+  int64_t diag = seg.diagonal();
+  for (auto it = emissions.lower_bound(seg.emitCycle - span);
+       it != emissions.end() && it->first <= seg.lastCycle; ++it)
+    if (it->second.diagonal == diag && it->second.lastCycle >= seg.emitCycle)
+      return false;
+  return true;
+}
+
+void Resources::reserveStream(unsigned id, const StreamSegment &seg) {
+  streams_[seg.dir - 1][id][seg.emitCycle] = Emission{seg.diagonal(), seg.lastCycle};
+}
+
+void Resources::releaseStream(unsigned id, const StreamSegment &seg) {
+  streams_[seg.dir - 1][id].erase(seg.emitCycle);
+}
+
+} // namespace lpu::scheduler

@@ -1,0 +1,75 @@
+// Reservation tables: which cycles every queue, MEM port and stream register
+// of one chip is taken. The scheduler only ever places an instruction where
+// these say it is free, so a finished schedule passes the simulator's checks
+// by construction (docs/scheduler.md, "Resources").
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "backend/Isa.h"
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace lpu::scheduler {
+
+/// A set of cycles, as a growable bitmap.
+class CycleSet {
+public:
+  bool test(int64_t cycle) const {
+    size_t i = size_t(cycle);
+    return cycle >= 0 && i / 64 < bits_.size() && (bits_[i / 64] >> (i % 64)) & 1;
+  }
+  void set(int64_t cycle, bool value);
+  /// Whether any cycle of [first, first + count) is in the set.
+  bool any(int64_t first, int64_t count) const;
+
+private:
+  std::vector<uint64_t> bits_;
+};
+
+/// One byte plane of a value on a stream: put on the stream at `emitPos` in
+/// `emitCycle`, read downstream until `lastCycle`. It lies on the diagonal
+/// pos -/+ cycle, and another value put on the same stream on that diagonal
+/// between its emission and its last read would shadow it (docs/isa.md).
+struct StreamSegment {
+  uint8_t dir = backend::StreamRef::East;
+  int64_t emitCycle = 0;
+  unsigned emitPos = 0;
+  int64_t lastCycle = 0;
+  int64_t diagonal() const {
+    return dir == backend::StreamRef::East ? int64_t(emitPos) - emitCycle
+                                           : int64_t(emitPos) + emitCycle;
+  }
+};
+
+class Resources {
+public:
+  explicit Resources(const backend::ChipDescription &chip);
+  const backend::ChipDescription &chip() const { return chip_; }
+
+  /// Queue `index` of `unit` is busy in [cycle, cycle + issue).
+  bool queueFree(backend::UnitKind unit, unsigned index, int64_t cycle, unsigned issue) const;
+  void setQueue(backend::UnitKind unit, unsigned index, int64_t cycle, unsigned issue, bool busy);
+
+  bool portFree(unsigned slice, bool write, int64_t cycle) const;
+  void setPort(unsigned slice, bool write, int64_t cycle, bool busy);
+
+  /// Whether stream `id` of the segment's direction can carry it.
+  bool streamFree(unsigned id, const StreamSegment &seg) const;
+  void reserveStream(unsigned id, const StreamSegment &seg);
+  void releaseStream(unsigned id, const StreamSegment &seg);
+
+private:
+  struct Emission {
+    int64_t diagonal;
+    int64_t lastCycle;
+  };
+  const backend::ChipDescription &chip_;
+  std::vector<std::vector<CycleSet>> queues_;   // [unit][index]
+  std::vector<std::vector<uint8_t>> reads_, writes_; // [slice][cycle]: accesses
+  // [dir - 1][id]: emission cycle -> the segment put on the stream then.
+  std::vector<std::vector<std::map<int64_t, Emission>>> streams_;
+};
+
+} // namespace lpu::scheduler

@@ -1,0 +1,57 @@
+// A finished schedule of one function on one chip: where every tensor the
+// program names lives, every instruction with the cycle it issues in, and
+// the figures lpuc --report prints. encodeBucket() turns it into a program
+// bucket.
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "backend/Isa.h"
+#include "backend/Program.h"
+
+#include <llvm/Support/Error.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace lpu::scheduler {
+
+struct TimedInstr {
+  int64_t cycle = 0;
+  backend::Instr instr;
+};
+
+struct QueueId {
+  backend::UnitKind unit = backend::UnitKind::Mem;
+  unsigned index = 0;
+  auto operator<=>(const QueueId &) const = default;
+};
+
+struct Schedule {
+  /// Inputs, outputs, parameters and constants, in the program's order.
+  std::vector<backend::TensorPlacement> tensors;
+  std::map<QueueId, std::vector<TimedInstr>> queues;
+
+  /// The cycle count the simulator will report: the last result's cycle
+  /// plus one.
+  int64_t cycles = 0;
+  /// Issue cycles per unit kind (as the simulator counts busy cycles).
+  std::array<int64_t, backend::kNumUnitKinds> busy{};
+  /// SRAM bytes allocated at the peak.
+  uint64_t sramBytes = 0;
+  /// A bound no schedule can beat: the largest of each resource's work over
+  /// its throughput, and the critical path.
+  int64_t lowerBound = 0;
+  std::string lowerBoundReason; // which resource or "critical path"
+
+  void add(QueueId queue, int64_t cycle, const backend::Instr &instr);
+};
+
+/// The bucket for `schedule`: placements, and per queue the instructions
+/// with gaps as nops and regular runs as repeats.
+llvm::Expected<backend::Bucket> encodeBucket(const Schedule &schedule,
+                                             const backend::ChipDescription &chip,
+                                             std::vector<backend::BucketDim> dims);
+
+} // namespace lpu::scheduler

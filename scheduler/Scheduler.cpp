@@ -1,0 +1,366 @@
+#include "scheduler/Scheduler.h"
+
+#include "scheduler/Lowering.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <set>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+
+namespace {
+
+std::vector<Dim> placementShape(const ir::Type &type) {
+  std::vector<Dim> out;
+  for (int64_t d : type.shape)
+    out.push_back(Dim{d, ""});
+  return out;
+}
+
+/// The bytes of one row of a splat constant (C elements of `type`).
+std::vector<uint8_t> splatBytes(const ir::Op &op, int64_t cols) {
+  double value = 0;
+  if (auto f = op.floatAttr("value"))
+    value = *f;
+  else if (auto b = op.boolAttr("value"))
+    value = *b ? 1.0 : 0.0;
+  DType type = op.type().dtype;
+  unsigned size = tensor::dtypeSize(type);
+  uint8_t elem[8] = {};
+  switch (type) {
+  case DType::F32: {
+    float f = float(value);
+    std::memcpy(elem, &f, 4);
+    break;
+  }
+  case DType::F16: {
+    uint16_t h = tensor::floatToHalfBits(float(value));
+    std::memcpy(elem, &h, 2);
+    break;
+  }
+  case DType::BF16: {
+    uint16_t h = tensor::floatToBF16Bits(float(value));
+    std::memcpy(elem, &h, 2);
+    break;
+  }
+  case DType::Bool:
+    elem[0] = value != 0;
+    break;
+  default: {
+    int64_t i = int64_t(value);
+    std::memcpy(elem, &i, size); // little-endian: the low bytes wrap
+    break;
+  }
+  }
+  std::vector<uint8_t> out;
+  for (int64_t c = 0; c < cols; ++c)
+    out.insert(out.end(), elem, elem + size);
+  return out;
+}
+
+int64_t latencyOf(const ChipDescription &chip, const Instr &in) {
+  return chip.timingOf(in.op, in.dtype).latency;
+}
+
+} // namespace
+
+llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip) {
+  Schedule schedule;
+  Placer placer(chip, schedule);
+  SramAllocator sram(chip);
+  LoweringContext ctx(chip, placer, sram);
+
+  std::map<const ir::Op *, size_t> index;
+  for (const auto &op : fn.ops())
+    index[op.get()] = index.size();
+  for (const auto &op : fn.ops())
+    for (const ir::Op *operand : op->operands())
+      ctx.users[operand].push_back(op.get());
+  const ir::Op *ret = fn.terminator();
+  if (ret)
+    for (const ir::Op *v : ret->operands())
+      ctx.returned[v] = true;
+
+  // Reshapes alias their operand: uses of an alias are uses of its storage.
+  auto storageRoot = [&](const ir::Op *op) {
+    while (op->kind() == ir::OpKind::Reshape || op->kind() == ir::OpKind::Broadcast)
+      op = op->operand(0);
+    return op;
+  };
+  // Outputs computed into their own block keep it (no copy); others copy.
+  std::set<const ir::Op *> outputRoots;
+  if (ret)
+    for (const ir::Op *v : ret->operands()) {
+      const ir::Op *root = storageRoot(v);
+      bool leaf = ir::opClass(root->kind()) == ir::OpClass::Leaf;
+      if (!leaf && v->kind() != ir::OpKind::Broadcast && !outputRoots.count(root)) {
+        outputRoots.insert(root);
+        ctx.persistentResult[root] = true;
+      }
+    }
+  // An op inside a fusion group is computed when its group's materialized
+  // ops are lowered (later in program order): its reads happen there.
+  std::map<const ir::Op *, size_t> readsAt;
+  for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
+    const ir::Op *op = it->get();
+    size_t at = index[op];
+    if (!ctx.materialized(op))
+      for (const ir::Op *user : ctx.users[op])
+        at = std::max(at, readsAt[user]);
+    readsAt[op] = at;
+  }
+  // The storage roots whose last reader is lowered at each op index.
+  std::map<const ir::Op *, size_t> lastUse;
+  for (const auto &op : fn.ops())
+    for (const ir::Op *operand : op->operands()) {
+      size_t &last = lastUse[storageRoot(operand)];
+      last = std::max(last, readsAt[op.get()]);
+    }
+  std::map<size_t, std::vector<const ir::Op *>> releaseAfter;
+  for (const auto &[root, at] : lastUse)
+    releaseAfter[at].push_back(root);
+
+  std::vector<TensorPlacement> inputs, params, consts, outputs;
+  auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
+    auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+    int64_t vpr = ctx.vecsPerRow(cols);
+    std::string what = std::string(ir::mnemonic(op.kind()));
+    if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
+      what += " '" + *name + "'";
+    what += " " + op.type().str();
+    auto block = sram.allocate(tensor::dtypeSize(op.type().dtype), uint32_t(storedRows * vpr),
+                               SramOwner{what, op.loc()});
+    if (!block)
+      return block.takeError();
+    auto storage = std::make_shared<Storage>();
+    storage->block = *block;
+    storage->vecsPerRow = vpr;
+    storage->ready.assign(size_t(storedRows * vpr), 0);
+    storage->persistent = true;
+    TensorView view;
+    view.storage = storage;
+    view.dtype = op.type().dtype;
+    view.rows = rows;
+    view.cols = cols;
+    view.vecsPerRow = vpr;
+    if (storedRows != rows)
+      view.rowMap.assign(size_t(rows), 0);
+    return view;
+  };
+  auto placementOf = [&](TensorRole role, std::string name, const ir::Type &type,
+                         const TensorView &view) {
+    TensorPlacement t;
+    t.role = role;
+    t.name = std::move(name);
+    t.dtype = type.dtype;
+    t.shape = placementShape(type);
+    t.slices = view.slices();
+    t.addr = view.storage->block.addr;
+    return t;
+  };
+
+  // Inputs, parameters and constants first: they are in SRAM before the run
+  // starts, so they must not take space that a block freed during the run
+  // (and written in it) held.
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    switch (op.kind()) {
+    case ir::OpKind::Input:
+    case ir::OpKind::Param: {
+      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+      (void)cols;
+      auto view = leafView(op, rows);
+      if (!view)
+        return view.takeError();
+      bool input = op.kind() == ir::OpKind::Input;
+      std::string name = op.stringAttr(input ? "name" : "path").value_or("");
+      (input ? inputs : params)
+          .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), *view));
+      ctx.setView(&op, std::move(*view));
+      break;
+    }
+    case ir::OpKind::Constant: {
+      // A splat: one stored row, every view row maps onto it. Through
+      // ctx.constant: a constant is loaded before the run, so it must not
+      // take SRAM that a block freed earlier is written in during the run.
+      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+      auto view = ctx.constant(op, op.type().dtype, 1, cols, splatBytes(op, cols));
+      if (!view)
+        return view.takeError();
+      TensorView v = *view;
+      v.rows = rows;
+      if (rows != 1)
+        v.rowMap.assign(size_t(rows), 0);
+      ctx.setView(&op, std::move(v));
+      break;
+    }
+    default:
+      break;
+    }
+  }
+
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    switch (op.kind()) {
+    case ir::OpKind::Input:
+    case ir::OpKind::Param:
+    case ir::OpKind::Constant:
+      break; // placed above
+    case ir::OpKind::Return: {
+      std::vector<std::string> names = op.stringsAttr("names").value_or(std::vector<std::string>{});
+      std::set<const ir::Op *> used;
+      for (size_t i = 0; i < op.operands().size(); ++i) {
+        const ir::Op *v = op.operand(i);
+        std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
+        const ir::Op *root = storageRoot(v);
+        if (outputRoots.count(root) && !used.count(root) && ctx.hasView(v) &&
+            ctx.view(v).rowMap.empty()) {
+          used.insert(root);
+          outputs.push_back(placementOf(TensorRole::Output, name, v->type(), ctx.view(v)));
+          continue;
+        }
+        // An output that is an input, a parameter, a constant, a broadcast
+        // or another output's storage: copy it into a block of its own.
+        ctx.persistentResult[&op] = true;
+        if (auto e = lowerCopy(op, v->type(), ctx.view(v), ctx))
+          return e;
+        TensorView copy = ctx.view(&op);
+        outputs.push_back(placementOf(TensorRole::Output, name, v->type(), copy));
+      }
+      break;
+    }
+    default: {
+      if (!ctx.materialized(&op))
+        break;
+      LoweringFn lower = loweringFor(op.kind());
+      if (!lower)
+        return unsupported(op);
+      if (auto e = lower(op, ctx))
+        return e;
+      break;
+    }
+    }
+    // Free every block whose last reader this was (in index order, so that
+    // allocation stays a function of the program).
+    std::vector<const ir::Op *> dead = releaseAfter[index[&op]];
+    std::sort(dead.begin(), dead.end(),
+              [&](const ir::Op *a, const ir::Op *b) { return index[a] < index[b]; });
+    for (const ir::Op *root : dead) {
+      if (!ctx.hasView(root))
+        continue;
+      const TensorView &v = ctx.view(root);
+      if (!v.storage->persistent)
+        sram.release(v.storage->block.id, v.storage->lastRead);
+    }
+  }
+
+  // Constants the lowerings made (lane masks, divisors).
+  for (TensorPlacement &t : ctx.constants) {
+    t.name = "const" + std::to_string(consts.size());
+    consts.push_back(std::move(t));
+  }
+  schedule.tensors = inputs;
+  schedule.tensors.insert(schedule.tensors.end(), params.begin(), params.end());
+  schedule.tensors.insert(schedule.tensors.end(), consts.begin(), consts.end());
+  schedule.tensors.insert(schedule.tensors.end(), outputs.begin(), outputs.end());
+
+  // The figures: cycles as the simulator counts them, and the lower bound.
+  int64_t last = -1;
+  std::vector<int64_t> readsPerSlice(chip.memSlices, 0), writesPerSlice(chip.memSlices, 0);
+  // A queue issues one instruction at a time: its issue cycles bound the
+  // schedule (an MXM plane's matmul queue, for instance).
+  std::map<QueueId, int64_t> queueBusy;
+  for (const auto &[q, list] : schedule.queues)
+    for (const TimedInstr &t : list) {
+      queueBusy[q] += chip.timingOf(t.instr.op, t.instr.dtype).issue;
+      last = std::max(last, t.cycle + latencyOf(chip, t.instr));
+      if (t.instr.op == Opcode::Read)
+        ++readsPerSlice[t.instr.unit];
+      if (t.instr.op == Opcode::Write)
+        ++writesPerSlice[t.instr.unit];
+    }
+  schedule.cycles = last + 1;
+  schedule.sramBytes = sram.peakBytes();
+  auto bound = [&](int64_t value, std::string why) {
+    if (value > schedule.lowerBound) {
+      schedule.lowerBound = value;
+      schedule.lowerBoundReason = std::move(why);
+    }
+  };
+  for (unsigned s = 0; s < chip.memSlices; ++s) {
+    bound((readsPerSlice[s] + chip.memReadPorts - 1) / chip.memReadPorts,
+          "MEM slice " + std::to_string(s) + " reads");
+    bound((writesPerSlice[s] + chip.memWritePorts - 1) / chip.memWritePorts,
+          "MEM slice " + std::to_string(s) + " writes");
+  }
+  for (const auto &[q, busy] : queueBusy)
+    bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
+  unsigned vxmQueues = chip.queues[unsigned(UnitKind::Vxm)];
+  bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
+  bound(ctx.criticalPath, "critical path");
+  return schedule;
+}
+
+namespace {
+/// Names each input and output dimension after the bucket size it equals in
+/// every bucket of the entry (as the reference interpreter does), so that
+/// lpurun picks the smallest bucket that holds the inputs and pads them.
+void nameBucketDims(Entry &entry) {
+  for (Bucket &bucket : entry.buckets)
+    for (TensorPlacement &t : bucket.tensors) {
+      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
+        continue;
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        for (const BucketDim &size : bucket.dims) {
+          bool everywhere = true;
+          for (const Bucket &other : entry.buckets) {
+            const TensorPlacement *same = nullptr;
+            for (const TensorPlacement &o : other.tensors)
+              if (o.role == t.role && o.name == t.name)
+                same = &o;
+            std::optional<int64_t> there;
+            for (const BucketDim &od : other.dims)
+              if (od.name == size.name)
+                there = od.value;
+            everywhere &= same && there && d < same->shape.size() &&
+                          (same->shape[d].name == size.name || same->shape[d].value == *there);
+          }
+          if (everywhere) {
+            t.shape[d] = Dim{0, size.name};
+            break;
+          }
+        }
+    }
+}
+} // namespace
+
+llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescription &chip,
+                                       std::vector<Schedule> *schedules) {
+  Program program;
+  program.chipName = chip.name;
+  program.chipFingerprint = chip.fingerprint();
+  for (const auto &fn : module.functions) {
+    auto schedule = scheduleFunction(*fn, chip);
+    if (!schedule)
+      return schedule.takeError();
+    std::vector<BucketDim> dims;
+    for (const auto &[name, value] : fn->bucket())
+      dims.push_back({name, value});
+    auto bucket = encodeBucket(*schedule, chip, std::move(dims));
+    if (!bucket)
+      return bucket.takeError();
+    if (program.entries.empty() || program.entries.back().name != fn->name())
+      program.entries.push_back(Entry{fn->name(), {}});
+    program.entries.back().buckets.push_back(std::move(*bucket));
+    if (schedules)
+      schedules->push_back(std::move(*schedule));
+  }
+  for (Entry &entry : program.entries)
+    nameBucketDims(entry);
+  return program;
+}
+
+} // namespace lpu::scheduler

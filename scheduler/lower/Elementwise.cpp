@@ -1,0 +1,189 @@
+// Elementwise ops and fusion groups on the VXM. One vector tree per output
+// vector: the group's operands are read from SRAM so that they reach the
+// VXM in the cycle their first consumer issues, every op of the group runs
+// there back to back (no SRAM round trip inside a group), and the result
+// streams to its slices. Ops of the group with several users are computed
+// once per use (the trees stay trees, so the timing stays exact).
+#include "scheduler/Lowering.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+
+namespace {
+
+std::optional<Opcode> vxmOpcode(ir::OpKind kind) {
+  using K = ir::OpKind;
+  switch (kind) {
+  case K::Neg: return Opcode::Neg;
+  case K::Abs: return Opcode::Abs;
+  case K::Relu: return Opcode::Relu;
+  case K::Tanh: return Opcode::Tanh;
+  case K::Exp: return Opcode::Exp;
+  case K::Rsqrt: return Opcode::Rsqrt;
+  case K::Not: return Opcode::Not;
+  case K::Log: return Opcode::Log;
+  case K::Sqrt: return Opcode::Sqrt;
+  case K::Sigmoid: return Opcode::Sigmoid;
+  case K::Gelu: return Opcode::Gelu;
+  case K::GeluTanh: return Opcode::GeluTanh;
+  case K::Silu: return Opcode::Silu;
+  case K::Div: return Opcode::Div;
+  case K::Rem: return Opcode::Rem;
+  case K::Pow: return Opcode::Pow;
+  case K::And: return Opcode::And;
+  case K::Or: return Opcode::Or;
+  case K::Select: return Opcode::Select;
+  case K::Convert: return Opcode::Cvt;
+  case K::Add: return Opcode::Add;
+  case K::Sub: return Opcode::Sub;
+  case K::Mul: return Opcode::Mul;
+  case K::Maximum: return Opcode::Max;
+  case K::Minimum: return Opcode::Min;
+  case K::Eq: return Opcode::CmpEq;
+  case K::Ne: return Opcode::CmpNe;
+  case K::Lt: return Opcode::CmpLt;
+  case K::Le: return Opcode::CmpLe;
+  case K::Gt: return Opcode::CmpGt;
+  case K::Ge: return Opcode::CmpGe;
+  default: return std::nullopt;
+  }
+}
+
+/// The VXM instruction computing `op` (operand dtype for compares and
+/// converts), or an error naming the op.
+llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
+  std::optional<Opcode> code = vxmOpcode(op.kind());
+  if (!code)
+    return unsupported(op);
+  Instr in;
+  in.op = *code;
+  DType operandType = op.operand(0)->type().dtype;
+  in.dtype = op.type().dtype;
+  if (*code >= Opcode::CmpEq && *code <= Opcode::CmpGe)
+    in.dtype = operandType;
+  if (*code == Opcode::Cvt) {
+    // The IR's convert truncates floats toward zero when the target is an
+    // integer (cvt.trunc); float targets round to nearest even (cvt).
+    in.dtype = operandType;
+    in.dtype2 = op.type().dtype;
+    if (tensor::isFloat(operandType) && !tensor::isFloat(in.dtype2))
+      in.op = Opcode::CvtTrunc;
+  }
+  if (!dtypeAllowed(in.op, in.dtype))
+    return unsupported(op, "the VXM has no '" + opcodeInfo(in.op).mnemonic.str() + "' for " +
+                               tensor::dtypeName(in.dtype).str());
+  return in;
+}
+
+class GroupTrees {
+public:
+  GroupTrees(const ir::Op &root, LoweringContext &ctx) : root_(root), ctx_(ctx) {}
+
+  /// Checks that every op of the group maps onto the VXM.
+  llvm::Error check(const ir::Op &op) {
+    auto in = vxmInstr(op);
+    if (!in)
+      return in.takeError();
+    for (const ir::Op *operand : op.operands())
+      if (inGroup(*operand))
+        if (auto e = check(*operand))
+          return e;
+    return llvm::Error::success();
+  }
+
+  /// The node computing `op`'s vector (row, vec) into `tree`.
+  int build(WorkTree &tree, const ir::Op &op, int64_t row, int64_t vec) {
+    Instr in = *vxmInstr(op);
+    std::vector<int> inputs;
+    for (const ir::Op *operand : op.operands()) {
+      if (inGroup(*operand)) {
+        inputs.push_back(build(tree, *operand, row, vec));
+        continue;
+      }
+      const TensorView &v = ctx_.view(operand);
+      notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
+      read_.push_back(&v);
+      inputs.push_back(tree.read(v.slices(), v.address(row, vec)));
+    }
+    return tree.add(in, inputs);
+  }
+
+  int64_t notBefore_ = 0;
+  std::vector<const TensorView *> read_;
+
+private:
+  bool inGroup(const ir::Op &op) const {
+    return &op != &root_ && !ctx_.materialized(&op) && ir::isElementwise(op.kind());
+  }
+  const ir::Op &root_;
+  LoweringContext &ctx_;
+};
+
+} // namespace
+
+llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
+  GroupTrees trees(op, ctx);
+  if (auto e = trees.check(op))
+    return e;
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  int64_t prev = 0;
+  bool first = true;
+  for (int64_t r = 0; r < view.rows; ++r)
+    for (int64_t v = 0; v < view.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(view.slices(), view.address(r, v), -1);
+      trees.notBefore_ = view.storage->block.writableFrom;
+      trees.read_.clear();
+      int value = trees.build(tree, op, r, v);
+      tree.nodes[0].inputs = {value};
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, trees.notBefore_));
+      if (!placed)
+        return cannotPlace(op);
+      Placement p = *placed;
+      prev = p.firstCycle;
+      ctx.written(view, r, v, p.doneCycle - 1);
+      for (const TensorView *in : trees.read_)
+        ctx.read(*in, p.doneCycle);
+      if (first)
+        ctx.notePath(op, p.doneCycle - p.firstCycle);
+      first = false;
+    }
+  return llvm::Error::success();
+}
+
+llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &src,
+                      LoweringContext &ctx) {
+  auto out = ctx.define(&op, type);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  int64_t prev = 0;
+  for (int64_t r = 0; r < view.rows; ++r)
+    for (int64_t v = 0; v < view.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(view.slices(), view.address(r, v), -1);
+      Instr copy;
+      copy.op = Opcode::Copy;
+      copy.dtype = type.dtype;
+      int value = tree.add(copy, {tree.read(src.slices(), src.address(r, v))});
+      tree.nodes[0].inputs = {value};
+      int64_t ready = std::max(src.readyAt(r, v), view.storage->block.writableFrom);
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      if (!placed)
+        return cannotPlace(op);
+      Placement p = *placed;
+      prev = p.firstCycle;
+      ctx.written(view, r, v, p.doneCycle - 1);
+      ctx.read(src, p.doneCycle);
+    }
+  return llvm::Error::success();
+}
+
+} // namespace lpu::scheduler

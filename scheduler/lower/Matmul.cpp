@@ -1,0 +1,148 @@
+// Matmuls on the MXM planes. The result is cut into jobs of (batch, column
+// tile of 320, up to mxm_acc_rows rows); jobs go to the planes in turn. For
+// each K-tile of 320 a job loads the weight rows (lw, one B row vector per
+// cycle), installs them (iw) and streams the A vectors through the plane
+// (mm, accumulating in fp32 in ascending k-tile order); the next K-tile's
+// weights load while this one multiplies (the buffer is free once iw has
+// issued). The accumulator rows are then read out (acc), converted to the
+// result dtype on the VXM when it is f16, and written to SRAM.
+#include "scheduler/Lowering.h"
+
+#include <algorithm>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+
+llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
+  const ChipDescription &chip = ctx.chip();
+  const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
+  if (lhs.type().dtype != DType::F16)
+    return unsupported(op, "matmul of " + tensor::dtypeName(lhs.type().dtype).str() +
+                               " operands: the MXM multiplies f16");
+  if (op.type().dtype != DType::F16 && op.type().dtype != DType::F32)
+    return unsupported(op);
+  const std::vector<int64_t> &as = lhs.type().shape, &bs = rhs.type().shape;
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  int64_t batches = 1;
+  for (size_t i = 0; i + 2 < bs.size(); ++i)
+    batches *= bs[i];
+  int64_t rowsA = 1;
+  for (size_t i = 0; i + 1 < as.size(); ++i)
+    rowsA *= as[i];
+  int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
+  const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &C = **out;
+
+  const unsigned planes = chip.mxmPlanes, dim = chip.mxmDim;
+  const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
+  const int64_t accRows = chip.mxmAccRows;
+  const unsigned mxmHalf = chip.queues[unsigned(UnitKind::Mxm)] / 2;
+  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
+  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
+  // One queue for iw, mm and acc, one for lw, per plane.
+  auto mmQueue = [&](unsigned p) {
+    bool east = p >= planes / 2;
+    return (east ? mxmHalf : 0) + 2 * (p % (planes / 2));
+  };
+  auto lwQueue = [&](unsigned p) { return mmQueue(p) + 1; };
+
+  std::vector<PlaneState> &states = ctx.planes;
+  if (states.empty())
+    for (unsigned p = 0; p < planes; ++p)
+      states.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows), 0)});
+
+  unsigned job = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t j = 0; j < nt; ++j)
+      for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
+        unsigned p = job % planes;
+        PlaneState &st = states[p];
+        int64_t mRows = std::min(accRows, mPerBatch - m0);
+        std::vector<int64_t> mmDone(size_t(mRows), 0);
+        for (int64_t t = 0; t < kt; ++t) {
+          int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
+          // Weight rows of this K-tile into the buffer, in row order.
+          int64_t lastLw = st.lastIw;
+          for (int64_t r = 0; r < rowsK; ++r) {
+            int64_t brow = b * K + t * dim + r;
+            WorkTree tree;
+            Instr lw;
+            lw.op = Opcode::LoadWeights;
+            lw.dtype = DType::F16;
+            lw.unit = uint16_t(p);
+            tree.add(lw, {}, int(lwQueue(p)));
+            tree.nodes[0].inputs = {tree.read(B.slices(), B.address(brow, j))};
+            std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
+            if (!placed)
+              return cannotPlace(op);
+            Placement pl = *placed;
+            lastLw = pl.rootCycle;
+            ctx.read(B, pl.doneCycle);
+          }
+          // Install once the rows are in and the previous tile's matmuls
+          // have issued (they use the old weights).
+          Instr iw;
+          iw.op = Opcode::InstallWeights;
+          iw.unit = uint16_t(p);
+          int64_t iwCycle = ctx.placer().placeAlone(iw, mmQueue(p),
+                                                    std::max(lastLw, st.lastMm) + 1);
+          st.lastIw = iwCycle;
+          for (int64_t m = 0; m < mRows; ++m) {
+            int64_t arow = b * mPerBatch + m0 + m;
+            WorkTree tree;
+            Instr mm;
+            mm.op = Opcode::MatMul;
+            mm.dtype = DType::F16;
+            mm.unit = uint16_t(p);
+            mm.addr = uint32_t(m);
+            tree.add(mm, {}, int(mmQueue(p)));
+            tree.nodes[0].inputs = {tree.read(A.slices(), A.address(arow, t))};
+            int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
+                                              t == 0 ? st.accFree[size_t(m)] : 0});
+            std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
+            if (!placed)
+              return cannotPlace(op);
+            Placement pl = *placed;
+            st.lastMm = std::max(st.lastMm, pl.rootCycle);
+            mmDone[size_t(m)] = pl.rootCycle + mmLatency;
+            ctx.read(A, pl.doneCycle);
+          }
+        }
+        // Read the accumulators out into C.
+        for (int64_t m = 0; m < mRows; ++m) {
+          int64_t crow = b * mPerBatch + m0 + m;
+          WorkTree tree;
+          tree.write(C.slices(), C.address(crow, j), -1);
+          Instr acc;
+          acc.op = Opcode::AccRead;
+          acc.dtype = DType::F32;
+          acc.unit = uint16_t(p);
+          acc.addr = uint32_t(m);
+          int value = tree.add(acc, {}, int(mmQueue(p)));
+          if (C.dtype == DType::F16) {
+            Instr cvt;
+            cvt.op = Opcode::Cvt;
+            cvt.dtype = DType::F32;
+            cvt.dtype2 = DType::F16;
+            value = tree.add(cvt, {value});
+          }
+          tree.nodes[0].inputs = {value};
+          std::optional<Placement> placed = ctx.placer().place(
+              std::move(tree), std::max(mmDone[size_t(m)], C.storage->block.writableFrom));
+          if (!placed)
+            return cannotPlace(op);
+          Placement pl = *placed;
+          st.accFree[size_t(m)] = pl.firstCycle + 1;
+          ctx.written(C, crow, j, pl.doneCycle - 1);
+        }
+      }
+  // No result before one install and one matmul have completed.
+  ctx.notePath(op, iwLatency + mmLatency);
+  return llvm::Error::success();
+}
+
+} // namespace lpu::scheduler

@@ -1,0 +1,400 @@
+// Reductions on the chip (reduce_sum, reduce_mean, reduce_max, reduce_min).
+// Over the last axis a row's vectors are combined elementwise on the VXM
+// and the vector is then folded across its lanes with SXM rotates (see
+// acrossLanes); the result holds the row's value in every lane. Over
+// leading axes the reduced rows are combined vector by vector on the VXM in
+// the reference's order (row-major over the reduced indices), so sums are
+// bit-exact there. Floats are reduced in f32 and rounded once at the end.
+#include "scheduler/lower/Reduce.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+namespace lpu::scheduler::reduce {
+
+using namespace backend;
+
+Instr sxm(Opcode code, DType type, unsigned count, bool east) {
+  Instr in;
+  in.op = code;
+  in.dtype = type;
+  in.count = count;
+  in.unit = east ? 1 : 0;
+  return in;
+}
+
+Instr vxm(Opcode code, DType type, DType type2) {
+  Instr in;
+  in.op = code;
+  in.dtype = type;
+  in.dtype2 = type2;
+  return in;
+}
+
+Opcode combineOpcode(Combine how) {
+  switch (how) {
+  case Combine::Sum: return Opcode::Add;
+  case Combine::Max: return Opcode::Max;
+  case Combine::Min: return Opcode::Min;
+  }
+  return Opcode::Add;
+}
+
+bool shareSlice(const TensorView &a, const TensorView &b) {
+  for (uint16_t s : a.slices())
+    if (std::find(b.slices().begin(), b.slices().end(), s) != b.slices().end())
+      return true;
+  return false;
+}
+
+bool eastOf(const LoweringContext &ctx, const TensorView &view) {
+  return ctx.chip().isEastSlice(view.slices().front());
+}
+
+namespace {
+
+/// The lane count's factors, 4s first: each is one folding step.
+std::vector<unsigned> foldFactors(unsigned lanes) {
+  std::vector<unsigned> out;
+  while (lanes % 4 == 0 && lanes > 4) {
+    out.push_back(4);
+    lanes /= 4;
+  }
+  for (unsigned f = 2; lanes > 1; ++f)
+    while (lanes % f == 0) {
+      out.push_back(f);
+      lanes /= f;
+    }
+  return out;
+}
+
+} // namespace
+
+/// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
+/// `fill` above.
+llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill) {
+  unsigned lanes = ctx.chip().lanes;
+  std::vector<uint8_t> bytes;
+  for (unsigned i = 0; i < lanes; ++i) {
+    uint16_t m = uint16_t(i < valid ? i : fill);
+    bytes.push_back(uint8_t(m & 0xff));
+    bytes.push_back(uint8_t(m >> 8));
+  }
+  return ctx.constant(op, DType::I16, 1, lanes, std::move(bytes));
+}
+
+llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                                       Combine how, DType work) {
+  const unsigned lanes = ctx.chip().lanes;
+  auto T = ctx.scratch(op, work, in.rows, lanes);
+  if (!T)
+    return T.takeError();
+  const int64_t vpr = in.vecsPerRow;
+  const unsigned lastValid = unsigned(in.cols - (vpr - 1) * int64_t(lanes));
+  const bool east = eastOf(ctx, in);
+  std::optional<TensorView> map;
+  if (lastValid < lanes) {
+    // Sum: padding lanes become 0 (distribute); max/min: lane 0's value.
+    auto m = laneMap(op, ctx, lastValid, how == Combine::Sum ? lanes : 0);
+    if (!m)
+      return m.takeError();
+    map = *m;
+  }
+  const Opcode combine = combineOpcode(how);
+  // Each row's vectors, combined elementwise.
+  int64_t prev = 0;
+  for (int64_t r = 0; r < in.rows; ++r) {
+    Builder b(ctx, *T, r, 0);
+    auto leaf = [&](int64_t v) {
+      int node = b.read(in, r, v);
+      if (v == vpr - 1 && map) {
+        if (shareSlice(in, *map))
+          node = b.add(vxm(Opcode::Copy, in.dtype), {node});
+        node = b.add(sxm(how == Combine::Sum ? Opcode::Distribute : Opcode::Permute, in.dtype, 0, east),
+                     {node, b.read(*map, 0, 0)});
+      }
+      if (in.dtype != work)
+        node = b.add(vxm(Opcode::Cvt, in.dtype, work), {node});
+      return node;
+    };
+    int acc = leaf(0);
+    if (vpr > 1)
+      acc = b.add(vxm(Opcode::Copy, work), {acc}); // v0 and v1 read in different cycles
+    for (int64_t v = 1; v < vpr; ++v)
+      acc = b.add(vxm(combine, work), {acc, leaf(v)});
+    auto p = b.finish(acc, prev);
+    if (!p)
+      return cannotPlace(op);
+    prev = p->firstCycle;
+  }
+  // Fold the vector onto itself: a step of factor f adds the rotations by
+  // 0, s, 2s, .. (f-1)s, s = the lanes still apart / f; afterwards lanes s
+  // apart hold the same value. In place: a row's tree reads its vector
+  // before it writes it.
+  unsigned apart = lanes;
+  const bool eastT = eastOf(ctx, *T);
+  for (unsigned f : foldFactors(lanes)) {
+    unsigned s = apart / f;
+    prev = 0;
+    for (int64_t r = 0; r < in.rows; ++r) {
+      Builder b(ctx, *T, r, 0);
+      int acc = b.add(vxm(Opcode::Copy, work), {b.read(*T, r, 0)});
+      for (unsigned j = 1; j < f; ++j) {
+        int rot = b.add(sxm(Opcode::Rotate, work, j * s, eastT), {b.read(*T, r, 0)});
+        acc = b.add(vxm(combine, work), {acc, rot});
+      }
+      auto p = b.finish(acc, prev);
+      if (!p)
+        return cannotPlace(op);
+      prev = p->firstCycle;
+    }
+    apart = s;
+  }
+  return *T;
+}
+
+} // namespace lpu::scheduler::reduce
+
+namespace lpu::scheduler {
+
+using namespace backend;
+using namespace reduce;
+
+namespace {
+
+/// f32 bytes of `value` repeated over one vector.
+std::vector<uint8_t> splatF32(float value, unsigned lanes) {
+  std::vector<uint8_t> out(size_t(lanes) * 4);
+  for (unsigned i = 0; i < lanes; ++i)
+    std::memcpy(&out[size_t(i) * 4], &value, 4);
+  return out;
+}
+
+/// argmax across lanes: the row's max M (acrossLanes), then per vector the
+/// lane's index where x == M (or x is NaN: M is NaN then, and the first NaN
+/// wins) and INT32_MAX elsewhere, then the smallest index (acrossLanes).
+/// Exact. Returns i32 scratch [rows, 1 vector], every lane the index.
+llvm::Expected<TensorView> argmaxLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                                       DType work) {
+  const unsigned lanes = ctx.chip().lanes;
+  const int64_t vpr = in.vecsPerRow;
+  auto M = acrossLanes(op, ctx, in, Combine::Max, work);
+  if (!M)
+    return M.takeError();
+  std::vector<uint8_t> iotaBytes, bigBytes;
+  auto put = [](std::vector<uint8_t> &out, int32_t value) {
+    uint8_t b[4];
+    std::memcpy(b, &value, 4);
+    out.insert(out.end(), b, b + 4);
+  };
+  for (int64_t v = 0; v < vpr; ++v)
+    for (unsigned i = 0; i < lanes; ++i) {
+      int64_t idx = v * lanes + i;
+      put(iotaBytes, idx < in.cols ? int32_t(idx) : std::numeric_limits<int32_t>::max());
+    }
+  for (unsigned i = 0; i < lanes; ++i)
+    put(bigBytes, std::numeric_limits<int32_t>::max());
+  auto iota = ctx.constant(op, DType::I32, vpr, lanes, std::move(iotaBytes));
+  if (!iota)
+    return iota.takeError();
+  auto big = ctx.constant(op, DType::I32, 1, lanes, std::move(bigBytes));
+  if (!big)
+    return big.takeError();
+  auto idx = ctx.scratch(op, DType::I32, in.rows, vpr * lanes);
+  if (!idx)
+    return idx.takeError();
+  int64_t prev = 0;
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t v = 0; v < vpr; ++v) {
+      Builder b(ctx, *idx, r, v);
+      auto x = [&] {
+        int n = b.read(in, r, v);
+        if (in.dtype != work)
+          n = b.add(vxm(Opcode::Cvt, in.dtype, work), {n});
+        return n;
+      };
+      int cond = b.add(vxm(Opcode::CmpEq, work), {x(), b.readBeside(*M, r, 0, in)});
+      if (tensor::isFloat(work)) {
+        int xn = x();
+        int nan = b.add(vxm(Opcode::CmpNe, work), {xn, xn});
+        cond = b.add(vxm(Opcode::Or, DType::Bool), {cond, nan});
+      }
+      int pick = b.add(vxm(Opcode::Select, DType::I32),
+                       {cond, b.read(*iota, v, 0), b.readBeside(*big, 0, 0, *iota)});
+      auto p = b.finish(pick, prev);
+      if (!p)
+        return cannotPlace(op);
+      prev = p->firstCycle;
+    }
+  ctx.releaseScratch(*M);
+  auto T = acrossLanes(op, ctx, *idx, Combine::Min, DType::I32);
+  if (!T)
+    return T.takeError();
+  ctx.releaseScratch(*idx);
+  return *T;
+}
+
+} // namespace
+
+llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
+  const ir::Op &src = *op.operand(0);
+  const std::vector<int64_t> &shape = src.type().shape;
+  const int64_t rank = int64_t(shape.size());
+  const bool argmax = op.kind() == ir::OpKind::Argmax;
+  std::vector<int64_t> axes = op.intsAttr("axes").value_or(std::vector<int64_t>{});
+  if (argmax) {
+    int64_t axis = op.intAttr("axis").value_or(rank - 1);
+    axes = {axis < 0 ? axis + rank : axis};
+  }
+  const DType inType = src.type().dtype, outType = op.type().dtype;
+  if (inType == DType::Bool)
+    return unsupported(op, "a reduction of bools");
+  const DType work = tensor::isFloat(inType) ? DType::F32 : inType;
+  Combine how = op.kind() == ir::OpKind::ReduceMax   ? Combine::Max
+                : op.kind() == ir::OpKind::ReduceMin ? Combine::Min
+                                                     : Combine::Sum;
+  const bool mean = op.kind() == ir::OpKind::ReduceMean;
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= shape[size_t(a)];
+  if (rank == 0 || axes.empty() || count == 0)
+    return unsupported(op, "an empty reduction");
+  const TensorView &in = ctx.view(&src);
+  const unsigned lanes = ctx.chip().lanes;
+  std::optional<TensorView> divisor;
+  if (mean) {
+    auto d = ctx.constant(op, DType::F32, 1, lanes, splatF32(float(count), lanes));
+    if (!d)
+      return d.takeError();
+    divisor = *d;
+  }
+  // The finishing ops on a reduced f32/int vector: mean's division, the
+  // result type.
+  // `from`: the tensor the value was read from, when it was just read.
+  auto finishValue = [&](auto &b, int value, const TensorView *from = nullptr) {
+    if (mean)
+      value = b.add(vxm(Opcode::Div, work),
+                    {value, from ? b.readBeside(*divisor, 0, 0, *from) : b.read(*divisor, 0, 0)});
+    DType have = argmax ? DType::I32 : work;
+    if (have != outType)
+      value = b.add(vxm(Opcode::Cvt, have, outType), {value});
+    return value;
+  };
+
+  bool lastAxis = std::find(axes.begin(), axes.end(), rank - 1) != axes.end();
+  if (lastAxis) {
+    if (axes.size() != 1)
+      return unsupported(op, "a reduction over the last axis and others at once");
+    auto [outRows, outCols] = LoweringContext::rowsAndCols(op.type());
+    if (outRows * outCols != in.rows)
+      return unsupported(op, "this reduction's result layout");
+    auto T = argmax ? argmaxLanes(op, ctx, in, work) : acrossLanes(op, ctx, in, how, work);
+    if (!T)
+      return T.takeError();
+    auto out = ctx.define(&op);
+    if (!out)
+      return out.takeError();
+    TensorView &view = **out;
+    int64_t prev = 0;
+    if (outCols == 1) {
+      // keep = true (or one row): row r's result is row r's vector.
+      for (int64_t r = 0; r < in.rows; ++r) {
+        Builder b(ctx, view, r, 0);
+        int value = finishValue(b, b.read(*T, r, 0), &*T);
+        auto p = b.finish(value, prev);
+        if (!p)
+          return cannotPlace(op);
+        prev = p->firstCycle;
+      }
+    } else {
+      // Without keep the results of consecutive rows go into one vector's
+      // lanes: a chain of selects, lane k from row base + k (a constant
+      // identity of bools gives the lane masks).
+      std::vector<uint8_t> eye(size_t(lanes) * lanes, 0);
+      for (unsigned k = 0; k < lanes; ++k)
+        eye[size_t(k) * lanes + k] = 1;
+      auto masks = ctx.constant(op, DType::Bool, lanes, lanes, std::move(eye));
+      if (!masks)
+        return masks.takeError();
+      for (int64_t o = 0; o < view.rows; ++o)
+        for (int64_t v = 0; v < view.vecsPerRow; ++v) {
+          Builder b(ctx, view, o, v);
+          int64_t base = o * outCols + v * lanes;
+          int64_t n = std::min<int64_t>(lanes, outCols - v * lanes);
+          int acc = b.read(*T, base, 0);
+          if (n > 1)
+            acc = b.add(vxm(Opcode::Copy, work), {acc});
+          for (int64_t k = 1; k < n; ++k)
+            acc = b.add(vxm(Opcode::Select, work),
+                        {b.read(*masks, k, 0), b.readBeside(*T, base + k, 0, *masks), acc});
+          auto p = b.finish(finishValue(b, acc), prev);
+          if (!p)
+            return cannotPlace(op);
+          prev = p->firstCycle;
+        }
+    }
+    ctx.releaseScratch(*T);
+    ctx.notePath(op, 0);
+    return llvm::Error::success();
+  }
+
+  if (argmax)
+    return unsupported(op, "an argmax over a leading axis");
+  // Leading axes: every output row combines whole input rows.
+  std::vector<bool> reduced(size_t(rank), false);
+  for (int64_t a : axes)
+    reduced[size_t(a)] = true;
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  const int64_t lead = rank - 1;
+  // Kept and reduced leading dims, each with its row stride in the input.
+  std::vector<int64_t> stride(size_t(lead), 1);
+  for (int64_t d = lead - 2; d >= 0; --d)
+    stride[size_t(d)] = stride[size_t(d + 1)] * shape[size_t(d + 1)];
+  std::vector<int64_t> keptDims, redDims;
+  for (int64_t d = 0; d < lead; ++d)
+    (reduced[size_t(d)] ? redDims : keptDims).push_back(d);
+  auto rowsOf = [&](const std::vector<int64_t> &dims) {
+    // Input row offsets over `dims` in row-major order.
+    std::vector<int64_t> offs{0};
+    for (int64_t d : dims) {
+      std::vector<int64_t> next;
+      for (int64_t o : offs)
+        for (int64_t i = 0; i < shape[size_t(d)]; ++i)
+          next.push_back(o + i * stride[size_t(d)]);
+      offs = std::move(next);
+    }
+    return offs;
+  };
+  std::vector<int64_t> outOffs = rowsOf(keptDims), redOffs = rowsOf(redDims);
+  if (int64_t(outOffs.size()) != view.rows)
+    return unsupported(op, "this reduction's result layout");
+  int64_t prev = 0;
+  for (int64_t o = 0; o < view.rows; ++o)
+    for (int64_t v = 0; v < view.vecsPerRow; ++v) {
+      Builder b(ctx, view, o, v);
+      auto leaf = [&](int64_t k) {
+        int node = b.read(in, outOffs[size_t(o)] + redOffs[size_t(k)], v);
+        if (in.dtype != work)
+          node = b.add(vxm(Opcode::Cvt, in.dtype, work), {node});
+        return node;
+      };
+      int acc = leaf(0);
+      if (redOffs.size() > 1)
+        acc = b.add(vxm(Opcode::Copy, work), {acc});
+      for (size_t k = 1; k < redOffs.size(); ++k)
+        acc = b.add(vxm(combineOpcode(how), work), {acc, leaf(int64_t(k))});
+      auto p = b.finish(finishValue(b, acc), prev);
+      if (!p)
+        return cannotPlace(op);
+      prev = p->firstCycle;
+    }
+  ctx.notePath(op, 0);
+  return llvm::Error::success();
+}
+
+} // namespace lpu::scheduler

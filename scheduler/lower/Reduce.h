@@ -1,0 +1,92 @@
+// Shared by the reductions and softmax: a row's reduction across lanes.
+#pragma once
+
+#include "scheduler/Lowering.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace lpu::scheduler::reduce {
+
+enum class Combine { Sum, Max, Min };
+
+/// The VXM opcode combining two partial results.
+backend::Opcode combineOpcode(Combine how);
+
+/// Reduces every row of `in` (its `cols` valid lanes) with `how`, computing
+/// in `work` (f32 for floats, the input's own type for integers). The
+/// result is scratch SRAM [rows, 1 vector] of `work` whose every lane holds
+/// the row's result (so it serves as a lane broadcast too); the caller
+/// releases it with ctx.releaseScratch(). The row's vectors are first
+/// combined elementwise (the last one's padding lanes masked by an SXM
+/// permute with a constant map: zeros for a sum, the row's lane 0 for
+/// max/min), then the vector is folded onto itself by SXM rotates and VXM
+/// combines, a radix-4 (or the lane count's other factors) step per tree.
+llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                                       Combine how, backend::DType work);
+
+/// An instruction with just an opcode and a dtype.
+backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType type2 = backend::DType::Bool);
+
+/// An SXM instruction on the western (east = false) or eastern SXM.
+backend::Instr sxm(backend::Opcode code, backend::DType type, unsigned count, bool east);
+
+/// Whether two views share a MEM slice: reads of both for one SXM
+/// instruction would then need that slice's read port in one cycle, so one
+/// of them takes a detour through the VXM (a copy).
+bool shareSlice(const TensorView &a, const TensorView &b);
+
+/// One vector's tree written into dest(row, vec): reads record their
+/// readiness and are marked read once placed.
+class Builder {
+public:
+  Builder(LoweringContext &ctx, const TensorView &dest, int64_t row, int64_t vec)
+      : ctx_(ctx), dest_(dest), row_(row), vec_(vec) {
+    tree.write(dest.slices(), dest.address(row, vec), -1);
+    notBefore_ = dest.storage->block.writableFrom;
+  }
+  int read(const TensorView &v, int64_t row, int64_t vec) {
+    notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
+    reads_.push_back(&v);
+    return tree.read(v.slices(), v.address(row, vec));
+  }
+  /// A read of `v` that meets a read of `other` at one consumer: through a
+  /// VXM copy (a cycle earlier) when the two share a slice.
+  int readBeside(const TensorView &v, int64_t row, int64_t vec, const TensorView &other) {
+    int n = read(v, row, vec);
+    if (shareSlice(v, other))
+      n = add(vxm(backend::Opcode::Copy, v.dtype), {n});
+    return n;
+  }
+  int add(backend::Instr in, std::vector<int> inputs) { return tree.add(in, std::move(inputs)); }
+  /// Places the tree with `value` as what is written; nullopt: no cycle.
+  std::optional<Placement> finish(int value, int64_t lowerBound) {
+    if (tree.nodes[size_t(value)].instr.op == backend::Opcode::Read)
+      value = tree.add(vxm(backend::Opcode::Copy, dest_.dtype), {value});
+    tree.nodes[0].inputs = {value};
+    std::optional<Placement> p = ctx_.placer().place(std::move(tree), std::max(notBefore_, lowerBound));
+    if (!p)
+      return p;
+    ctx_.written(dest_, row_, vec_, p->doneCycle - 1);
+    for (const TensorView *v : reads_)
+      ctx_.read(*v, p->doneCycle);
+    return p;
+  }
+  WorkTree tree;
+
+private:
+  LoweringContext &ctx_;
+  const TensorView &dest_;
+  int64_t row_, vec_;
+  int64_t notBefore_ = 0;
+  std::vector<const TensorView *> reads_;
+};
+
+/// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
+/// `fill` from there on.
+llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill);
+
+/// Whether the SXM near `view`'s slices is the eastern one.
+bool eastOf(const LoweringContext &ctx, const TensorView &view);
+
+} // namespace lpu::scheduler::reduce

@@ -1,0 +1,103 @@
+#include "scheduler/Allocator.h"
+#include "scheduler/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace lpu;
+using namespace lpu::scheduler;
+
+namespace {
+
+backend::ChipDescription chip() {
+  auto c = backend::loadChipDescription("groqchip1");
+  EXPECT_TRUE(bool(c));
+  return *c;
+}
+
+bool overlap(const SramBlock &a, const SramBlock &b) {
+  std::set<uint16_t> sa(a.slices.begin(), a.slices.end());
+  bool shared = false;
+  for (uint16_t s : b.slices)
+    shared |= sa.count(s) > 0;
+  return shared && a.addr < b.addr + b.vectors && b.addr < a.addr + a.vectors;
+}
+
+TEST(SramAllocator, BytePlanesInOneHemisphereAndSpreadOut) {
+  auto c = chip();
+  SramAllocator a(c);
+  std::vector<SramBlock> blocks;
+  for (int i = 0; i < 6; ++i) {
+    auto b = a.allocate(2, 100, {"t", {}});
+    ASSERT_TRUE(bool(b));
+    ASSERT_EQ(b->slices.size(), 2u);
+    EXPECT_EQ(c.isEastSlice(b->slices[0]), c.isEastSlice(b->slices[1]));
+    blocks.push_back(*b);
+  }
+  // Tensors made one after another do not share a slice (so reading two
+  // operands together needs no port twice).
+  for (size_t i = 0; i + 1 < blocks.size(); ++i)
+    for (uint16_t s : blocks[i].slices)
+      for (uint16_t t : blocks[i + 1].slices)
+        EXPECT_NE(s, t);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    for (size_t j = i + 1; j < blocks.size(); ++j)
+      EXPECT_FALSE(overlap(blocks[i], blocks[j]));
+  EXPECT_EQ(a.peakBytes(), 6u * 2 * 100 * c.lanes);
+}
+
+TEST(SramAllocator, ReusesDeadSpaceAfterItsLastRead) {
+  auto c = chip();
+  SramAllocator a(c);
+  // Fill every slice group's first 8000 vectors.
+  std::vector<SramBlock> blocks;
+  for (unsigned i = 0; i < c.memSlices / 4; ++i) {
+    auto b = a.allocate(4, 8000, {"t", {}});
+    ASSERT_TRUE(bool(b));
+    EXPECT_EQ(b->writableFrom, 0);
+    blocks.push_back(*b);
+  }
+  uint64_t peak = a.peakBytes();
+  a.release(blocks[5].id, 1234);
+  auto again = a.allocate(4, 8000, {"t", {}});
+  ASSERT_TRUE(bool(again));
+  EXPECT_EQ(again->slices, blocks[5].slices);
+  EXPECT_EQ(again->addr, blocks[5].addr);
+  // Writes into the reused block wait for the old tensor's last read.
+  EXPECT_EQ(again->writableFrom, 1235);
+  EXPECT_EQ(a.peakBytes(), peak);
+}
+
+TEST(SramAllocator, FullIsAnErrorNamingTheLargestLiveTensors) {
+  auto c = chip();
+  SramAllocator a(c);
+  for (unsigned i = 0; i < c.memSlices / 2; ++i)
+    ASSERT_TRUE(bool(a.allocate(2, c.memVectors - i, {"t" + std::to_string(i), {"m.lpu", i + 1, 1}})));
+  auto full = a.allocate(2, 200, {"last", {"m.lpu", 99, 3}});
+  ASSERT_FALSE(bool(full));
+  bool seen = false;
+  llvm::handleAllErrors(full.takeError(), [&](const ScheduleError &e) {
+    seen = true;
+    EXPECT_EQ(e.kind, ScheduleError::Kind::DoesNotFit);
+    EXPECT_EQ(e.loc.line, 99u);
+    ASSERT_EQ(e.notes.size(), 3u);
+    // The largest first: t0 (8192 vectors), t1, t2.
+    EXPECT_EQ(e.notes[0].first.line, 1u);
+    EXPECT_EQ(e.notes[1].first.line, 2u);
+    EXPECT_EQ(e.notes[2].first.line, 3u);
+    EXPECT_NE(e.notes[0].second.find("t0 is live here, taking 5242880 bytes"), std::string::npos);
+  });
+  EXPECT_TRUE(seen);
+}
+
+TEST(SramAllocator, ABytePlaneLongerThanASliceNeverFits) {
+  auto c = chip();
+  SramAllocator a(c);
+  auto b = a.allocate(1, c.memVectors + 1, {"huge", {}});
+  ASSERT_FALSE(bool(b));
+  std::string message = llvm::toString(b.takeError());
+  EXPECT_NE(message.find("more than the 8192 of a slice"), std::string::npos) << message;
+}
+
+} // namespace

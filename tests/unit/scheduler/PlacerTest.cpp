@@ -1,0 +1,152 @@
+#include "scheduler/Placer.h"
+
+#include <gtest/gtest.h>
+
+using namespace lpu;
+using namespace lpu::scheduler;
+using backend::Instr;
+using backend::Opcode;
+
+namespace {
+
+backend::ChipDescription chip() {
+  auto c = backend::loadChipDescription("groqchip1");
+  EXPECT_TRUE(bool(c));
+  return *c;
+}
+
+// read x (slices 0,1) -> add f16 with read y (slices 44,45) -> write (2,3)
+WorkTree addTree(uint32_t addr) {
+  WorkTree t;
+  t.write({2, 3}, addr, -1);
+  Instr add;
+  add.op = Opcode::Add;
+  add.dtype = backend::DType::F16;
+  int a = t.read({0, 1}, addr), b = t.read({44, 45}, addr);
+  t.nodes[0].inputs = {t.add(add, {a, b})};
+  return t;
+}
+
+TEST(Placer, ValuesArriveInTheCycleTheirConsumerIssues) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  auto placed = p.place(addTree(0), 0);
+  ASSERT_TRUE(placed);
+  int64_t addCycle = -1;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &t : list)
+      if (t.instr.op == Opcode::Add)
+        addCycle = t.cycle;
+  ASSERT_GE(addCycle, 0);
+  unsigned readLatency = c.timingOf(Opcode::Read, backend::DType::Bool).latency;
+  unsigned addLatency = c.timingOf(Opcode::Add, backend::DType::F16).latency;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &t : list) {
+      int64_t dist = std::abs(int64_t(c.slicePosition(t.instr.unit)) - int64_t(c.vxmPosition()));
+      if (t.instr.op == Opcode::Read) {
+        EXPECT_EQ(t.cycle + readLatency + dist, addCycle) << "slice " << t.instr.unit;
+      }
+      if (t.instr.op == Opcode::Write) {
+        EXPECT_EQ(addCycle + addLatency + dist, t.cycle) << "slice " << t.instr.unit;
+      }
+    }
+  // West slices stream east to the VXM, east slices west; the result goes
+  // west to slices 2 and 3.
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &t : list) {
+      if (t.instr.op == Opcode::Add) {
+        EXPECT_EQ(t.instr.src0.dir, backend::StreamRef::East);
+        EXPECT_EQ(t.instr.src1.dir, backend::StreamRef::West);
+        EXPECT_EQ(t.instr.dst.dir, backend::StreamRef::West);
+      }
+    }
+}
+
+TEST(Placer, APipelinedLoopIssuesOneVectorPerCycle) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  int64_t prev = 0, first = -1, last = -1;
+  for (uint32_t v = 0; v < 50; ++v) {
+    auto placed = p.place(addTree(v), prev);
+    ASSERT_TRUE(placed);
+    prev = placed->firstCycle;
+    if (first < 0)
+      first = placed->firstCycle;
+    last = placed->firstCycle;
+  }
+  // One read port per slice: one vector per cycle, no more, no gaps.
+  EXPECT_EQ(last - first, 49);
+}
+
+TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  // Two different vectors of one slice needed in the same cycle.
+  WorkTree t;
+  t.write({2, 3}, 0, -1);
+  Instr add;
+  add.op = Opcode::Add;
+  add.dtype = backend::DType::F16;
+  int a = t.read({0, 1}, 0), b = t.read({0, 1}, 1);
+  t.nodes[0].inputs = {t.add(add, {a, b})};
+  EXPECT_FALSE(p.place(std::move(t), 0));
+}
+
+} // namespace
+
+namespace {
+
+// read x (slices `from`) -> rotate on the SXM of `east` -> write (slices `to`)
+WorkTree rotateTree(std::vector<uint16_t> from, std::vector<uint16_t> to, bool east) {
+  WorkTree t;
+  t.write(to, 0, -1);
+  Instr rot;
+  rot.op = Opcode::Rotate;
+  rot.dtype = backend::DType::F16;
+  rot.count = 5;
+  rot.unit = east ? 1 : 0;
+  t.nodes[0].inputs = {t.add(rot, {t.read(from, 0)})};
+  return t;
+}
+
+} // namespace
+
+TEST(Placer, SxmWorkRunsOnTheChosenHemisphereInExactTime) {
+  auto c = chip();
+  for (bool east : {false, true}) {
+    Schedule s;
+    Placer p(c, s);
+    std::vector<uint16_t> from = east ? std::vector<uint16_t>{60, 61} : std::vector<uint16_t>{4, 5};
+    std::vector<uint16_t> to = east ? std::vector<uint16_t>{70, 71} : std::vector<uint16_t>{10, 11};
+    ASSERT_TRUE(p.place(rotateTree(from, to, east), 0));
+    unsigned sxmPos = c.sxmPosition(east);
+    int64_t rotCycle = -1;
+    for (const auto &[q, list] : s.queues)
+      for (const TimedInstr &t : list)
+        if (t.instr.op == Opcode::Rotate) {
+          rotCycle = t.cycle;
+          // The queue decides the SXM: it is of the asked hemisphere, and
+          // the recorded instruction keeps unit 0 (canonical form).
+          EXPECT_EQ(q.unit, backend::UnitKind::Sxm);
+          EXPECT_EQ(*c.queueIsEast(backend::UnitKind::Sxm, q.index), east);
+          EXPECT_EQ(t.instr.unit, 0u);
+          EXPECT_EQ(t.instr.count, 5u);
+        }
+    ASSERT_GE(rotCycle, 0);
+    unsigned readLatency = c.timingOf(Opcode::Read, backend::DType::Bool).latency;
+    unsigned rotLatency = c.timingOf(Opcode::Rotate, backend::DType::F16).latency;
+    for (const auto &[q, list] : s.queues)
+      for (const TimedInstr &t : list) {
+        int64_t dist = std::abs(int64_t(c.slicePosition(t.instr.unit)) - int64_t(sxmPos));
+        if (t.instr.op == Opcode::Read) {
+          EXPECT_EQ(t.cycle + readLatency + dist, rotCycle) << "slice " << t.instr.unit;
+        }
+        if (t.instr.op == Opcode::Write) {
+          EXPECT_EQ(rotCycle + rotLatency + dist, t.cycle) << "slice " << t.instr.unit;
+        }
+      }
+  }
+}

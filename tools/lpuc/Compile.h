@@ -1,0 +1,48 @@
+// lpuc's compile pipeline as a library (so tests reach it without the
+// CLI): lower the checked program to IR, verify it, run the passes,
+// schedule every entry bucket onto the chip and build the program file.
+// Errors become diagnostics at the user's source.
+#pragma once
+
+#include "backend/ChipDescription.h"
+#include "backend/Program.h"
+#include "frontend/Checker.h"
+#include "frontend/Diagnostics.h"
+#include "frontend/Lower.h"
+#include "scheduler/Schedule.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lpu {
+
+struct CompiledProgram {
+  backend::Program program;
+  /// One per bucket, in program order, with the entry and bucket it is for.
+  struct BucketInfo {
+    std::string entry;
+    std::vector<backend::BucketDim> dims;
+    scheduler::Schedule schedule;
+  };
+  std::vector<BucketInfo> buckets;
+};
+
+/// Compiles `module` for `chip`, running the passes `passes` names (the
+/// default pipeline unless told otherwise); nullopt after reporting errors
+/// to `diags`.
+std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
+                                              const CheckOptions &options,
+                                              const backend::ChipDescription &chip,
+                                              const EmitIROptions &passes = {});
+
+/// `lpuc --report`: per entry and bucket, the predicted cycles and time,
+/// per-unit utilisation, SRAM use, and the lower bound with the ratio.
+void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
+                         llvm::raw_ostream &os);
+void printScheduleReportJson(const CompiledProgram &compiled,
+                             const backend::ChipDescription &chip, llvm::raw_ostream &os);
+
+} // namespace lpu
