@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace lpu::scheduler {
 
@@ -65,6 +66,56 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   return &views_[op];
 }
 
+llvm::Expected<TensorView> LoweringContext::constant(const std::string &what, ir::DType dtype,
+                                                     int64_t rows, int64_t cols,
+                                                     std::vector<uint8_t> data,
+                                                     const std::vector<uint16_t> &avoid) {
+  int64_t vpr = vecsPerRow(cols);
+  unsigned width = tensor::dtypeSize(dtype);
+  // Allocate until the block shares no slice with `avoid` (the allocator
+  // moves on to other slices each time); the misses are freed at once.
+  std::vector<int> misses;
+  std::optional<SramBlock> block;
+  for (int attempt = 0; !block; ++attempt) {
+    auto b = sram_.allocate(width, uint32_t(rows * vpr), SramOwner{what, ir::Location{}});
+    if (!b) {
+      for (int id : misses)
+        sram_.release(id, 0);
+      return b.takeError();
+    }
+    bool clash = false;
+    for (uint16_t s : b->slices)
+      clash |= std::find(avoid.begin(), avoid.end(), s) != avoid.end();
+    if (clash && attempt < 2 * int(chip_.memSlices))
+      misses.push_back(b->id);
+    else
+      block = *b;
+  }
+  for (int id : misses)
+    sram_.release(id, 0);
+  auto storage = std::make_shared<Storage>();
+  storage->block = *block;
+  storage->vecsPerRow = vpr;
+  storage->ready.assign(size_t(rows * vpr), 0);
+  storage->persistent = true;
+  TensorView view;
+  view.storage = storage;
+  view.dtype = dtype;
+  view.rows = rows;
+  view.cols = cols;
+  view.vecsPerRow = vpr;
+  backend::TensorPlacement t;
+  t.role = backend::TensorRole::Constant;
+  t.name = "const." + what + "." + std::to_string(constants.size());
+  t.dtype = dtype;
+  t.shape = {backend::Dim{rows, ""}, backend::Dim{cols, ""}};
+  t.slices = block->slices;
+  t.addr = block->addr;
+  t.data = std::move(data);
+  constants.push_back(std::move(t));
+  return view;
+}
+
 void LoweringContext::written(const TensorView &view, int64_t row, int64_t vec, int64_t cycle) {
   view.storage->ready[size_t(view.storageRow(row) * view.vecsPerRow + vec)] = cycle + 1;
 }
@@ -107,6 +158,12 @@ LoweringFn loweringFor(ir::OpKind kind) {
   case K::Reshape:
   case K::Broadcast:
     return lowerView;
+  case K::Transpose:
+  case K::Slice:
+  case K::Concat:
+    return lowerLayout;
+  case K::Iota:
+    return lowerIota;
   default:
     return ir::isElementwise(kind) ? lowerElementwise : nullptr;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/ChipDescription.h"
+#include "backend/Program.h"
 #include "ir/IR.h"
 #include "scheduler/Allocator.h"
 #include "scheduler/Placer.h"
@@ -87,6 +88,15 @@ public:
 
   std::vector<PlaneState> planes; // sized by the driver
 
+  /// A constant tensor [rows, cols] of `dtype` with `data` (row-major,
+  /// little-endian) that a lowering needs (permute maps, iota values): kept
+  /// in SRAM for the whole run and loaded with the program. `avoid`: slices
+  /// it must not share (tensors read in the same cycles as it).
+  llvm::Expected<TensorView> constant(const std::string &what, ir::DType dtype, int64_t rows,
+                                      int64_t cols, std::vector<uint8_t> data,
+                                      const std::vector<uint16_t> &avoid = {});
+  std::vector<backend::TensorPlacement> constants; // appended to the program's
+
   // Set by the driver.
   std::map<const ir::Op *, std::vector<const ir::Op *>> users;
   std::map<const ir::Op *, bool> returned;
@@ -108,6 +118,16 @@ LoweringFn loweringFor(ir::OpKind kind);
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row broadcast
+/// Data movement (transpose, slice, concat, reshapes and broadcasts that
+/// move lanes): views where rows stay whole, else SXM lane moves.
+llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
+/// Whether `op` is a view of its operand's storage (no data moves): the
+/// driver keeps the operand alive while the view is used.
+bool aliasesOperand(const ir::Op &op, unsigned lanes);
+/// Assembles every output vector of a layout op from the lanes of its
+/// operands' vectors (SXM distribute, VXM or): any data movement.
+llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx);
 /// Copies `view` into a fresh SRAM block for `op` (an output that aliases
 /// an input, a parameter or another output).
 /// The copy becomes `op`'s view; `type` is the copied value's type.

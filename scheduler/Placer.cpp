@@ -49,6 +49,9 @@ unsigned Placer::position(const Instr &in) const {
   case Opcode::LoadWeights: case Opcode::InstallWeights: case Opcode::MatMul:
   case Opcode::AccRead:
     return chip_.planePosition(in.unit);
+  case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
+  case Opcode::Transpose:
+    return chip_.sxmPosition(in.unit != 0); // unit: 0 the western SXM, 1 the eastern
   default:
     return chip_.vxmPosition();
   }
@@ -81,6 +84,12 @@ std::vector<unsigned> Placer::queueCandidates(const Instr &in) const {
     unsigned start = in.unit % half;
     for (unsigned i = 0; i < half; ++i)
       out.push_back(base + (start + i) % half);
+    return out;
+  }
+  if (unit == UnitKind::Sxm) {
+    // The queues of the SXM's own hemisphere (unit 0: west, 1: east).
+    for (unsigned i = 0; i < n / 2; ++i)
+      out.push_back((in.unit ? n / 2 : 0) + i);
     return out;
   }
   for (unsigned i = 0; i < n; ++i)
@@ -323,6 +332,8 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
         s.id = uint8_t(s.id + is.plane);
       (i == 0 ? in.src0 : i == 1 ? in.src1 : in.src2) = s;
     }
+    if (unit == UnitKind::Sxm)
+      in.unit = 0; // the queue's hemisphere picks the SXM; the field is unused
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
   for (auto &[q, t] : chosen) {

@@ -85,7 +85,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   // Reshapes alias their operand: uses of an alias are uses of its storage.
   auto storageRoot = [&](const ir::Op *op) {
-    while (op->kind() == ir::OpKind::Reshape || op->kind() == ir::OpKind::Broadcast)
+    while (aliasesOperand(*op, chip.lanes))
       op = op->operand(0);
     return op;
   };
@@ -223,6 +223,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   schedule.tensors = inputs;
   schedule.tensors.insert(schedule.tensors.end(), params.begin(), params.end());
   schedule.tensors.insert(schedule.tensors.end(), consts.begin(), consts.end());
+  schedule.tensors.insert(schedule.tensors.end(), ctx.constants.begin(), ctx.constants.end());
   schedule.tensors.insert(schedule.tensors.end(), outputs.begin(), outputs.end());
 
   // The figures: cycles as the simulator counts them, and the lower bound.
