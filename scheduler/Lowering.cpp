@@ -164,6 +164,8 @@ LoweringFn loweringFor(ir::OpKind kind) {
     return lowerLayout;
   case K::Iota:
     return lowerIota;
+  case K::Gather:
+    return lowerGather;
   default:
     return ir::isElementwise(kind) ? lowerElementwise : nullptr;
   }

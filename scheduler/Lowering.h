@@ -121,6 +121,7 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row b
 /// Data movement (transpose, slice, concat, reshapes and broadcasts that
 /// move lanes): views where rows stay whole, else SXM lane moves.
 llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx); // MEM gather
 llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
 /// Whether `op` is a view of its operand's storage (no data moves): the
 /// driver keeps the operand alive while the view is used.
