@@ -96,3 +96,78 @@ TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
 }
 
 } // namespace
+
+// An SXM distribute of an east tensor: it runs on the eastern SXM (an
+// eastern queue), its inputs arrive there in the cycle it issues, and the
+// recorded instruction carries no placement hint (canonical binary form).
+TEST(Placer, SxmWorkRunsOnItsHemispheresSxm) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  WorkTree t;
+  t.write({60, 61}, 0, -1);
+  Instr dist;
+  dist.op = Opcode::Distribute;
+  dist.dtype = backend::DType::F16;
+  dist.unit = 1; // the eastern SXM
+  int data = t.read({50, 51}, 0), map = t.read({70, 71}, 0);
+  t.nodes[0].inputs = {t.add(dist, {data, map})};
+  ASSERT_TRUE(p.place(std::move(t), 0));
+  int64_t at = -1;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Distribute) {
+        EXPECT_EQ(q.unit, backend::UnitKind::Sxm);
+        EXPECT_EQ(c.queueIsEast(q.unit, q.index), std::optional<bool>(true));
+        EXPECT_EQ(ti.instr.unit, 0u);
+        at = ti.cycle;
+      }
+  ASSERT_GE(at, 0);
+  unsigned readLatency = c.timingOf(Opcode::Read, backend::DType::Bool).latency;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Read) {
+        int64_t d = int64_t(c.sxmPosition(true)) - int64_t(c.slicePosition(ti.instr.unit));
+        EXPECT_EQ(ti.cycle + readLatency + d, at) << "slice " << ti.instr.unit;
+      }
+}
+
+// A gather takes its slice's read port: a read of the same slice in the
+// same cycle must move.
+TEST(Placer, GatherTakesTheReadPort) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  auto tree = [](Opcode op) {
+    WorkTree t;
+    t.write({20}, 0, -1);
+    Instr g;
+    g.op = op;
+    g.dtype = backend::DType::I8;
+    g.unit = 10;
+    int map = t.read({30, 31}, 0);
+    t.nodes[0].inputs = {t.add(g, {map, map})};
+    return t;
+  };
+  auto first = p.place(tree(Opcode::Gather), 0);
+  ASSERT_TRUE(first);
+  WorkTree r;
+  r.write({21}, 1, -1);
+  Instr copy;
+  copy.op = Opcode::Copy;
+  copy.dtype = backend::DType::I8;
+  r.nodes[0].inputs = {r.add(copy, {r.read({10}, 5)})};
+  // Find the gather's cycle and ask for a read of slice 10 right then.
+  int64_t gatherAt = -1;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Gather)
+        gatherAt = ti.cycle;
+  ASSERT_GE(gatherAt, 0);
+  ASSERT_TRUE(p.place(std::move(r), gatherAt));
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Read && ti.instr.unit == 10) {
+        EXPECT_NE(ti.cycle, gatherAt);
+      }
+}
