@@ -98,23 +98,37 @@ void LoweringContext::releaseScratch(const TensorView &view) {
 }
 
 llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType dtype, int64_t rows,
-                                                     int64_t cols, std::vector<uint8_t> data) {
+                                                     int64_t cols, std::vector<uint8_t> data,
+                                                     const std::vector<uint16_t> &avoid) {
+  auto sharesAvoided = [&](const std::vector<uint16_t> &slices) {
+    for (uint16_t s : slices)
+      if (std::find(avoid.begin(), avoid.end(), s) != avoid.end())
+        return true;
+    return false;
+  };
   auto key = std::make_pair(std::string(tensor::dtypeName(dtype)) + "x" + std::to_string(rows) + "x" +
                                 std::to_string(cols),
                             data);
-  if (auto it = constantViews_.find(key); it != constantViews_.end())
+  if (auto it = constantViews_.find(key);
+      it != constantViews_.end() && !sharesAvoided(it->second.slices()))
     return it->second;
   int64_t vpr = vecsPerRow(cols);
   // A constant is loaded before the run starts: its space must be SRAM no
-  // block written during the run has used (writableFrom 0). Space freed
-  // earlier is skipped (held meanwhile, then given back as it was).
+  // block written during the run has used (writableFrom 0), on no slice in
+  // `avoid` (tensors read in the same cycles as it). Other space is skipped
+  // (held meanwhile so the allocator moves on, then given back as it was).
   std::vector<SramBlock> skipped;
   llvm::Expected<SramBlock> block = llvm::make_error<llvm::StringError>("", llvm::inconvertibleErrorCode());
-  while (true) {
+  for (int attempt = 0;; ++attempt) {
     llvm::consumeError(block.takeError());
     block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
                            SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
-    if (!block || block->writableFrom == 0)
+    if (!block)
+      break;
+    // Past a few rounds of every slice, settle for a shared slice (the
+    // placer then serialises the reads) but never for reused space.
+    bool clash = sharesAvoided(block->slices) && attempt < 2 * int(chip_.memSlices);
+    if (block->writableFrom == 0 && !clash)
       break;
     skipped.push_back(*block);
   }
@@ -190,6 +204,14 @@ LoweringFn loweringFor(ir::OpKind kind) {
     return lowerReduce;
   case K::Softmax:
     return lowerSoftmax;
+  case K::Transpose:
+  case K::Slice:
+  case K::Concat:
+    return lowerLayout;
+  case K::Iota:
+    return lowerIota;
+  case K::Gather:
+    return lowerGather;
   default:
     return ir::isElementwise(kind) ? lowerElementwise : nullptr;
   }

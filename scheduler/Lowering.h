@@ -92,11 +92,16 @@ public:
   /// owned by `op`; give it back with releaseScratch() once placed.
   llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols);
   void releaseScratch(const TensorView &view);
-  /// A constant [rows, cols] of `dtype` stored with the program (`data`:
-  /// its elements in row-major order, little-endian); equal constants are
-  /// stored once. The driver adds `constants` to the program's tensors.
+  /// A constant [rows, cols] of `dtype` that `op`'s lowering needs (lane
+  /// maps, masks, divisors, iota values), stored with the program (`data`:
+  /// its elements in row-major order, little-endian) and kept in SRAM for
+  /// the whole run, in space no block written during the run has used.
+  /// Equal constants are stored once. `avoid`: slices it must not share
+  /// (tensors read in the same cycles as it). The driver adds `constants`
+  /// to the program's tensors.
   llvm::Expected<TensorView> constant(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
-                                      std::vector<uint8_t> data);
+                                      std::vector<uint8_t> data,
+                                      const std::vector<uint16_t> &avoid = {});
   std::vector<backend::TensorPlacement> constants;
 
   // Set by the driver.
@@ -126,6 +131,17 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx);
 /// Broadcasts: along leading dimensions as lowerView; [.., 1] -> [.., D]
 /// repeats a value across lanes (SXM distribute).
 llvm::Error lowerBroadcast(const ir::Op &op, LoweringContext &ctx);
+/// Data movement (transpose, slice, concat, reshapes and broadcasts that
+/// move lanes): views where rows stay whole, else SXM lane moves.
+llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx); // MEM gather
+llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
+/// Whether `op` is a view of its operand's storage (no data moves): the
+/// driver keeps the operand alive while the view is used.
+bool aliasesOperand(const ir::Op &op, unsigned lanes);
+/// Assembles every output vector of a layout op from the lanes of its
+/// operands' vectors (SXM distribute, VXM or): any data movement.
+llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx);
 /// Copies `view` into a fresh SRAM block for `op` (an output that aliases
 /// an input, a parameter or another output).
 /// The copy becomes `op`'s view; `type` is the copied value's type.

@@ -9,7 +9,38 @@ namespace lpu::scheduler {
 using namespace backend;
 
 namespace {
-bool isMemAccess(Opcode op) { return op == Opcode::Read || op == Opcode::Write; }
+// Gather takes its slice's read port, scatter its write port.
+bool isMemAccess(Opcode op) {
+  return op == Opcode::Read || op == Opcode::Write || op == Opcode::Gather ||
+         op == Opcode::Scatter;
+}
+/// `in` with only the fields its opcode uses: the tree keeps placement
+/// hints in others (the SXM's side in `unit`, a gather's dtype), which the
+/// program must not carry (its binary form is canonical).
+Instr usedFields(const Instr &in) {
+  Instr keep;
+  keep.op = in.op;
+  for (OperandKind k : opcodeInfo(in.op).operands)
+    switch (k) {
+    case OperandKind::DType: keep.dtype = in.dtype; break;
+    case OperandKind::DType2: keep.dtype2 = in.dtype2; break;
+    case OperandKind::Count: keep.count = in.count; break;
+    case OperandKind::Delay: keep.delay = in.delay; break;
+    case OperandKind::Slice: case OperandKind::Plane: case OperandKind::Link:
+      keep.unit = in.unit;
+      break;
+    case OperandKind::Addr: case OperandKind::Acc:
+      keep.addr = in.addr;
+      keep.step = in.step;
+      break;
+    case OperandKind::Src0: keep.src0 = in.src0; break;
+    case OperandKind::Src1: keep.src1 = in.src1; break;
+    case OperandKind::Src2: keep.src2 = in.src2; break;
+    case OperandKind::Dst: keep.dst = in.dst; break;
+    }
+  return keep;
+}
+
 } // namespace
 
 int WorkTree::add(Instr instr, std::vector<int> inputs, int queue) {
@@ -52,7 +83,8 @@ unsigned Placer::position(const Instr &in) const {
   case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
   case Opcode::Transpose:
     // In a work tree an SXM instruction's unit picks its hemisphere (0 west,
-    // 1 east); the recorded instruction has unit 0 (the queue says where).
+    // 1 east); the recorded instruction drops it (usedFields: the queue
+    // says where).
     return chip_.sxmPosition(in.unit != 0);
   default:
     return chip_.vxmPosition();
@@ -300,7 +332,7 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     UnitKind unit = *opcodeInfo(in.op).unit;
     unsigned issue = chip_.timingOf(in.op, in.dtype).issue;
     if (isMemAccess(in.op)) {
-      bool write = in.op == Opcode::Write;
+      bool write = in.op == Opcode::Write || in.op == Opcode::Scatter;
       if (!resources_.portFree(in.unit, write, cycle))
         return undo();
       resources_.setPort(in.unit, write, cycle, true);
@@ -335,8 +367,7 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
         s.id = uint8_t(s.id + is.plane);
       (i == 0 ? in.src0 : i == 1 ? in.src1 : in.src2) = s;
     }
-    if (unit == UnitKind::Sxm)
-      in.unit = 0;
+    in = usedFields(in);
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
   for (auto &[q, t] : chosen) {

@@ -86,7 +86,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   // Reshapes alias their operand: uses of an alias are uses of its storage.
   auto storageRoot = [&](const ir::Op *op) {
-    while (op->kind() == ir::OpKind::Reshape || op->kind() == ir::OpKind::Broadcast)
+    while (aliasesOperand(*op, chip.lanes))
       op = op->operand(0);
     return op;
   };

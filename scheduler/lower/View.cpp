@@ -21,7 +21,7 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
     } else if (in.rowMap.empty() && cols % lanes == 0 && in.cols % lanes == 0) {
       // Whole vectors in the same order.
     } else {
-      return unsupported(op, "a reshape that moves elements across vectors");
+      return moveLanes(op, ctx); // lanes regroup (lower/Layout.cpp)
     }
     ctx.setView(&op, std::move(out));
     ctx.notePath(op, 0);
@@ -31,7 +31,7 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   // grow, so every target row is a whole source row.
   const std::vector<int64_t> &to = op.type().shape, &from = src.type().shape;
   if (to.empty() || from.empty() || to.back() != from.back())
-    return unsupported(op, "a broadcast along the last dimension");
+    return moveLanes(op, ctx); // along the last dimension (lower/Layout.cpp)
   size_t lead = to.size() - from.size();
   std::vector<int64_t> map(static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) {

@@ -150,3 +150,43 @@ TEST(Placer, SxmWorkRunsOnTheChosenHemisphereInExactTime) {
       }
   }
 }
+
+// A gather takes its slice's read port: a read of the same slice in the
+// same cycle must move.
+TEST(Placer, GatherTakesTheReadPort) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  auto tree = [](Opcode op) {
+    WorkTree t;
+    t.write({20}, 0, -1);
+    Instr g;
+    g.op = op;
+    g.dtype = backend::DType::I8;
+    g.unit = 10;
+    int map = t.read({30, 31}, 0);
+    t.nodes[0].inputs = {t.add(g, {map, map})};
+    return t;
+  };
+  auto first = p.place(tree(Opcode::Gather), 0);
+  ASSERT_TRUE(first);
+  WorkTree r;
+  r.write({21}, 1, -1);
+  Instr copy;
+  copy.op = Opcode::Copy;
+  copy.dtype = backend::DType::I8;
+  r.nodes[0].inputs = {r.add(copy, {r.read({10}, 5)})};
+  // Find the gather's cycle and ask for a read of slice 10 right then.
+  int64_t gatherAt = -1;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Gather)
+        gatherAt = ti.cycle;
+  ASSERT_GE(gatherAt, 0);
+  ASSERT_TRUE(p.place(std::move(r), gatherAt));
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Read && ti.instr.unit == 10) {
+        EXPECT_NE(ti.cycle, gatherAt);
+      }
+}

@@ -53,9 +53,11 @@ def main():
         report = json.loads(sim[sim.index("{"):])
         cycles = report["cycles"]
         # The bucket lpurun chose (the smallest that holds the inputs).
+        # (lpurun names them in declaration order, the JSON report by name.)
         dims = report["bucket_dims"]
+        named = dict(kv.split("=") for kv in dims.split())
         bucket = [b for b in predicted["buckets"] if b["entry"] == entry and
-                  " ".join(f"{k}={v}" for k, v in b["bucket"].items()) == dims]
+                  {k: str(v) for k, v in b["bucket"].items()} == named]
         assert len(bucket) == 1, bucket
         if cycles != bucket[0]["cycles"]:
             sys.exit(f"{entry}: simulated {cycles} cycles, lpuc predicted {bucket[0]['cycles']}")
