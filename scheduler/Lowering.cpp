@@ -65,6 +65,37 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   return &views_[op];
 }
 
+llvm::Expected<TensorView> LoweringContext::constant(const std::string &what, ir::DType dtype,
+                                                     int64_t rows, int64_t cols,
+                                                     std::vector<uint8_t> bytes) {
+  int64_t vpr = vecsPerRow(cols);
+  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
+                              SramOwner{what, ir::Location{}});
+  if (!block)
+    return block.takeError();
+  auto storage = std::make_shared<Storage>();
+  storage->block = *block;
+  storage->vecsPerRow = vpr;
+  storage->ready.assign(size_t(rows * vpr), 0);
+  storage->persistent = true;
+  TensorView view;
+  view.storage = storage;
+  view.dtype = dtype;
+  view.rows = rows;
+  view.cols = cols;
+  view.vecsPerRow = vpr;
+  backend::TensorPlacement t;
+  t.role = backend::TensorRole::Constant;
+  t.name = "lowered" + std::to_string(constants.size());
+  t.dtype = dtype;
+  t.shape = {backend::Dim{rows, ""}, backend::Dim{cols, ""}};
+  t.slices = block->slices;
+  t.addr = block->addr;
+  t.data = std::move(bytes);
+  constants.push_back(std::move(t));
+  return view;
+}
+
 void LoweringContext::written(const TensorView &view, int64_t row, int64_t vec, int64_t cycle) {
   view.storage->ready[size_t(view.storageRow(row) * view.vecsPerRow + vec)] = cycle + 1;
 }
@@ -104,6 +135,11 @@ LoweringFn loweringFor(ir::OpKind kind) {
   switch (kind) {
   case K::Matmul:
     return lowerMatmul;
+  case K::Conv2d:
+    return lowerConv;
+  case K::MaxPool2d:
+  case K::AvgPool2d:
+    return lowerPool;
   case K::Reshape:
   case K::Broadcast:
     return lowerView;

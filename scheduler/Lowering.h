@@ -87,6 +87,13 @@ public:
 
   std::vector<PlaneState> planes; // sized by the driver
 
+  /// A constant a lowering needs (lane maps, divisors): [rows, cols] of
+  /// `dtype`, `bytes` its elements row-major. Loaded with the program and
+  /// never freed; the driver lists it with the function's constants.
+  llvm::Expected<TensorView> constant(const std::string &what, ir::DType dtype, int64_t rows,
+                                      int64_t cols, std::vector<uint8_t> bytes);
+  std::vector<backend::TensorPlacement> constants;
+
   // Set by the driver.
   std::map<const ir::Op *, std::vector<const ir::Op *>> users;
   std::map<const ir::Op *, bool> returned;
@@ -107,6 +114,8 @@ LoweringFn loweringFor(ir::OpKind kind);
 // The op families (scheduler/lower/).
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
+llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row broadcast
 /// Copies `view` into a fresh SRAM block for `op` (an output that aliases
 /// an input, a parameter or another output).

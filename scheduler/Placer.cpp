@@ -49,6 +49,9 @@ unsigned Placer::position(const Instr &in) const {
   case Opcode::LoadWeights: case Opcode::InstallWeights: case Opcode::MatMul:
   case Opcode::AccRead:
     return chip_.planePosition(in.unit);
+  case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
+  case Opcode::Transpose:
+    return chip_.sxmPosition(in.unit != 0); // unit: the hemisphere (0 west, 1 east)
   default:
     return chip_.vxmPosition();
   }
@@ -81,6 +84,13 @@ std::vector<unsigned> Placer::queueCandidates(const Instr &in) const {
     unsigned start = in.unit % half;
     for (unsigned i = 0; i < half; ++i)
       out.push_back(base + (start + i) % half);
+    return out;
+  }
+  if (unit == UnitKind::Sxm) {
+    // The SXM of the hemisphere `unit` names (its queues drive only it).
+    unsigned half = n / 2, base = in.unit != 0 ? half : 0;
+    for (unsigned i = 0; i < half; ++i)
+      out.push_back(base + i);
     return out;
   }
   for (unsigned i = 0; i < n; ++i)
@@ -309,6 +319,8 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
       return undo();
     resources_.setQueue(unit, unsigned(queue), cycle, issue, true);
     taken.push_back({Taken::Queue, unit, unsigned(queue), cycle, issue, false, {}});
+    if (unit == UnitKind::Sxm)
+      in.unit = 0; // the queue's hemisphere picks the SXM; the field is unused
     // Streams: the node's own result, and its inputs.
     const WorkNode &node = tree.nodes[is.node];
     if (timed.valueOf[is.node] >= 0) {

@@ -223,6 +223,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   schedule.tensors = inputs;
   schedule.tensors.insert(schedule.tensors.end(), params.begin(), params.end());
   schedule.tensors.insert(schedule.tensors.end(), consts.begin(), consts.end());
+  schedule.tensors.insert(schedule.tensors.end(), ctx.constants.begin(), ctx.constants.end());
   schedule.tensors.insert(schedule.tensors.end(), outputs.begin(), outputs.end());
 
   // The figures: cycles as the simulator counts them, and the lower bound.
