@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace lpu::scheduler {
@@ -100,11 +101,27 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
         ctx.persistentResult[root] = true;
       }
     }
-  // The last op (in program order) that reads each storage root.
+  // An op inside a fusion group is computed when its group's materialized
+  // ops are lowered (later in program order): its reads happen there.
+  std::map<const ir::Op *, size_t> readsAt;
+  for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
+    const ir::Op *op = it->get();
+    size_t at = index[op];
+    if (!ctx.materialized(op))
+      for (const ir::Op *user : ctx.users[op])
+        at = std::max(at, readsAt[user]);
+    readsAt[op] = at;
+  }
+  // The storage roots whose last reader is lowered at each op index.
   std::map<const ir::Op *, size_t> lastUse;
   for (const auto &op : fn.ops())
-    for (const ir::Op *operand : op->operands())
-      lastUse[storageRoot(operand)] = index[op.get()];
+    for (const ir::Op *operand : op->operands()) {
+      size_t &last = lastUse[storageRoot(operand)];
+      last = std::max(last, readsAt[op.get()]);
+    }
+  std::map<size_t, std::vector<const ir::Op *>> releaseAfter;
+  for (const auto &[root, at] : lastUse)
+    releaseAfter[at].push_back(root);
 
   std::vector<TensorPlacement> inputs, params, consts, outputs;
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
@@ -209,10 +226,13 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       break;
     }
     }
-    // Free every block whose last reader this was.
-    for (const ir::Op *operand : op.operands()) {
-      const ir::Op *root = storageRoot(operand);
-      if (lastUse[root] != index[&op] || !ctx.hasView(root))
+    // Free every block whose last reader this was (in index order, so that
+    // allocation stays a function of the program).
+    std::vector<const ir::Op *> dead = releaseAfter[index[&op]];
+    std::sort(dead.begin(), dead.end(),
+              [&](const ir::Op *a, const ir::Op *b) { return index[a] < index[b]; });
+    for (const ir::Op *root : dead) {
+      if (!ctx.hasView(root))
         continue;
       const TensorView &v = ctx.view(root);
       if (!v.storage->persistent)
@@ -229,16 +249,17 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   // The figures: cycles as the simulator counts them, and the lower bound.
   int64_t last = -1;
   std::vector<int64_t> readsPerSlice(chip.memSlices, 0), writesPerSlice(chip.memSlices, 0);
-  std::vector<int64_t> planeBusy(chip.mxmPlanes, 0);
+  // A queue issues one instruction at a time: its issue cycles bound the
+  // schedule (an MXM plane's matmul queue, for instance).
+  std::map<QueueId, int64_t> queueBusy;
   for (const auto &[q, list] : schedule.queues)
     for (const TimedInstr &t : list) {
+      queueBusy[q] += chip.timingOf(t.instr.op, t.instr.dtype).issue;
       last = std::max(last, t.cycle + latencyOf(chip, t.instr));
       if (t.instr.op == Opcode::Read)
         ++readsPerSlice[t.instr.unit];
       if (t.instr.op == Opcode::Write)
         ++writesPerSlice[t.instr.unit];
-      if (q.unit == UnitKind::Mxm)
-        planeBusy[t.instr.unit] += chip.timingOf(t.instr.op, t.instr.dtype).issue;
     }
   schedule.cycles = last + 1;
   schedule.sramBytes = sram.peakBytes();
@@ -254,13 +275,46 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     bound((writesPerSlice[s] + chip.memWritePorts - 1) / chip.memWritePorts,
           "MEM slice " + std::to_string(s) + " writes");
   }
-  for (unsigned p = 0; p < chip.mxmPlanes; ++p)
-    bound(planeBusy[p], "MXM plane " + std::to_string(p));
+  for (const auto &[q, busy] : queueBusy)
+    bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
   unsigned vxmQueues = chip.queues[unsigned(UnitKind::Vxm)];
   bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
   bound(ctx.criticalPath, "critical path");
   return schedule;
 }
+
+namespace {
+/// Names each input and output dimension after the bucket size it equals in
+/// every bucket of the entry (as the reference interpreter does), so that
+/// lpurun picks the smallest bucket that holds the inputs and pads them.
+void nameBucketDims(Entry &entry) {
+  for (Bucket &bucket : entry.buckets)
+    for (TensorPlacement &t : bucket.tensors) {
+      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
+        continue;
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        for (const BucketDim &size : bucket.dims) {
+          bool everywhere = true;
+          for (const Bucket &other : entry.buckets) {
+            const TensorPlacement *same = nullptr;
+            for (const TensorPlacement &o : other.tensors)
+              if (o.role == t.role && o.name == t.name)
+                same = &o;
+            std::optional<int64_t> there;
+            for (const BucketDim &od : other.dims)
+              if (od.name == size.name)
+                there = od.value;
+            everywhere &= same && there && d < same->shape.size() &&
+                          (same->shape[d].name == size.name || same->shape[d].value == *there);
+          }
+          if (everywhere) {
+            t.shape[d] = Dim{0, size.name};
+            break;
+          }
+        }
+    }
+}
+} // namespace
 
 llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescription &chip,
                                        std::vector<Schedule> *schedules) {
@@ -283,6 +337,8 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
     if (schedules)
       schedules->push_back(std::move(*schedule));
   }
+  for (Entry &entry : program.entries)
+    nameBucketDims(entry);
   return program;
 }
 

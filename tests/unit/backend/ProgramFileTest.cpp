@@ -19,9 +19,12 @@ Program sampleProgram(uint64_t fingerprint) {
   p.numChips = 8;
   Bucket b;
   b.dims = {{"n", 4}};
-  b.tensors.push_back({TensorRole::Input, "x", DType::F16, {{0, "n"}, {320, ""}}, 0, {0, 1}, 0});
-  b.tensors.push_back({TensorRole::Param, "w.0", DType::I8, {{320, ""}}, 1, {5}, 7});
-  b.tensors.push_back({TensorRole::Output, "y", DType::F32, {}, 0, {44, 45, 46, 47}, 100});
+  b.tensors.push_back({TensorRole::Input, "x", DType::F16, {{0, "n"}, {320, ""}}, 0, {0, 1}, 0, Layout::Rows, {}});
+  b.tensors.push_back({TensorRole::Param, "w.0", DType::I8, {{320, ""}}, 1, {5}, 7, Layout::Rows, {}});
+  b.tensors.push_back({TensorRole::Output, "y", DType::F32, {}, 0, {44, 45, 46, 47}, 100, Layout::Rows, {}});
+  // A constant carries its bytes (a splat row of two f16 2.0).
+  b.tensors.push_back({TensorRole::Constant, "const0", DType::F16, {{2, ""}}, 0, {6, 7}, 0,
+                       Layout::Rows, {0x00, 0x40, 0x00, 0x40}});
   b.chips.resize(8);
   Queue mem{UnitKind::Mem, 3, {}};
   Instr read;

@@ -50,8 +50,12 @@ def main():
                    f"--output=out={tmp}/{entry}_sim.npy", "--report=json"] + flags)
         run(["lpurun", "--reference", src, "--entry", entry, "--random-weights", "5",
              f"--output=out={tmp}/{entry}_ref.npy"] + flags)
-        cycles = json.loads(sim[sim.index("{"):])["cycles"]
-        bucket = [b for b in predicted["buckets"] if b["entry"] == entry]
+        report = json.loads(sim[sim.index("{"):])
+        cycles = report["cycles"]
+        # The bucket lpurun chose (the smallest that holds the inputs).
+        dims = report["bucket_dims"]
+        bucket = [b for b in predicted["buckets"] if b["entry"] == entry and
+                  " ".join(f"{k}={v}" for k, v in b["bucket"].items()) == dims]
         assert len(bucket) == 1, bucket
         if cycles != bucket[0]["cycles"]:
             sys.exit(f"{entry}: simulated {cycles} cycles, lpuc predicted {bucket[0]['cycles']}")
@@ -72,7 +76,7 @@ def main():
                 i = tuple(np.argwhere(over)[0])
                 sys.exit(f"{entry}: {over.sum()} elements outside the tolerance, first at {i}: {af[i]} vs {bf[i]}")
             how = "within tolerance"
-        print(f"{entry}: {how}, {cycles} cycles as predicted")
+        print(f"{entry} ({dims}): {how}, {cycles} cycles as predicted")
 
 
 main()
