@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace lpu::scheduler {
 
@@ -67,12 +68,33 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
 
 llvm::Expected<TensorView> LoweringContext::constant(const std::string &what, ir::DType dtype,
                                                      int64_t rows, int64_t cols,
-                                                     std::vector<uint8_t> bytes) {
+                                                     std::vector<uint8_t> data,
+                                                     const std::vector<uint16_t> &avoid) {
   int64_t vpr = vecsPerRow(cols);
-  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
-                              SramOwner{what, ir::Location{}});
-  if (!block)
-    return block.takeError();
+  unsigned width = tensor::dtypeSize(dtype);
+  // Allocate until the block shares no slice with `avoid` (the allocator
+  // moves on to other slices each time); the misses are freed at once. A
+  // constant is loaded before the run: its space must be SRAM no block
+  // written during the run has used (writableFrom 0).
+  std::vector<SramBlock> misses;
+  std::optional<SramBlock> block;
+  for (int attempt = 0; !block; ++attempt) {
+    auto b = sram_.allocate(width, uint32_t(rows * vpr), SramOwner{what, ir::Location{}});
+    if (!b) {
+      for (const SramBlock &m : misses)
+        sram_.release(m.id, std::max<int64_t>(0, m.writableFrom - 1));
+      return b.takeError();
+    }
+    bool clash = false;
+    for (uint16_t s : b->slices)
+      clash |= std::find(avoid.begin(), avoid.end(), s) != avoid.end();
+    if ((clash && attempt < 2 * int(chip_.memSlices)) || b->writableFrom > 0)
+      misses.push_back(*b);
+    else
+      block = *b;
+  }
+  for (const SramBlock &m : misses)
+    sram_.release(m.id, std::max<int64_t>(0, m.writableFrom - 1));
   auto storage = std::make_shared<Storage>();
   storage->block = *block;
   storage->vecsPerRow = vpr;
@@ -86,12 +108,12 @@ llvm::Expected<TensorView> LoweringContext::constant(const std::string &what, ir
   view.vecsPerRow = vpr;
   backend::TensorPlacement t;
   t.role = backend::TensorRole::Constant;
-  t.name = "lowered" + std::to_string(constants.size());
+  t.name = "const." + what + "." + std::to_string(constants.size());
   t.dtype = dtype;
   t.shape = {backend::Dim{rows, ""}, backend::Dim{cols, ""}};
   t.slices = block->slices;
   t.addr = block->addr;
-  t.data = std::move(bytes);
+  t.data = std::move(data);
   constants.push_back(std::move(t));
   return view;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/ChipDescription.h"
+#include "backend/Program.h"
 #include "ir/IR.h"
 #include "scheduler/Allocator.h"
 #include "scheduler/Placer.h"
@@ -87,12 +88,14 @@ public:
 
   std::vector<PlaneState> planes; // sized by the driver
 
-  /// A constant a lowering needs (lane maps, divisors): [rows, cols] of
-  /// `dtype`, `bytes` its elements row-major. Loaded with the program and
-  /// never freed; the driver lists it with the function's constants.
+  /// A constant tensor [rows, cols] of `dtype` with `data` (row-major,
+  /// little-endian) that a lowering needs (permute maps, iota values): kept
+  /// in SRAM for the whole run and loaded with the program. `avoid`: slices
+  /// it must not share (tensors read in the same cycles as it).
   llvm::Expected<TensorView> constant(const std::string &what, ir::DType dtype, int64_t rows,
-                                      int64_t cols, std::vector<uint8_t> bytes);
-  std::vector<backend::TensorPlacement> constants;
+                                      int64_t cols, std::vector<uint8_t> data,
+                                      const std::vector<uint16_t> &avoid = {});
+  std::vector<backend::TensorPlacement> constants; // appended to the program's
 
   // Set by the driver.
   std::map<const ir::Op *, std::vector<const ir::Op *>> users;

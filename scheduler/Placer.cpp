@@ -51,7 +51,7 @@ unsigned Placer::position(const Instr &in) const {
     return chip_.planePosition(in.unit);
   case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
   case Opcode::Transpose:
-    return chip_.sxmPosition(in.unit != 0); // unit: the hemisphere (0 west, 1 east)
+    return chip_.sxmPosition(in.unit != 0); // unit: 0 the western SXM, 1 the eastern
   default:
     return chip_.vxmPosition();
   }
@@ -87,10 +87,9 @@ std::vector<unsigned> Placer::queueCandidates(const Instr &in) const {
     return out;
   }
   if (unit == UnitKind::Sxm) {
-    // The SXM of the hemisphere `unit` names (its queues drive only it).
-    unsigned half = n / 2, base = in.unit != 0 ? half : 0;
-    for (unsigned i = 0; i < half; ++i)
-      out.push_back(base + i);
+    // The queues of the SXM's own hemisphere (unit 0: west, 1: east).
+    for (unsigned i = 0; i < n / 2; ++i)
+      out.push_back((in.unit ? n / 2 : 0) + i);
     return out;
   }
   for (unsigned i = 0; i < n; ++i)
@@ -319,8 +318,6 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
       return undo();
     resources_.setQueue(unit, unsigned(queue), cycle, issue, true);
     taken.push_back({Taken::Queue, unit, unsigned(queue), cycle, issue, false, {}});
-    if (unit == UnitKind::Sxm)
-      in.unit = 0; // the queue's hemisphere picks the SXM; the field is unused
     // Streams: the node's own result, and its inputs.
     const WorkNode &node = tree.nodes[is.node];
     if (timed.valueOf[is.node] >= 0) {
@@ -335,6 +332,8 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
         s.id = uint8_t(s.id + is.plane);
       (i == 0 ? in.src0 : i == 1 ? in.src1 : in.src2) = s;
     }
+    if (unit == UnitKind::Sxm)
+      in.unit = 0; // the queue's hemisphere picks the SXM; the field is unused
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
   for (auto &[q, t] : chosen) {

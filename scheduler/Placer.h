@@ -22,7 +22,7 @@ namespace lpu::scheduler {
 /// One instruction of a vector's work tree. Build trees with the Tree
 /// helpers below; the placer fills in streams, queues and cycles.
 struct WorkNode {
-  backend::Instr instr;       // opcode, dtypes, unit (slice/plane; SXM: 0 west, 1 east), address
+  backend::Instr instr;       // opcode, dtypes, unit (slice/plane), address
   std::vector<int> inputs;    // nodes whose values this one reads: src0, src1
   /// Read and write: the slice of each byte plane (one read or write per
   /// plane, each timed for its own slice's position); instr.unit unused.

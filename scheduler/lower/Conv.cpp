@@ -25,8 +25,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   if (xin.type().dtype != DType::F16 || win.type().dtype != DType::F16)
     return unsupported(op, "conv2d of " + tensor::dtypeName(xin.type().dtype).str() +
                                " operands: the MXM multiplies f16");
-  const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape,
-                             &ys = op.type().shape;
+  const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape, &ys = op.type().shape;
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
   const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
   const int64_t Ho = ys[2], Wo = ys[3];
@@ -45,10 +44,10 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const int64_t Og = O / groups;
 
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
-  std::set<uint16_t> avoid(X.slices().begin(), X.slices().end());
-  auto maps = convmaps::constantAvoiding(
-      ctx, "conv2d lane maps", DType::I16, KW, lanes,
-      convmaps::laneMaps(KW, stride.w, dil.w, pad.w, W, Wo, lanes, false), avoid);
+  std::vector<uint16_t> avoid = X.slices();
+  auto maps =
+      ctx.constant("conv2d_maps", DType::I16, KW, lanes,
+                   convmaps::laneMaps(KW, stride.w, dil.w, pad.w, W, Wo, lanes, false), avoid);
   if (!maps)
     return maps.takeError();
   auto out = ctx.define(&op);
@@ -75,8 +74,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   // A job: output rows (o in a chunk, ho in a band) of one image and group,
   // on one plane; bands are cut so that the planes share the work.
   const int64_t oChunk = std::min(Og, accRows);
-  const int64_t band = std::max<int64_t>(
-      1, std::min((Ho + planes - 1) / planes, accRows / oChunk));
+  const int64_t band = std::max<int64_t>(1, std::min((Ho + planes - 1) / planes, accRows / oChunk));
   unsigned job = 0;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < groups; ++g)
@@ -172,8 +170,8 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
               cvt.dtype2 = Y.dtype;
               value = tree.add(cvt, {value});
               tree.nodes[0].inputs = {value};
-              int64_t ready = std::max({mmDone[size_t(m)], st.accFree[size_t(m)],
-                                        Y.storage->block.writableFrom});
+              int64_t ready = std::max(
+                  {mmDone[size_t(m)], st.accFree[size_t(m)], Y.storage->block.writableFrom});
               auto placed = ctx.placer().place(std::move(tree), ready);
               if (!placed)
                 return cannotPlace(op);

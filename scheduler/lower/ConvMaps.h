@@ -6,7 +6,6 @@
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
-#include <set>
 
 namespace lpu::scheduler::convmaps {
 
@@ -21,33 +20,13 @@ inline Pair pairAttr(const ir::Op &op, const char *name, Pair dflt) {
   return {(*v)[0], (*v)[1]};
 }
 
-/// A constant whose slices avoid `avoid` (a tree reading both in one cycle
-/// from one slice could never be placed). Retries a few allocations.
-inline llvm::Expected<TensorView> constantAvoiding(LoweringContext &ctx, const std::string &what,
-                                                   ir::DType dtype, int64_t rows, int64_t cols,
-                                                   const std::vector<uint8_t> &bytes,
-                                                   const std::set<uint16_t> &avoid) {
-  for (int attempt = 0;; ++attempt) {
-    auto view = ctx.constant(what, dtype, rows, cols, bytes);
-    if (!view)
-      return view.takeError();
-    bool clash = false;
-    for (uint16_t s : view->slices())
-      clash = clash || avoid.count(s);
-    if (!clash || attempt == 8)
-      return view;
-    // The clashing block stays (constants are never freed): it is small.
-  }
-}
-
 /// One row per kw of u16 lane maps: lane j gets input column
 /// j * stride + kw * dilation - pad; a column outside [0, width) gives 0
 /// (map entry `lanes`), or, when `clamp`, the nearest column inside (a
 /// max over the window does not change when one of its columns repeats).
 /// Lanes at or beyond `outWidth` give 0.
-inline std::vector<uint8_t> laneMaps(int64_t kernel, int64_t stride, int64_t dilation,
-                                     int64_t pad, int64_t width, int64_t outWidth,
-                                     unsigned lanes, bool clamp) {
+inline std::vector<uint8_t> laneMaps(int64_t kernel, int64_t stride, int64_t dilation, int64_t pad,
+                                     int64_t width, int64_t outWidth, unsigned lanes, bool clamp) {
   std::vector<uint8_t> out;
   for (int64_t k = 0; k < kernel; ++k)
     for (int64_t j = 0; j < int64_t(lanes); ++j) {
@@ -67,8 +46,8 @@ inline std::vector<uint8_t> laneMaps(int64_t kernel, int64_t stride, int64_t dil
 
 /// A distribute node (SXM of hemisphere `east`) of one vector of `data`
 /// through map row `mapRow` into `tree`.
-inline int distribute(WorkTree &tree, const TensorView &data, int64_t row,
-                      const TensorView &maps, int64_t mapRow, bool east) {
+inline int distribute(WorkTree &tree, const TensorView &data, int64_t row, const TensorView &maps,
+                      int64_t mapRow, bool east) {
   backend::Instr d;
   d.op = backend::Opcode::Distribute;
   d.dtype = data.dtype;

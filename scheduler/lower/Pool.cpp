@@ -30,30 +30,28 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
   const unsigned lanes = chip.lanes;
   const DType dtype = xin.type().dtype;
   if (W > int64_t(lanes) || Wo > int64_t(lanes))
-    return unsupported(op, "pooling rows wider than one vector (" + std::to_string(lanes) +
-                               " lanes)");
+    return unsupported(op,
+                       "pooling rows wider than one vector (" + std::to_string(lanes) + " lanes)");
   const DType work = isMax ? dtype : DType::F32;
-  if (!dtypeAllowed(isMax ? Opcode::Max : Opcode::Add, work) ||
-      (!isMax && !tensor::isFloat(dtype)))
+  if (!dtypeAllowed(isMax ? Opcode::Max : Opcode::Add, work) || (!isMax && !tensor::isFloat(dtype)))
     return unsupported(op, "pooling of " + tensor::dtypeName(dtype).str());
 
   const TensorView &X = ctx.view(&xin);
-  std::set<uint16_t> avoid(X.slices().begin(), X.slices().end());
-  auto maps = convmaps::constantAvoiding(
-      ctx, std::string(ir::mnemonic(op.kind())) + " lane maps", DType::I16, kernel.w, lanes,
-      convmaps::laneMaps(kernel.w, stride.w, 1, pad.w, W, Wo, lanes, isMax), avoid);
+  std::vector<uint16_t> avoid = X.slices();
+  auto maps =
+      ctx.constant(std::string(ir::mnemonic(op.kind())) + "_maps", DType::I16, kernel.w, lanes,
+                   convmaps::laneMaps(kernel.w, stride.w, 1, pad.w, W, Wo, lanes, isMax), avoid);
   if (!maps)
     return maps.takeError();
   std::optional<TensorView> divisor;
   if (!isMax) {
     for (uint16_t s : maps->slices())
-      avoid.insert(s);
+      avoid.push_back(s);
     float d = float(kernel.h * kernel.w);
     std::vector<uint8_t> bytes(size_t(lanes) * 4);
     for (unsigned j = 0; j < lanes; ++j)
       std::memcpy(&bytes[size_t(j) * 4], &d, 4);
-    auto v = convmaps::constantAvoiding(ctx, "avg_pool2d divisor", DType::F32, 1, lanes,
-                                        bytes, avoid);
+    auto v = ctx.constant("avg_pool2d_divisor", DType::F32, 1, lanes, bytes, avoid);
     if (!v)
       return v.takeError();
     divisor = *v;
