@@ -2,8 +2,9 @@
 # lpufmt throughput: formats a generated .lpu file of about 10,000 lines and
 # one twice that size and prints, for each, the in-process CPU time of the
 # phases (bench/fmt_phases: parse, render+print, the whole formatSource with
-# its safety checks) and the wall time of the lpufmt process (best of 5), with
-# the growth factor when the input doubles. A figure, not a test.
+# its safety checks) and the CPU time of the whole lpufmt process (best of 5;
+# CPU time, not wall time, because the bench machines are shared), with the
+# growth factor when the input doubles. A figure, not a test.
 # Usage: bench/fmt_bench.sh [BUILD_DIR]  (default: build; needs the targets
 # lpufmt and fmt_phases built)
 set -eu
@@ -52,14 +53,15 @@ for name, units in (("10k", 400), ("20k", 800)):
             f.write(UNIT.format(i=i))
 PY
 
-best() { # best wall time in ms of 5 runs of: lpufmt ARGS
+best() { # best CPU time (user + system) in ms of 5 runs of: lpufmt ARGS
   python3 - "$@" <<'PY'
-import subprocess, sys, time
+import resource, subprocess, sys
 times = []
 for _ in range(5):
-    t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-    times.append((time.perf_counter() - t) * 1000)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    times.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
 print(f"{min(times):.1f}")
 PY
 }
@@ -74,7 +76,7 @@ done
 echo "in-process CPU time, best of 5 after a warm-up:"
 "$PHASES" "$WORK/10k.lpu" 5
 "$PHASES" "$WORK/20k.lpu" 5
-echo "lpufmt process wall time, best of 5:"
+echo "lpufmt process CPU time (user + system, whole process), best of 5:"
 t10=$(best "$LPUFMT" "$WORK/10k.lpu"); t20=$(best "$LPUFMT" "$WORK/20k.lpu")
 u10=$(best "$LPUFMT" --no-verify "$WORK/10k.lpu"); u20=$(best "$LPUFMT" --no-verify "$WORK/20k.lpu")
 f10=$(best "$LPUFMT" "$WORK/10k.out.lpu")

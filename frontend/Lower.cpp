@@ -1,7 +1,9 @@
 // The lowering driver: check with lowering switched on, verify, print.
 // The per-operation work is in LowerOps.cpp, called from the checker.
 #include "frontend/Lower.h"
+
 #include "frontend/LowerImpl.h"
+#include "ir/Pass.h"
 #include "ir/Text.h"
 #include "ir/Verifier.h"
 
@@ -72,12 +74,32 @@ bool verifyLowered(const ir::Module &module, DiagnosticEngine &diags) {
   return ok;
 }
 
+bool runPasses(ir::Module &module, DiagnosticEngine &diags, const EmitIROptions &options) {
+  if (options.passes == "none")
+    return true;
+  ir::PassManagerOptions pm;
+  pm.printBefore = options.printBefore;
+  pm.printAfter = options.printAfter;
+  pm.dumpStream = options.dumps ? options.dumps : &llvm::errs();
+  ir::PassManager passes(pm);
+  if (llvm::Error e = passes.addPipeline(options.passes)) {
+    reportInternal(diags, {}, llvm::toString(std::move(e)));
+    return false;
+  }
+  llvm::Expected<bool> changed = passes.run(module);
+  if (!changed) {
+    reportInternal(diags, {}, llvm::toString(changed.takeError()));
+    return false;
+  }
+  return true;
+}
+
 bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptions &options,
             llvm::raw_ostream &os, const EmitIROptions &emitOptions) {
   auto lowered = lowerProgram(module, diags, options);
   if (lowered && emitOptions.injectFault)
     breakFirstElementwiseOp(*lowered);
-  if (!lowered || !verifyLowered(*lowered, diags))
+  if (!lowered || !verifyLowered(*lowered, diags) || !runPasses(*lowered, diags, emitOptions))
     return false;
   std::string text;
   llvm::raw_string_ostream printed(text);

@@ -9,6 +9,8 @@
 #include "ir/IR.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace lpu {
 
@@ -30,10 +32,22 @@ struct EmitIROptions {
   /// Testing the internal-error path end to end: break the first
   /// elementwise op's type before the verifier runs.
   bool injectFault = false;
+  /// The passes run after lowering, as `lpu-opt --passes` spells them:
+  /// "default" is the pipeline the scheduler gets, "none" prints the IR as
+  /// lowered.
+  std::string passes = "default";
+  /// Pass names (or "all") whose input or output is dumped to `dumps`.
+  std::vector<std::string> printBefore, printAfter;
+  llvm::raw_ostream *dumps = nullptr;
 };
 
-/// `lpuc --emit=ir`: lowers, verifies and prints the module. False on any
-/// error.
+/// Runs the pipeline `options.passes` over a verified module, verifying
+/// after every pass. A failure (an unknown pass name, a pass that breaks
+/// the IR) is reported into `diags`; false then.
+bool runPasses(ir::Module &module, DiagnosticEngine &diags, const EmitIROptions &options);
+
+/// `lpuc --emit=ir`: lowers, verifies, runs the passes and prints the
+/// module. False on any error.
 bool emitIR(const ast::Module &module, DiagnosticEngine &diags, const CheckOptions &options,
             llvm::raw_ostream &os, const EmitIROptions &emitOptions = {});
 

@@ -8,12 +8,14 @@
 
 #include "ir/IR.h"
 
+#include "backend/tensor/Arithmetic.h"
 #include "backend/tensor/Tensor.h"
 
 #include <llvm/Support/Error.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,11 @@
 namespace lpu::ir {
 
 using NamedTensor = std::pair<std::string, tensor::Tensor>;
+
+/// The shared arithmetic (backend/tensor/Arithmetic.h) an elementwise op
+/// computes with; nullopt for convert, select and the other classes. The
+/// fold pass uses it too, so a folded value is the interpreter's.
+std::optional<tensor::ElementwiseOp> elementwiseArithmetic(OpKind kind);
 
 struct InterpreterOptions {
   /// Threads for matmul and convolution; 0 means one per core. The bits do

@@ -2,6 +2,7 @@
 // element computed in fp32 (floats) or int64 (integers), then rounded or
 // wrapped to the result dtype. One loop per op kind, no per-element dispatch.
 #include "ir/InterpreterKernels.h"
+#include "ir/Interpreter.h"
 
 #include <llvm/ADT/Twine.h>
 
@@ -254,3 +255,11 @@ llvm::Expected<Value> evalLeaf(const Op &op) {
 }
 
 } // namespace lpu::ir::interp
+
+namespace lpu::ir {
+
+std::optional<tensor::ElementwiseOp> elementwiseArithmetic(OpKind kind) {
+  return interp::elementwiseOp(kind);
+}
+
+} // namespace lpu::ir

@@ -35,6 +35,14 @@ std::vector<std::string> passNames();
 /// What the pass called `name` does, in one line; empty for unknown names.
 std::string passDescription(llvm::StringRef name);
 
+/// Checks the pass flags of a tool before anything runs: a pipeline
+/// (comma-separated names, `default`, or `none`) and the names given to
+/// --print-ir-before/--print-ir-after (passes or `all`). The error names the
+/// flag and lists the known passes, since a typo would otherwise print
+/// nothing.
+llvm::Error checkPassFlags(llvm::StringRef pipeline, const std::vector<std::string> &printBefore,
+                           const std::vector<std::string> &printAfter);
+
 /// lpuc's pipeline, as pass names in order.
 std::vector<std::string> defaultPipeline();
 
@@ -63,7 +71,7 @@ public:
 
   void addPass(std::unique_ptr<Pass> pass);
   /// Adds the passes of a comma-separated list ("canonicalize,cse"), where
-  /// `default` stands for defaultPipeline(). An unknown name is an error
+  /// `default` stands for defaultPipeline() and `none` for no pass. An unknown name is an error
   /// that lists the known ones.
   llvm::Error addPipeline(llvm::StringRef list);
   llvm::Error addPipeline(const std::vector<std::string> &names);

@@ -4,6 +4,7 @@
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
 
@@ -119,11 +120,28 @@ llvm::Error PassManager::addPipeline(llvm::StringRef list) {
     if (part == "default") {
       std::vector<std::string> pipeline = defaultPipeline();
       names.insert(names.end(), pipeline.begin(), pipeline.end());
-    } else if (!part.empty()) {
+    } else if (!part.empty() && part != "none") {
       names.push_back(part.str());
     }
   }
   return addPipeline(names);
+}
+
+llvm::Error checkPassFlags(llvm::StringRef pipeline, const std::vector<std::string> &printBefore,
+                           const std::vector<std::string> &printAfter) {
+  PassManager probe;
+  if (llvm::Error e = probe.addPipeline(pipeline))
+    return e;
+  std::vector<std::string> known = passNames();
+  for (auto [names, flag] : {std::pair{&printBefore, "--print-ir-before"},
+                             std::pair{&printAfter, "--print-ir-after"}})
+    for (const std::string &name : *names)
+      if (name != "all" && !llvm::is_contained(known, name))
+        return llvm::createStringError(std::make_error_code(std::errc::invalid_argument),
+                                       "unknown pass '" + name + "' in " + flag +
+                                           "; the passes are: " + llvm::join(known, ", ") +
+                                           " (or all)");
+  return llvm::Error::success();
 }
 
 bool PassManager::wants(const std::vector<std::string> &list, llvm::StringRef pass) const {

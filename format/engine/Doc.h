@@ -8,6 +8,7 @@
 // settles which groups must break (see DocArena::propagateBreaks).
 #pragma once
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
@@ -40,14 +41,28 @@ enum class DocKind : uint8_t {
   BreakParent, // forces every enclosing group to break
 };
 
+/// A node holds no heap memory of its own: its text lives in the arena's
+/// character pool, its children in the arena's child list. Formatting a
+/// large file builds a few hundred thousand nodes.
 struct DocNode {
   DocKind kind = DocKind::Empty;
   bool containsHardBreak = false; // set by propagateBreaks for this subtree
   bool forceBreak = false;        // groups only: break regardless of width
-  uint32_t amount = 0;            // Align: columns
-  uint32_t first = 0, count = 0;  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids
-  std::string text;               // Text, LineSuffix
+  bool multiline = false;         // Text, LineSuffix: the text holds a line break
+  // Concat/Fill/IfBreak/Group/...: children in DocArena::kids. Text and
+  // LineSuffix: the text's range in DocArena's character pool.
+  uint32_t first = 0, count = 0;
+  // Text, LineSuffix: display width up to the first line break. Any other
+  // kind, after propagateBreaks: the width of the whole subtree printed
+  // flat, or kNotFlat if printing it flat could end the line (a hard line, a
+  // line suffix, a forced group, multi-line text). The printer measures and
+  // prints such "simple" subtrees in one go.
+  uint32_t width = 0;
+  uint32_t amount = 0; // Align: columns
+  uint32_t mark = 0;   // Text, LineSuffix: if not 0, the printer reports where it ends
 };
+
+constexpr uint32_t kNotFlat = UINT32_MAX;
 
 /// Owns documents. Builders return ids; ids are only meaningful in the arena
 /// that created them.
@@ -61,32 +76,63 @@ public:
   Doc hardline();
   Doc freshline();
   Doc breakParent();
-  Doc concat(const std::vector<Doc> &parts);
+  Doc concat(llvm::ArrayRef<Doc> parts);
   Doc group(Doc d, bool forceBreak = false);
   Doc indent(Doc d);
   Doc align(uint32_t columns, Doc d);
-  Doc fill(const std::vector<Doc> &partsAndSeparators);
+  Doc fill(llvm::ArrayRef<Doc> partsAndSeparators);
   Doc ifBreak(Doc broken, Doc flat = Doc{});
   Doc lineSuffix(llvm::StringRef s);
+  /// Text (or a line suffix) whose end offset in the output the printer
+  /// reports under `mark` (> 0): how a language finds a piece it printed.
+  Doc markedText(llvm::StringRef s, uint32_t mark);
+  Doc markedLineSuffix(llvm::StringRef s, uint32_t mark);
   Doc lineSuffixBoundary();
   /// `parts` with `separator` between neighbours.
-  Doc join(Doc separator, const std::vector<Doc> &parts);
+  Doc join(Doc separator, llvm::ArrayRef<Doc> parts);
+
+  /// Room for about `nodes` nodes, to avoid regrowing a large arena.
+  void reserve(size_t nodes) {
+    nodes_.reserve(nodes);
+    kids_.reserve(nodes);
+    pool_.reserve(nodes * 2);
+  }
 
   const DocNode &node(Doc d) const { return nodes_[d.id]; }
   Doc sharedHardline() const { return hardline_; }
-  const Doc *children(Doc d) const { return kids_.data() + nodes_[d.id].first; }
+  const Doc *children(Doc d) const { return children(nodes_[d.id]); }
+  const Doc *children(const DocNode &n) const {
+    bool hasText = n.kind == DocKind::Text || n.kind == DocKind::LineSuffix;
+    return hasText ? nullptr : kids_.data() + n.first;
+  }
+  /// The text of a Text or LineSuffix node.
+  llvm::StringRef textOf(const DocNode &n) const {
+    return llvm::StringRef(pool_.data() + n.first, n.count);
+  }
   size_t size() const { return nodes_.size(); }
+  /// The characters of all texts together.
+  size_t textSize() const { return pool_.size(); }
 
-  /// Marks groups that contain a hard line or break-parent as broken. The
-  /// printer calls it; it is linear in the arena size.
+  /// Marks groups that contain a hard line or break-parent as broken, and
+  /// computes each subtree's flat width (DocNode::width). The printer calls
+  /// it; it is linear in the arena size.
   void propagateBreaks();
+  /// The flat width of a subtree (kNotFlat if it cannot print flat as one
+  /// run of text); valid after propagateBreaks.
+  uint32_t flatWidth(const DocNode &n) const {
+    if (n.kind == DocKind::Text)
+      return n.multiline ? kNotFlat : n.width;
+    return n.width;
+  }
 
 private:
-  Doc add(DocNode n, const std::vector<Doc> &children = {});
+  Doc add(DocNode n, llvm::ArrayRef<Doc> children = {});
+  DocNode textNode(DocKind kind, llvm::StringRef s);
 
   std::vector<DocNode> nodes_;
   std::vector<Doc> kids_;
-  Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_;
+  std::string pool_; // the characters of every Text and LineSuffix
+  Doc line_, softline_, hardline_, freshline_, breakParent_, suffixBoundary_, space_;
 };
 
 /// Debug form of a document, e.g. `group(["a", line, "b"])`; used by tests.

@@ -7,6 +7,15 @@ namespace lpu::format {
 FormatContext::FormatContext(const SyntaxTree &tree, const RuleTable &rules, DocArena &arena)
     : tree_(tree), rules_(rules), arena_(arena), tokenUses_(tree.tokens.size(), 0),
       commentUses_(tree.comments.size(), 0), trailingDeferred_(tree.tokens.size(), 0) {
+  for (uint32_t c = 0; c < tree.comments.size(); ++c) {
+    bool open = !regions_.empty() && regions_.back().on == UINT32_MAX;
+    if (!open && isOffComment(c))
+      regions_.push_back({c, UINT32_MAX});
+    else if (open && isOnComment(c))
+      regions_.back().on = c;
+  }
+  // Rules make about three documents a token.
+  arena_.reserve(arena_.size() + tree.tokens.size() * 3 + tree.comments.size() * 2);
   for (const auto &[kind, rule] : rules.byKind)
     if (kind >= 0 && kind < 4096) {
       if (ruleByKind_.size() <= static_cast<size_t>(kind))
@@ -53,7 +62,17 @@ llvm::ArrayRef<SyntaxChild> FormatContext::childrenOf(uint32_t node) const {
 
 Doc FormatContext::commentText(uint32_t comment) {
   ++commentUses_[comment];
+  if (hasOffRegions())
+    return arena_.markedText(tree_.text(tree_.comments[comment]), commentMark(comment));
   return arena_.text(tree_.text(tree_.comments[comment]));
+}
+
+Doc FormatContext::commentSuffix(uint32_t comment) {
+  ++commentUses_[comment];
+  std::string text = (" " + tree_.text(tree_.comments[comment])).str();
+  if (hasOffRegions())
+    return arena_.markedLineSuffix(text, commentMark(comment));
+  return arena_.lineSuffix(text);
 }
 
 bool FormatContext::endsWithLineComment(uint32_t index) const {
@@ -80,7 +99,7 @@ bool FormatContext::hasLeadingComments(uint32_t index) const {
 
 Doc FormatContext::leadingComments(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   int prev = -1;
   for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c) {
     if (commentUses_[c])
@@ -115,7 +134,11 @@ Doc FormatContext::avoidSharedLine(uint32_t index) {
 
 Doc FormatContext::token(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts{avoidSharedLine(index)};
+  if (t.leadBegin == t.trailEnd && !hasOffRegions()) { // most tokens: no comments
+    ++tokenUses_[index];
+    return arena_.text(tree_.text(t));
+  }
+  llvm::SmallVector<Doc, 16> parts{avoidSharedLine(index)};
   // The last leading comment decides how the token follows it.
   int last = -1;
   for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
@@ -132,7 +155,8 @@ Doc FormatContext::token(uint32_t index) {
       parts.push_back(arena_.text(" "));
     }
   }
-  parts.push_back(arena_.text(tree_.text(t)));
+  parts.push_back(hasOffRegions() && t.length ? arena_.markedText(tree_.text(t), tokenMark(index))
+                                              : arena_.text(tree_.text(t)));
   ++tokenUses_[index];
   if (!trailingDeferred_[index])
     parts.push_back(trailingComments(index));
@@ -141,7 +165,7 @@ Doc FormatContext::token(uint32_t index) {
 
 Doc FormatContext::trailingComments(uint32_t index) {
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {
     if (commentUses_[c])
       continue;
@@ -153,8 +177,7 @@ Doc FormatContext::trailingComments(uint32_t index) {
       parts.push_back(arena_.text(" "));
       parts.push_back(commentText(c));
     } else {
-      ++commentUses_[c];
-      parts.push_back(arena_.lineSuffix((" " + tree_.text(cm)).str()));
+      parts.push_back(commentSuffix(c));
       parts.push_back(arena_.breakParent());
     }
   }
@@ -165,7 +188,7 @@ Doc FormatContext::dropToken(uint32_t index) {
   // Printing the token and then taking its text back out would be fragile;
   // instead print its comments around an empty text.
   const Token &t = tree_.tokens[index];
-  std::vector<Doc> parts{avoidSharedLine(index)};
+  llvm::SmallVector<Doc, 16> parts{avoidSharedLine(index)};
   if (hasLeadingComments(index)) {
     parts.push_back(leadingComments(index));
     parts.push_back(arena_.breakParent());
@@ -179,8 +202,7 @@ Doc FormatContext::dropToken(uint32_t index) {
   for (uint32_t c = t.trailBegin; c < t.trailEnd; ++c) {
     if (commentUses_[c])
       continue;
-    ++commentUses_[c];
-    parts.push_back(arena_.lineSuffix((" " + tree_.text(tree_.comments[c])).str()));
+    parts.push_back(commentSuffix(c));
     parts.push_back(arena_.breakParent());
   }
   return arena_.concat(parts);
@@ -198,18 +220,9 @@ bool FormatContext::isOnComment(uint32_t comment) const {
   return commentBody(tree_.text(tree_.comments[comment])) == "lpufmt: on";
 }
 
-void FormatContext::markPrinted(uint32_t begin, uint32_t end) {
-  for (size_t i = 0; i < tree_.tokens.size(); ++i)
-    if (tree_.tokens[i].offset >= begin && tree_.tokens[i].offset < end)
-      ++tokenUses_[i];
-  for (size_t i = 0; i < tree_.comments.size(); ++i)
-    if (tree_.comments[i].offset >= begin && tree_.comments[i].offset < end)
-      ++commentUses_[i];
-}
-
 Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
                          const std::vector<uint32_t> *separators) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   auto firstPieceBlank = [&](uint32_t tok) {
     const Token &t = tree_.tokens[tok];
     for (uint32_t c = t.leadBegin; c < t.trailBegin; ++c)
@@ -231,18 +244,9 @@ Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
       continue;
     }
     separate(first);
-    const Token &t = tree_.tokens[first];
-    uint32_t off = UINT32_MAX;
-    for (uint32_t c = t.leadBegin; c < t.trailBegin && off == UINT32_MAX; ++c)
-      if (!commentUses_[c] && isOffComment(c))
-        off = c;
-    if (off != UINT32_MAX)
-      parts.push_back(offRegion(items, i, off, closeToken));
-    else {
-      parts.push_back(child(items[i]));
-      if (separators && (*separators)[i] != UINT32_MAX)
-        parts.push_back(token((*separators)[i]));
-    }
+    parts.push_back(child(items[i]));
+    if (separators && (*separators)[i] != UINT32_MAX)
+      parts.push_back(token((*separators)[i]));
   }
   if (closeToken != UINT32_MAX && hasLeadingComments(closeToken)) {
     separate(closeToken);
@@ -251,66 +255,106 @@ Doc FormatContext::lines(llvm::ArrayRef<SyntaxChild> items, uint32_t closeToken,
   return arena_.concat(parts);
 }
 
-Doc FormatContext::offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i,
-                             uint32_t offComment, uint32_t closeToken) {
-  std::vector<Doc> parts;
-  uint32_t first = firstToken(items[i]);
-  const Token &t = tree_.tokens[first];
-  // Comments before the `off` comment are formatted as usual.
-  bool any = false;
-  for (uint32_t c = t.leadBegin; c < offComment; ++c) {
-    if (commentUses_[c])
-      continue;
-    if (any)
-      parts.push_back(arena_.hardline());
-    else if (tree_.comments[c].ownLine)
-      parts.push_back(arena_.freshline());
-    parts.push_back(commentText(c));
-    any = true;
+bool FormatContext::spliceOffRegions(std::string &output, const std::vector<uint32_t> &markEnds,
+                                     std::string &details) const {
+  // Every printed token and comment in source order, with where it landed.
+  struct Item {
+    uint32_t offset, length; // in the source
+    uint32_t outBegin, outEnd;
+    bool isComment;
+    uint32_t index;
+  };
+  std::vector<Item> items;
+  items.reserve(tree_.tokens.size() + tree_.comments.size());
+  auto add = [&](uint32_t offset, uint32_t length, uint32_t mark, bool isComment, uint32_t index) {
+    uint32_t end = mark < markEnds.size() ? markEnds[mark] : UINT32_MAX;
+    if (end != UINT32_MAX && end >= length) // dropped tokens were not printed
+      items.push_back({offset, length, end - length, end, isComment, index});
+  };
+  size_t c = 0;
+  for (uint32_t t = 0; t < tree_.tokens.size(); ++t) {
+    const Token &tok = tree_.tokens[t];
+    for (; c < tree_.comments.size() && tree_.comments[c].offset < tok.offset; ++c)
+      add(tree_.comments[c].offset, tree_.comments[c].length, commentMark(c), true, c);
+    if (tok.length)
+      add(tok.offset, tok.length, tokenMark(t), false, t);
   }
-  if (any) {
-    parts.push_back(arena_.hardline());
-    if (tree_.comments[offComment].blankBefore)
-      parts.push_back(arena_.hardline());
+  for (; c < tree_.comments.size(); ++c)
+    add(tree_.comments[c].offset, tree_.comments[c].length, commentMark(c), true, c);
+  std::vector<size_t> itemOfComment(tree_.comments.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].isComment)
+      itemOfComment[items[i].index] = i;
+  auto find = [&](uint32_t comment) { return itemOfComment[comment]; };
+
+  // A region is items [first, last]. The style may move a token across a
+  // region's edge (`x // lpufmt: on` then `, y` prints as `x, // ...`): the
+  // region then grows until no item outside it lands inside its output.
+  struct Span {
+    size_t first, last;
+    uint32_t outBegin, outEnd;
+    bool toEnd;
+  };
+  std::vector<Span> spans;
+  for (const OffRegion &r : regions_) {
+    size_t first = find(r.off);
+    size_t last = r.on == UINT32_MAX ? items.size() - 1 : find(r.on);
+    if (first >= items.size() || last >= items.size()) {
+      details = "an 'lpufmt: off' or 'lpufmt: on' comment was not printed";
+      return false;
+    }
+    Span s{first, last, UINT32_MAX, 0, r.on == UINT32_MAX};
+    if (!spans.empty() && s.first <= spans.back().last) { // grown into the previous one
+      spans.back().last = std::max(spans.back().last, s.last);
+      spans.back().toEnd |= s.toEnd;
+    } else {
+      spans.push_back(s);
+    }
+    for (bool grown = true; grown;) {
+      Span &sp = spans.back();
+      grown = false;
+      for (size_t i = sp.first; i <= sp.last; ++i) {
+        sp.outBegin = std::min(sp.outBegin, items[i].outBegin);
+        sp.outEnd = std::max(sp.outEnd, items[i].outEnd);
+      }
+      while (sp.first > 0 && items[sp.first - 1].outEnd > sp.outBegin) {
+        --sp.first;
+        grown = true;
+      }
+      while (sp.last + 1 < items.size() && items[sp.last + 1].outBegin < sp.outEnd) {
+        ++sp.last;
+        grown = true;
+      }
+      if (grown && spans.size() > 1 && sp.first <= spans[spans.size() - 2].last) {
+        Span &prev = spans[spans.size() - 2];
+        prev.last = std::max(prev.last, sp.last);
+        prev.toEnd |= sp.toEnd;
+        prev.outBegin = std::min(prev.outBegin, sp.outBegin);
+        prev.outEnd = std::max(prev.outEnd, sp.outEnd);
+        spans.pop_back();
+      }
+    }
   }
 
-  // The region ends with the `on` comment that leads a later item (or the
-  // closing token), or else with the last item.
-  uint32_t start = tree_.comments[offComment].offset, end = 0;
-  size_t lastItem = items.size() - 1;
-  auto findOn = [&](uint32_t tok, uint32_t from) {
-    const Token &tt = tree_.tokens[tok];
-    for (uint32_t c = std::max(from, tt.leadBegin); c < tt.trailBegin; ++c)
-      if (!commentUses_[c] && isOnComment(c)) {
-        end = tree_.comments[c].offset + tree_.comments[c].length;
-        return true;
-      }
-    return false;
-  };
-  bool found = findOn(first, offComment + 1);
-  if (found)
-    lastItem = i - 1; // the region holds comments only; item i is formatted
-  for (size_t j = i + 1; !found && j < items.size(); ++j) {
-    uint32_t ft = firstToken(items[j]);
-    if (ft != UINT32_MAX && findOn(ft, 0)) {
-      found = true;
-      lastItem = j - 1;
+  std::string result;
+  result.reserve(output.size());
+  uint32_t done = 0; // output copied so far
+  for (const Span &sp : spans) {
+    uint32_t sourceBegin = items[sp.first].offset;
+    uint32_t sourceEnd = sp.toEnd ? static_cast<uint32_t>(tree_.source.size())
+                                  : items[sp.last].offset + items[sp.last].length;
+    uint32_t outEnd = sp.toEnd ? static_cast<uint32_t>(output.size()) : sp.outEnd;
+    if (sp.outBegin < done || outEnd < sp.outBegin) {
+      details = "an 'lpufmt: off' region was not printed in order";
+      return false;
     }
+    result.append(output, done, sp.outBegin - done);
+    result.append(tree_.source, sourceBegin, sourceEnd - sourceBegin);
+    done = outEnd;
   }
-  if (!found && closeToken != UINT32_MAX)
-    found = findOn(closeToken, 0);
-  if (!found) {
-    const Token &last = tree_.tokens[lastToken(items.back())];
-    end = last.offset + last.length;
-    if (last.trailEnd > last.trailBegin) {
-      const Comment &c = tree_.comments[last.trailEnd - 1];
-      end = c.offset + c.length;
-    }
-  }
-  markPrinted(start, end);
-  parts.push_back(arena_.text(llvm::StringRef(tree_.source).slice(start, end)));
-  i = lastItem;
-  return arena_.concat(parts);
+  result.append(output, done, std::string::npos);
+  output = std::move(result);
+  return true;
 }
 
 bool FormatContext::verifyAllPrintedOnce(std::string &details) const {

@@ -9,6 +9,7 @@
 #include "format/engine/Syntax.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <string>
 #include <unordered_map>
@@ -58,8 +59,7 @@ public:
   bool hasLeadingComments(uint32_t index) const;
 
   /// Items one per line: blank lines between items kept (one at most) but
-  /// never before the first; `// lpufmt: off` ... `// lpufmt: on` regions
-  /// copied byte for byte. `closeToken` (or UINT32_MAX) is the token after
+  /// never before the first. `closeToken` (or UINT32_MAX) is the token after
   /// the sequence: its leading comments are printed as part of the sequence.
   /// `separators`, if given, holds for each item the token printed right
   /// after it (a comma), or UINT32_MAX.
@@ -75,14 +75,39 @@ public:
   /// failure `details` names the first offenders.
   bool verifyAllPrintedOnce(std::string &details) const;
 
+  /// `lpufmt: off` regions: from the first byte of a comment reading
+  /// `lpufmt: off` to the last byte of the next comment reading `lpufmt: on`
+  /// (or to the end of the file). Rules format them like everything else;
+  /// after printing, each region's output (located by the printer's marks
+  /// on every token and comment) is replaced with the region's source
+  /// bytes. As tokens and comments keep their order, the region holds the
+  /// same tokens and comments either way, wherever it starts and ends:
+  /// between declarations or inside an argument list. Where the style moves
+  /// a token across a region's edge (a comma after an `on` line comment),
+  /// the region grows to take that token in.
+  bool hasOffRegions() const { return !regions_.empty(); }
+  /// Replaces each region's formatted text in `output` with its source.
+  /// Fails (with `details`) if a region's comments were not found in order.
+  bool spliceOffRegions(std::string &output, const std::vector<uint32_t> &markEnds,
+                        std::string &details) const;
+
 private:
   Doc commentText(uint32_t comment);
   Doc trailingComments(uint32_t token);
+  Doc commentSuffix(uint32_t comment);
   bool isOffComment(uint32_t comment) const;
   bool isOnComment(uint32_t comment) const;
-  Doc offRegion(llvm::ArrayRef<SyntaxChild> items, size_t &i, uint32_t offComment,
-                uint32_t closeToken);
-  void markPrinted(uint32_t begin, uint32_t end);
+
+  struct OffRegion {
+    uint32_t off, on; // comment indices; `on` is UINT32_MAX: to the end of the file
+  };
+  std::vector<OffRegion> regions_;
+  /// With regions, every token and comment is printed with a mark, so that
+  /// the region's edges can be found in the output.
+  uint32_t tokenMark(uint32_t token) const { return 1 + token; }
+  uint32_t commentMark(uint32_t comment) const {
+    return 1 + static_cast<uint32_t>(tree_.tokens.size()) + comment;
+  }
 
   const SyntaxTree &tree_;
   const RuleTable &rules_;

@@ -13,8 +13,13 @@ bool renderTree(const Language &language, const SyntaxTree &tree, const LayoutOp
   Doc root = context.node(tree.root);
   if (!context.verifyAllPrintedOnce(details))
     return false;
-  output = printDoc(arena, root, layout);
-  return true;
+  if (!context.hasOffRegions()) {
+    output = printDoc(arena, root, layout);
+    return true;
+  }
+  std::vector<uint32_t> markEnds;
+  output = printDoc(arena, root, layout, &markEnds);
+  return context.spliceOffRegions(output, markEnds, details);
 }
 
 namespace {
@@ -109,7 +114,7 @@ FormatResult formatSource(const Language &language, llvm::StringRef source,
   };
   std::string details;
   if (!renderTree(language, input, options.layout, result.output, details))
-    return fail("a token or comment was not printed exactly once", details);
+    return fail("rendering failed", details);
   if (options.corruptOutputForTesting)
     result.output += "\n// injected by --debug-corrupt-output\n";
   if (!options.verify)

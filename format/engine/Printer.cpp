@@ -27,9 +27,11 @@ int displayWidth(llvm::StringRef s) {
 
 class Printer {
 public:
-  Printer(const DocArena &arena, const LayoutOptions &options) : arena_(arena), opt_(options) {}
+  Printer(const DocArena &arena, const LayoutOptions &options, std::vector<uint32_t> *markEnds)
+      : arena_(arena), opt_(options), markEnds_(markEnds) {}
 
-  std::string run(Doc root) {
+  std::string run(Doc root, size_t expectedSize) {
+    out_.reserve(expectedSize);
     cmds_.push_back({0, Mode::Break, root});
     while (!cmds_.empty() || !suffixes_.empty()) {
       if (cmds_.empty()) {
@@ -52,6 +54,21 @@ private:
     suffixes_.clear();
   }
 
+  void recordMark(uint32_t mark) {
+    if (!markEnds_)
+      return;
+    if (markEnds_->size() <= mark)
+      markEnds_->resize(mark + 1, UINT32_MAX);
+    (*markEnds_)[mark] = static_cast<uint32_t>(out_.size());
+  }
+
+  /// Text without a line break whose display width is known.
+  void emitFlat(llvm::StringRef s, uint32_t width) {
+    out_.append(s.data(), s.size());
+    pos_ += static_cast<int>(width);
+    lineHasContent_ = true;
+  }
+
   void emitText(llvm::StringRef s) {
     out_ += s;
     size_t nl = s.rfind('\n');
@@ -71,15 +88,56 @@ private:
     lineHasContent_ = false;
   }
 
+  /// A simple subtree (DocNode::width) in flat mode: its texts and spaces
+  /// one after another, without the command stack's bookkeeping.
+  void emitSimpleFlat(Doc root) {
+    std::vector<Doc> &stack = flatStack_;
+    stack.assign(1, root);
+    while (!stack.empty()) {
+      Doc d = stack.back();
+      stack.pop_back();
+      const DocNode &n = arena_.node(d);
+      const Doc *kids = arena_.children(d);
+      switch (n.kind) {
+      case DocKind::Text:
+        emitFlat(arena_.textOf(n), n.width);
+        if (n.mark)
+          recordMark(n.mark);
+        break;
+      case DocKind::Line: emitFlat(" ", 1); break;
+      case DocKind::Concat:
+      case DocKind::Fill:
+        for (uint32_t i = n.count; i-- > 0;)
+          stack.push_back(kids[i]);
+        break;
+      case DocKind::Group:
+      case DocKind::Indent:
+      case DocKind::Align: stack.push_back(kids[0]); break;
+      case DocKind::IfBreak: stack.push_back(kids[1]); break;
+      default: break; // empty, softline
+      }
+    }
+  }
+
   void step(const Cmd &c) {
     const DocNode &n = arena_.node(c.doc);
     const Doc *kids = arena_.children(c.doc);
+    if (c.mode == Mode::Flat && n.kind != DocKind::Text && c.fillStart == 0 &&
+        arena_.flatWidth(n) != kNotFlat) {
+      emitSimpleFlat(c.doc);
+      return;
+    }
     switch (n.kind) {
     case DocKind::Empty:
     case DocKind::BreakParent:
       break;
     case DocKind::Text:
-      emitText(n.text);
+      if (n.multiline)
+        emitText(arena_.textOf(n));
+      else
+        emitFlat(arena_.textOf(n), n.width);
+      if (n.mark)
+        recordMark(n.mark);
       break;
     case DocKind::Concat:
       for (uint32_t i = n.count; i-- > 0;)
@@ -108,10 +166,14 @@ private:
       cmds_.push_back({c.indent, c.mode, c.mode == Mode::Break ? kids[0] : kids[1]});
       break;
     case DocKind::LineSuffix:
-      if (c.flushing) // its separating blank is not wanted at the start of a line
-        emitText(lineHasContent_ ? llvm::StringRef(n.text) : llvm::StringRef(n.text).ltrim(' '));
-      else
+      if (!c.flushing) {
         suffixes_.push_back(c);
+        break;
+      }
+      // Its separating blank is not wanted at the start of a line.
+      emitText(lineHasContent_ ? arena_.textOf(n) : arena_.textOf(n).ltrim(' '));
+      if (n.mark)
+        recordMark(n.mark);
       break;
     case DocKind::Line:
     case DocKind::SoftLine:
@@ -198,6 +260,14 @@ private:
       stack.pop_back();
       const DocNode &n = arena_.node(c.doc);
       const Doc *kids = arena_.children(c.doc);
+      if (c.mode == Mode::Flat && c.fillStart == 0) {
+        // A simple subtree is measured at once (its flat width).
+        uint32_t w = arena_.flatWidth(n);
+        if (w != kNotFlat) {
+          width -= static_cast<int>(w);
+          continue;
+        }
+      }
       switch (n.kind) {
       case DocKind::Empty:
       case DocKind::BreakParent:
@@ -210,10 +280,9 @@ private:
           return true; // the line ends here
         break;
       case DocKind::Text: {
-        size_t nl = n.text.find('\n');
-        if (nl != std::string::npos)
-          return width - displayWidth(llvm::StringRef(n.text).substr(0, nl)) >= 0;
-        width -= displayWidth(n.text);
+        width -= static_cast<int>(n.width);
+        if (n.multiline)
+          return width >= 0;
         break;
       }
       case DocKind::Concat:
@@ -253,9 +322,11 @@ private:
 
   const DocArena &arena_;
   const LayoutOptions &opt_;
+  std::vector<uint32_t> *markEnds_;
   std::vector<Cmd> cmds_;
   std::vector<Cmd> suffixes_;
   std::vector<Cmd> fitsStack_;
+  std::vector<Doc> flatStack_;
   std::string out_;
   int pos_ = 0;
   bool lineHasContent_ = false;
@@ -263,9 +334,11 @@ private:
 
 } // namespace
 
-std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options) {
+std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options,
+                     std::vector<uint32_t> *markEnds) {
   arena.propagateBreaks();
-  return Printer(arena, options).run(root);
+  // The texts' total, plus room for indentation and line breaks.
+  return Printer(arena, options, markEnds).run(root, arena.textSize() * 2 + 64);
 }
 
 } // namespace lpu::format

@@ -8,6 +8,7 @@
 #include "format/engine/Doc.h"
 
 #include <string>
+#include <vector>
 
 namespace lpu::format {
 
@@ -18,6 +19,10 @@ struct LayoutOptions {
 
 /// Prints `root` (after arena.propagateBreaks()). Trailing spaces are never
 /// written before a newline; verbatim texts are copied as they are.
-std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options);
+/// If `markEnds` is given, markEnds[m] is set to the output offset where the
+/// text marked `m` ends (the vector is grown as needed; unprinted marks stay
+/// UINT32_MAX).
+std::string printDoc(DocArena &arena, Doc root, const LayoutOptions &options,
+                     std::vector<uint32_t> *markEnds = nullptr);
 
 } // namespace lpu::format

@@ -12,79 +12,85 @@ unsigned countLineBreaks(llvm::StringRef s) {
 }
 } // namespace
 
-void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw) {
+TriviaBuilder::TriviaBuilder(SyntaxTree &tree, size_t maxTokens) : tree_(tree) {
   tree.tokens.clear();
   tree.comments.clear();
-  llvm::StringRef src(tree.source);
-  unsigned newlines = 0;       // line breaks since the last token or comment
-  bool lineHasContent = false; // something other than blanks on the current line
-  bool lastWasComment = false;
-  bool sinceTokenSameLine = false; // no line break since the last significant token
-  uint32_t line = 1, column = 1;
+  // An upper bound (untouched capacity costs address space only).
+  tree.tokens.reserve(maxTokens);
+}
 
-  for (const RawToken &r : raw) {
-    llvm::StringRef text = src.substr(r.offset, r.length);
-    uint32_t startLine = line, startColumn = column;
-    unsigned breaks = countLineBreaks(text);
-    if (breaks) {
-      line += breaks;
-      size_t last = text.find_last_of("\r\n");
-      column = static_cast<uint32_t>(text.size() - last);
-    } else {
-      column += static_cast<uint32_t>(text.size());
-    }
-
-    switch (r.category) {
-    case RawToken::Whitespace:
-      if (breaks) {
-        newlines += breaks;
-        lineHasContent = false;
-        sinceTokenSameLine = false;
-        if (lastWasComment)
-          tree.comments.back().newlineAfter = true;
-      }
-      break;
-    case RawToken::LineComment:
-    case RawToken::BlockComment: {
-      Comment c;
-      c.offset = r.offset;
-      c.isLine = r.category == RawToken::LineComment;
-      llvm::StringRef body = c.isLine ? text.rtrim(" \t\f\v") : text;
-      c.length = static_cast<uint32_t>(body.size());
-      c.ownLine = !lineHasContent;
-      c.blankBefore = newlines >= 2;
-      c.newlineAfter = c.isLine; // a line comment ends its line by definition
-      bool trailing = !tree.tokens.empty() && sinceTokenSameLine;
-      tree.comments.push_back(c);
-      if (trailing)
-        tree.tokens.back().trailEnd = static_cast<uint32_t>(tree.comments.size());
-      // A multi-line block comment ends on a later line than the token.
-      if (breaks)
-        sinceTokenSameLine = false;
-      newlines = 0;
-      lineHasContent = true;
-      lastWasComment = true;
-      break;
-    }
-    case RawToken::Significant: {
-      Token t;
-      t.kind = r.kind;
-      t.offset = r.offset;
-      t.length = r.length;
-      t.line = startLine;
-      t.column = startColumn;
-      t.leadBegin = tree.tokens.empty() ? 0 : tree.tokens.back().trailEnd;
-      t.trailBegin = t.trailEnd = static_cast<uint32_t>(tree.comments.size());
-      t.blankBefore = newlines >= 2;
-      tree.tokens.push_back(t);
-      newlines = 0;
-      lineHasContent = true;
-      lastWasComment = false;
-      sinceTokenSameLine = true;
-      break;
-    }
-    }
+void TriviaBuilder::add(const RawToken &r) {
+  SyntaxTree &tree = tree_;
+  llvm::StringRef text = llvm::StringRef(tree.source).substr(r.offset, r.length);
+  uint32_t startLine = line_, startColumn = column_;
+  // Only whitespace and block comments can hold a line break.
+  unsigned breaks = r.category == RawToken::Whitespace || r.category == RawToken::BlockComment
+                        ? countLineBreaks(text)
+                        : 0;
+  if (breaks) {
+    line_ += breaks;
+    size_t last = text.find_last_of("\r\n");
+    column_ = static_cast<uint32_t>(text.size() - last);
+  } else {
+    column_ += static_cast<uint32_t>(text.size());
   }
+
+  switch (r.category) {
+  case RawToken::Whitespace:
+    if (breaks) {
+      newlines_ += breaks;
+      lineHasContent_ = false;
+      sinceTokenSameLine_ = false;
+      if (lastWasComment_)
+        tree.comments.back().newlineAfter = true;
+    }
+    break;
+  case RawToken::LineComment:
+  case RawToken::BlockComment: {
+    Comment c;
+    c.offset = r.offset;
+    c.isLine = r.category == RawToken::LineComment;
+    llvm::StringRef body = c.isLine ? text.rtrim(" \t\f\v") : text;
+    c.length = static_cast<uint32_t>(body.size());
+    c.ownLine = !lineHasContent_;
+    c.blankBefore = newlines_ >= 2;
+    c.newlineAfter = c.isLine; // a line comment ends its line by definition
+    bool trailing = !tree.tokens.empty() && sinceTokenSameLine_;
+    tree.comments.push_back(c);
+    if (trailing)
+      tree.tokens.back().trailEnd = static_cast<uint32_t>(tree.comments.size());
+    // A multi-line block comment ends on a later line than the token.
+    if (breaks)
+      sinceTokenSameLine_ = false;
+    newlines_ = 0;
+    lineHasContent_ = true;
+    lastWasComment_ = true;
+    break;
+  }
+  case RawToken::Significant: {
+    Token t;
+    t.kind = r.kind;
+    t.offset = r.offset;
+    t.length = r.length;
+    t.line = startLine;
+    t.column = startColumn;
+    t.leadBegin = tree.tokens.empty() ? 0 : tree.tokens.back().trailEnd;
+    t.trailBegin = t.trailEnd = static_cast<uint32_t>(tree.comments.size());
+    t.blankBefore = newlines_ >= 2;
+    tree.tokens.push_back(t);
+    newlines_ = 0;
+    lineHasContent_ = true;
+    lastWasComment_ = false;
+    sinceTokenSameLine_ = true;
+    break;
+  }
+  }
+}
+
+void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw) {
+  TriviaBuilder builder(tree, raw.size());
+  for (const RawToken &r : raw)
+    builder.add(r);
 }
 
 uint32_t SyntaxTreeBuilder::finish(size_t mark, int kind) {

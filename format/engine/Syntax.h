@@ -69,9 +69,26 @@ struct SyntaxTree {
 
 /// Builds tokens with attached comments from a raw token stream (which must
 /// cover the source without gaps, ending with a zero-length end-of-file
-/// token of kind `eofKind`). A comment on the same line as the previous
+/// token; only whitespace and block comments may hold line breaks). A comment on the same line as the previous
 /// significant token trails it; every other comment leads the next one.
 void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw);
+
+/// attachTrivia one raw token at a time, for a lexer that hands tokens over
+/// as it finds them instead of collecting them first.
+class TriviaBuilder {
+public:
+  /// `maxTokens`: an upper bound of the significant tokens, to reserve.
+  TriviaBuilder(SyntaxTree &tree, size_t maxTokens);
+  void add(const RawToken &r);
+
+private:
+  SyntaxTree &tree_;
+  unsigned newlines_ = 0;       // line breaks since the last token or comment
+  bool lineHasContent_ = false; // something other than blanks on the current line
+  bool lastWasComment_ = false;
+  bool sinceTokenSameLine_ = false; // no line break since the last significant token
+  uint32_t line_ = 1, column_ = 1;
+};
 
 /// Builds the tree bottom-up: children are added, then the node closing them.
 class SyntaxTreeBuilder {
@@ -82,6 +99,21 @@ public:
   void addToken(uint32_t tokenIndex) { pending_.push_back({false, tokenIndex}); }
   /// Closes the node holding everything added since `mark`; returns its index.
   uint32_t finish(size_t mark, int kind);
+  /// How many children were added since `mark` (and not closed yet).
+  size_t addedSince(size_t mark) const { return pending_.size() - mark; }
+
+  /// The builder's state, to return to when a speculative parse fails.
+  struct Checkpoint {
+    size_t pending, nodes, children;
+  };
+  Checkpoint checkpoint() const {
+    return {pending_.size(), tree_.nodes.size(), tree_.children.size()};
+  }
+  void rollback(const Checkpoint &c) {
+    pending_.resize(c.pending);
+    tree_.nodes.resize(c.nodes);
+    tree_.children.resize(c.children);
+  }
 
 private:
   SyntaxTree &tree_;

@@ -262,7 +262,7 @@ Doc containerRule(FormatContext &cx, uint32_t node, bool alwaysBreak) {
   if (alwaysBreak) {
     body = cx.lines(items, close, &commas);
   } else {
-    std::vector<Doc> parts;
+    llvm::SmallVector<Doc, 16> parts;
     for (size_t k = 0; k < items.size(); ++k) {
       parts.push_back(cx.child(items[k]));
       if (commas[k] != UINT32_MAX)
@@ -288,7 +288,7 @@ Doc memberRule(FormatContext &cx, uint32_t node) {
 }
 
 Doc fallbackRule(FormatContext &cx, uint32_t node) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   for (SyntaxChild c : cx.childrenOf(node))
     parts.push_back(cx.child(c));
   return cx.doc().concat(parts);

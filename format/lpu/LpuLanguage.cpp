@@ -1,5 +1,7 @@
 #include "format/lpu/LpuLanguage.h"
 
+#include "format/lpu/LpuParser.h"
+
 #include "LPUFastLexer.h"
 #include "LPULexer.h"
 #include "LPUParser.h"
@@ -127,7 +129,9 @@ private:
   const std::vector<uint32_t> &tokenMap_;
 };
 
-bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
+} // namespace
+
+bool parseLpuWithAntlr(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
   try {
     // The compiler's lexer; whitespace is what lies between its tokens.
     CodePoints input(tree.source);
@@ -214,6 +218,20 @@ bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
     errors.push_back({1, 1, std::string("parser failure: ") + e.what()});
     return false;
   }
+}
+
+namespace {
+
+/// The hand-written parser first; ANTLR for what it rejects, which is
+/// where every syntax error is found and reported.
+bool parseLpu(SyntaxTree &tree, std::vector<SyntaxError> &errors) {
+  if (parseLpuFast(tree))
+    return true;
+  tree.tokens.clear();
+  tree.comments.clear();
+  tree.nodes.clear();
+  tree.children.clear();
+  return parseLpuWithAntlr(tree, errors);
 }
 
 } // namespace

@@ -1,7 +1,9 @@
-// The .lpu language for the formatter: the ANTLR lexer's token stream (with
-// the hidden channel's comments as trivia) and the ANTLR parse tree as the
-// concrete syntax tree, whose node kinds are the grammar's rule indices
-// (rule contexts with a single child are folded into that child).
+// The .lpu language for the formatter: tokens with comments as trivia, and
+// the ANTLR parse tree's shape as the concrete syntax tree, whose node kinds
+// are the grammar's rule indices (rule contexts with a single child are
+// folded into that child). The hand-written parser of LpuParser.h builds it;
+// the ANTLR lexer and parser take over for input it rejects, and report the
+// syntax errors.
 #pragma once
 
 #include "format/engine/Pipeline.h"

@@ -41,7 +41,7 @@ bool startsWithOwnLineComment(const FormatContext &cx, uint32_t token) {
 }
 
 Doc spaced(FormatContext &cx, uint32_t node) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   uint32_t prevLast = UINT32_MAX;
   for (SyntaxChild c : cx.childrenOf(node)) {
     uint32_t first = cx.firstToken(c);
@@ -66,13 +66,20 @@ Doc spaced(FormatContext &cx, uint32_t node) {
 }
 
 Doc tight(FormatContext &cx, uint32_t node) {
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   uint32_t prevLast = UINT32_MAX;
   for (SyntaxChild c : cx.childrenOf(node)) {
-    if (cx.firstToken(c) == UINT32_MAX)
+    uint32_t first = cx.firstToken(c);
+    if (first == UINT32_MAX)
       continue;
-    parts.push_back(gap(cx, prevLast, Doc{}));
-    parts.push_back(cx.child(c));
+    // `x.` or `-` then a comment on its own line: the comment and the rest
+    // continue one level deeper, as a broken operator chain does.
+    if (prevLast != UINT32_MAX && startsWithOwnLineComment(cx, first))
+      parts.push_back(cx.doc().indent(cx.child(c)));
+    else {
+      parts.push_back(gap(cx, prevLast, Doc{}));
+      parts.push_back(cx.child(c));
+    }
     prevLast = cx.lastToken(c);
   }
   return cx.doc().concat(parts);
@@ -108,7 +115,7 @@ Doc commaList(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt
   if (closeAt == openAt + 1 && !cx.hasLeadingComments(close) && !cx.endsWithLineComment(open))
     return d.concat({cx.token(open), cx.token(close)});
   bool fill = mayFill && fillable(cx, kids, openAt, closeAt);
-  std::vector<Doc> parts;
+  llvm::SmallVector<Doc, 16> parts;
   Doc dropped;
   for (size_t k = openAt + 1; k < closeAt; ++k) {
     if (!isToken(kids[k], cx, P::COMMA)) {
@@ -130,7 +137,11 @@ Doc commaList(FormatContext &cx, llvm::ArrayRef<SyntaxChild> kids, size_t openAt
   }
   if (cx.hasLeadingComments(close))
     parts.push_back(cx.leadingComments(close));
-  Doc list = d.concat({cx.token(open), d.indent(d.concat({d.softline(), d.concat(parts)})),
+  // `( /* why */ x`: a block comment trailing the bracket keeps a blank
+  // after it when the list is flat.
+  const Token &openToken = cx.tree().tokens[open];
+  Doc first = openToken.trailEnd > openToken.trailBegin ? d.line() : d.softline();
+  Doc list = d.concat({cx.token(open), d.indent(d.concat({first, d.concat(parts)})),
                        d.softline(), cx.token(close)});
   return ownGroup ? d.group(list) : list;
 }
@@ -173,10 +184,21 @@ Doc blockRule(FormatContext &cx, uint32_t node) { return braceBlock(cx, cx.child
 /// token carrying a line comment becomes a line break (see gap).
 class Seq {
 public:
-  explicit Seq(FormatContext &cx) : cx_(cx) {}
+  /// `deepenComments`: whether a piece led by an own-line comment goes one
+  /// level deeper (not where the pieces are indented already).
+  explicit Seq(FormatContext &cx, bool deepenComments = true)
+      : cx_(cx), deepenComments_(deepenComments) {}
   Seq &add(SyntaxChild c, Doc before = Doc{}) {
-    if (cx_.firstToken(c) == UINT32_MAX)
+    uint32_t first = cx_.firstToken(c);
+    if (first == UINT32_MAX)
       return *this;
+    if (deepenComments_ && !parts_.empty() && startsWithOwnLineComment(cx_, first)) {
+      // A comment on its own line before a later piece: the comment and the
+      // piece continue one level deeper, not at the enclosing indentation.
+      parts_.push_back(cx_.doc().indent(cx_.child(c)));
+      prevLast_ = cx_.lastToken(c);
+      return *this;
+    }
     return add(cx_.child(c), cx_.lastToken(c), before);
   }
   Seq &add(Doc piece, uint32_t lastToken, Doc before = Doc{}) {
@@ -191,7 +213,8 @@ public:
 
 private:
   FormatContext &cx_;
-  std::vector<Doc> parts_;
+  bool deepenComments_;
+  llvm::SmallVector<Doc, 16> parts_;
   uint32_t prevLast_ = UINT32_MAX;
 };
 
@@ -240,7 +263,7 @@ Doc fnRule(FormatContext &cx, uint32_t node) {
 Doc whereRule(FormatContext &cx, uint32_t node) {
   DocArena &d = cx.doc();
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
-  Seq seq(cx);
+  Seq seq(cx, /*deepenComments=*/false); // inside the clause's indent
   for (size_t k = 0; k < kids.size(); ++k) {
     Doc before = k == 1 ? d.text(" ") : isToken(kids[k], cx, P::COMMA) || k == 0 ? Doc{} : d.line();
     seq.add(kids[k], before);
@@ -325,7 +348,7 @@ Doc exprRule(FormatContext &cx, uint32_t node) {
     std::vector<SyntaxChild> chain;
     flattenChain(cx, node, level, chain);
     Doc first = cx.child(chain[0]);
-    Seq rest(cx);
+    Seq rest(cx, /*deepenComments=*/false); // inside the chain's indent
     rest.add(d.text(""), cx.lastToken(chain[0]));
     for (size_t k = 1; k + 1 < chain.size(); k += 2)
       rest.add(chain[k], d.text(" ")).add(chain[k + 1], d.line());

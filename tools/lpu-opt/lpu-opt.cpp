@@ -37,29 +37,16 @@ std::vector<std::string> splitList(llvm::StringRef list) {
   return out;
 }
 
-/// A --print-ir-* name must be a pass or `all`; a typo would print nothing.
-bool checkPassNames(const std::vector<std::string> &names, llvm::StringRef flag) {
-  std::vector<std::string> known = ir::passNames();
-  for (const std::string &name : names) {
-    if (name == "all" || llvm::is_contained(known, name))
-      continue;
-    tools::reportToolError(kTool, "unknown pass '" + name + "' in " + flag +
-                                      "; the passes are: " + llvm::join(known, ", ") +
-                                      " (or all)");
-    return false;
-  }
-  return true;
-}
-
 int run(const Flags &flags) {
   ir::PassManagerOptions options;
   options.printBefore = splitList(flags.printBefore);
   options.printAfter = splitList(flags.printAfter);
   options.verifyEach = !flags.noVerify;
   options.print.locations = !flags.noLocations;
-  if (!checkPassNames(options.printBefore, "--print-ir-before") ||
-      !checkPassNames(options.printAfter, "--print-ir-after"))
+  if (llvm::Error e = ir::checkPassFlags(flags.passes, options.printBefore, options.printAfter)) {
+    tools::reportToolError(kTool, llvm::toString(std::move(e)));
     return tools::kExitUsageError;
+  }
   ir::PassManager manager(options);
   if (llvm::Error e = manager.addPipeline(flags.passes)) {
     tools::reportToolError(kTool, llvm::toString(std::move(e)));

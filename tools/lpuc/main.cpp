@@ -5,6 +5,7 @@
 #include "frontend/Lower.h"
 #include "frontend/Parser.h"
 #include "frontend/Verify.h"
+#include "ir/Pass.h"
 #include "backend/ProgramBinary.h"
 #include "backend/ProgramText.h"
 #include "tools/lpuc/Compile.h"
@@ -63,6 +64,18 @@ int main(int argc, char **argv) {
   app.add_flag("--inject-ir-fault", irOptions.injectFault,
                "with --emit=ir: break the lowered IR, to test the internal-error path")
       ->group("");
+  app.add_option("--passes", irOptions.passes,
+                 "with --emit=ir: the passes run after lowering, comma-separated ('default' is "
+                 "the compiler's pipeline, 'none' prints the IR as lowered)")
+      ->capture_default_str();
+  app.add_option("--print-ir-before", irOptions.printBefore,
+                 "dump the IR to stderr before the pass PASS (or 'all')")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  app.add_option("--print-ir-after", irOptions.printAfter,
+                 "dump the IR to stderr after the pass PASS (or 'all')")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
@@ -91,6 +104,11 @@ int main(int argc, char **argv) {
       code >= 0)
     return code;
 
+  if (llvm::Error e =
+          ir::checkPassFlags(irOptions.passes, irOptions.printBefore, irOptions.printAfter)) {
+    tools::reportToolError("lpuc", llvm::toString(std::move(e)));
+    return tools::kExitUsageError;
+  }
   if (statsJson && !stats && !report) {
     tools::reportToolError("lpuc", "--json requires --stats or --report");
     return tools::kExitUsageError;

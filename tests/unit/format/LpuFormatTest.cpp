@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace lpu::format {
 namespace {
 
@@ -19,7 +21,12 @@ std::string formatted(const std::string &source, unsigned width = 100) {
   return r.output;
 }
 
-const char *const kSpecs[] = {"decls", "stmts", "comments", "offregion", "breaking"};
+const char *const kSpecs[] = {"decls",   "stmts",  "comments",    "offregion",
+                              "offexpr", "offeof", "exprcomments", "breaking"};
+
+/// Spec files whose `lpufmt: off` regions are meant to keep their
+/// whitespace and comments as they are.
+bool hasOffRegions(const std::string &name) { return name.rfind("off", 0) == 0; }
 
 TEST(LpuFormat, SpecInputsGiveExpectedOutputs) {
   for (const char *name : kSpecs) {
@@ -40,7 +47,7 @@ TEST(LpuFormat, ExpectedOutputsAreFixpoints) {
 
 TEST(LpuFormat, WhitespacePerturbationDoesNotChangeTheResult) {
   for (const char *name : kSpecs) {
-    if (std::string(name) == "offregion") // its regions are meant to keep their whitespace
+    if (hasOffRegions(name))
       continue;
     std::string expected = readSpec(std::string(name) + ".expected.lpu");
     for (unsigned seed = 1; seed <= 25; ++seed) {
@@ -106,9 +113,73 @@ TEST(LpuFormat, TrailingCommasFollowTheLayout) {
   EXPECT_EQ(formatted("const A = f(aaaa, bbbb)\n", 12), "const A = f(\n  aaaa,\n  bbbb,\n)\n");
 }
 
-TEST(LpuFormat, OffRegionWithoutOnRunsToTheEndOfTheBlock) {
+TEST(LpuFormat, OffRegionWithoutOnRunsToTheEndOfTheFile) {
   std::string in = "fn f() -> bool {\n  let a  = 1\n  // lpufmt: off\n  let b  = 2\n     return  b\n}\n";
   EXPECT_EQ(formatted(in), "fn f() -> bool {\n  let a = 1\n  // lpufmt: off\n  let b  = 2\n     return  b\n}\n");
+  EXPECT_EQ(formatted("const A = f(x,   /* lpufmt: off */ y)\nconst   B  =  1"),
+            "const A = f(x, /* lpufmt: off */ y)\nconst   B  =  1");
+}
+
+TEST(LpuFormat, OffRegionsInsideListsAtEveryWidth) {
+  std::string in = readSpec("offlist.lpu");
+  EXPECT_EQ(formatted(in, 1), readSpec("offlist.w1.expected.lpu"));
+  EXPECT_EQ(formatted(in, 10000), readSpec("offlist.w10000.expected.lpu"));
+  for (unsigned width : {1u, 10000u}) {
+    std::string out = readSpec("offlist.w" + std::to_string(width) + ".expected.lpu");
+    EXPECT_EQ(formatted(out, width), out) << width;
+  }
+}
+
+/// Whether `out` holds each `lpufmt: off` region of `in` byte for byte:
+/// from an `off` comment to the next `on` comment (or the end).
+bool keepsRegions(const std::string &in, const std::string &out) {
+  size_t at = 0;
+  for (;;) {
+    size_t off = std::min(in.find("/* lpufmt: off */", at), in.find("// lpufmt: off", at));
+    if (off == std::string::npos)
+      return true;
+    size_t on = std::min(in.find("/* lpufmt: on */", off), in.find("// lpufmt: on", off));
+    size_t end = on == std::string::npos ? in.size()
+                                         : on + (in[on + 1] == '*' ? 16 : 13);
+    if (out.find(in.substr(off, end - off)) == std::string::npos)
+      return false;
+    if (on == std::string::npos)
+      return true;
+    at = end;
+  }
+}
+
+TEST(LpuFormat, OffRegionsAnywhereKeepTheirBytes) {
+  // `off` and `on` comments (block or line) after random tokens of every
+  // spec file: the result passes the safety checks at every width and holds
+  // each region's source unchanged.
+  for (const char *name : {"decls", "stmts", "breaking", "exprcomments"}) {
+    std::string input = readSpec(std::string(name) + ".lpu");
+    SyntaxTree tree;
+    tree.source = input;
+    std::vector<SyntaxError> errors;
+    ASSERT_TRUE(lpu().parse(tree, errors));
+    std::mt19937 rng(11);
+    for (int round = 0; round < 40; ++round) {
+      size_t n = tree.tokens.size() - 1;
+      uint32_t a = rng() % n, b = rng() % n;
+      if (a > b)
+        std::swap(a, b);
+      const Token &ta = tree.tokens[a], &tb = tree.tokens[b];
+      std::string offText = rng() % 2 ? " /* lpufmt: off */ " : " // lpufmt: off\n";
+      std::string onText = rng() % 3 == 0 ? "" : rng() % 2 ? " /* lpufmt: on */ " : " // lpufmt: on\n";
+      std::string s = input;
+      s.insert(tb.offset + tb.length, onText);
+      s.insert(ta.offset + ta.length, offText);
+      for (unsigned width : {1u, 20u, 100u, 10000u}) {
+        FormatResult r = format(lpu(), s, width);
+        ASSERT_EQ(r.status, FormatResult::Formatted)
+            << name << " round " << round << " width " << width << ": " << r.details << "\n" << s;
+        EXPECT_TRUE(keepsRegions(s, r.output))
+            << name << " round " << round << " width " << width << "\n" << s << "\n---\n" << r.output;
+      }
+    }
+  }
 }
 
 TEST(LpuFormat, OwnLineCommentBeforeAValueStaysOnItsLine) {
@@ -121,7 +192,7 @@ TEST(LpuFormat, CommentsAnywhereAreFormattedSafely) {
   // Every comment placement must pass the safety checks (printed once,
   // same comments, idempotent) at any width.
   for (const char *name : kSpecs) {
-    if (std::string(name) == "offregion")
+    if (hasOffRegions(name))
       continue;
     std::string input = readSpec(std::string(name) + ".lpu");
     for (unsigned seed = 1; seed <= 60; ++seed) {
@@ -187,6 +258,10 @@ TEST(LpuFormat, AbsurdNestingIsASyntaxErrorNotACrash) {
   ASSERT_EQ(r.status, FormatResult::SyntaxErrors);
   EXPECT_EQ(r.errors[0].message, "brackets nested more than 1000 deep");
   EXPECT_EQ(r.errors[0].column, 1011u);
+  std::string over = "const A = " + std::string(1001, '(') + "1" + std::string(1001, ')') + "\n";
+  r = format(lpu(), over);
+  ASSERT_EQ(r.status, FormatResult::SyntaxErrors);
+  EXPECT_EQ(r.errors[0].message, "brackets nested more than 1000 deep");
   std::string fine = "const A = " + std::string(500, '[') + "1" + std::string(500, ']') + "\n";
   EXPECT_EQ(format(lpu(), fine).status, FormatResult::Formatted);
 }

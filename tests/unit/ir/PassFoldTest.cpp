@@ -103,10 +103,12 @@ TEST(PassFoldTest, ConvertRoundsToTheTarget) {
   // int -> int keeps the low bits: np.int32(300).astype(np.int8) == 44
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::I32, int64_t{300}, DType::I8), 44.0);
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::F32, -2.0, DType::Bool), 1.0);
-  // An i32 beyond 2^24 would be rounded twice on its way to bf16: left alone.
+  // int -> bf16 goes through f32 (docs/ir.md), as the interpreter does:
+  // np.float32(16842753) == 16842752 = 2^24 + 2^16, a bf16 tie that goes to
+  // the even 2^24 (rounding 16842753 once would give 2^24 + 2^17).
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::I32, int64_t{(1 << 24) + (1 << 16) + 1},
                       DType::BF16),
-            std::nullopt);
+            16777216.0);
   EXPECT_EQ(foldUnary(OpKind::Convert, DType::I32, int64_t{(1 << 24) + (1 << 16) + 1},
                       DType::F32),
             16842752.0); // np.float32(16842753)
@@ -152,8 +154,23 @@ TEST(PassFoldTest, ComparisonsGiveBool) {
 }
 
 TEST(PassFoldTest, SignedZeros) {
-  // docs/ir.md and the interpreter disagree on which zero wins a tie.
-  EXPECT_EQ(foldBinary(OpKind::Maximum, DType::F32, 0.0, -0.0), std::nullopt);
+  // maximum and minimum keep the first operand on ties (docs/ir.md).
+  for (OpKind kind : {OpKind::Maximum, OpKind::Minimum}) {
+    auto first = foldBinary(kind, DType::F32, -0.0, 0.0);
+    ASSERT_TRUE(first);
+    EXPECT_TRUE(std::signbit(*first));
+    auto second = foldBinary(kind, DType::F32, 0.0, -0.0);
+    ASSERT_TRUE(second);
+    EXPECT_FALSE(std::signbit(*second));
+  }
+  // Float rem: a zero result takes the divisor's sign, as NumPy's remainder:
+  // np.remainder(np.float32(-4), np.float32(2)) is 0.0, (4, -2) gives -0.0.
+  auto plus = foldBinary(OpKind::Rem, DType::F32, -4.0, 2.0);
+  ASSERT_TRUE(plus);
+  EXPECT_FALSE(std::signbit(*plus));
+  auto minus = foldBinary(OpKind::Rem, DType::F32, 4.0, -2.0);
+  ASSERT_TRUE(minus);
+  EXPECT_TRUE(std::signbit(*minus));
   // relu is x > 0 ? x : 0, so relu(-0.0) is +0.0.
   auto relu = foldUnary(OpKind::Relu, DType::F32, -0.0, DType::F32);
   ASSERT_TRUE(relu);
@@ -192,6 +209,10 @@ TEST(PassFoldTest, SumOfASplatAccumulatesSequentiallyInF32) {
   double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, inf, 8, DType::F32), std::nullopt);
   EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, -inf, 8, DType::F32), -inf);
+  // In f32, 2^24 + 1 is a tie that goes back to the even 2^24: a sequential
+  // sum of ones stops there, however many follow.
+  EXPECT_EQ(foldReduce(OpKind::ReduceSum, DType::F32, 1.0, (int64_t{1} << 24) + 8, DType::F32),
+            16777216.0);
   // An empty reduction gives the reduction's identity, not the splat: left alone.
   EXPECT_EQ(foldReduce(OpKind::ReduceMax, DType::F32, 2.0, 0, DType::F32), std::nullopt);
 }

@@ -24,8 +24,17 @@ INT_CONSTS = ["0", "1", "-1", "3", "-7", "100", "127", "-128", "300"]
 UNARY = {"exp": np.exp, "neg": np.negative,
          "relu": lambda v: np.where(np.isnan(v) | (v > 0), v, np.float32(0)),
          "tanh": np.tanh, "abs": np.abs, "sqrt": np.sqrt}
+
+
+def first_on_ties(pick_second):
+    """docs/ir.md's maximum/minimum: the first NaN operand, else the first
+    operand on ties (np.maximum returns the second of 0.0 and -0.0)."""
+    return lambda a, b: np.where(np.isnan(a), a, np.where(np.isnan(b) | pick_second(a, b), b, a))
+
+
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-          "maximum": np.maximum, "minimum": np.minimum}
+          "maximum": first_on_ties(lambda a, b: b > a),
+          "minimum": first_on_ties(lambda a, b: b < a)}
 # docs/ir.md: integers wrap, div floors, x // 0 and x % 0 are 0 (NumPy's
 # integer behaviour, with its warnings silenced).
 INT_UNARY = {"neg": np.negative, "abs": np.abs, "relu": lambda v: np.where(v > 0, v, 0)}
