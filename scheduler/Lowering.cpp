@@ -192,6 +192,11 @@ LoweringFn loweringFor(ir::OpKind kind) {
   switch (kind) {
   case K::Matmul:
     return lowerMatmul;
+  case K::Conv2d:
+    return lowerConv;
+  case K::MaxPool2d:
+  case K::AvgPool2d:
+    return lowerPool;
   case K::Reshape:
     return lowerView;
   case K::Broadcast:

@@ -125,6 +125,8 @@ LoweringFn loweringFor(ir::OpKind kind);
 // The op families (scheduler/lower/).
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
+llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
+llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row broadcast
 llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx); // reduce_sum/mean/max/min
 llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx);

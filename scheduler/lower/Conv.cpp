@@ -1,0 +1,186 @@
+// conv2d on the MXM, in the rows layout (NCHW: one input row x[n, c, h, :]
+// per vector, W in lanes) without transposing activations: an input row,
+// spread by the SXM into KW shifted (and strided, and zero-padded) copies,
+// is installed as a KW-row weight block; a weight row w[o, c, kh, :] (KW in
+// lanes, the OIHW rows as stored) streamed through it gives
+// sum_kw w[o, c, kh, kw] x[n, c, h, wo * sw + kw * dw - pw] in every lane wo:
+// the contribution of (c, kh) to output row (n, o, ho). Accumulator rows
+// hold output rows (o, ho); installs go in ascending (c, h), so every output
+// element adds its products in the im2col order (c, kh, kw), in fp32, and is
+// converted to the result dtype on the way out. Groups only change which
+// channels an output row reads. docs/scheduler.md, "Convolutions".
+#include "scheduler/Lowering.h"
+#include "scheduler/lower/ConvMaps.h"
+
+#include <algorithm>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+using convmaps::Pair;
+
+llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
+  const ChipDescription &chip = ctx.chip();
+  const ir::Op &xin = *op.operand(0), &win = *op.operand(1);
+  if (xin.type().dtype != DType::F16 || win.type().dtype != DType::F16)
+    return unsupported(op, "conv2d of " + tensor::dtypeName(xin.type().dtype).str() +
+                               " operands: the MXM multiplies f16");
+  const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape, &ys = op.type().shape;
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t Ho = ys[2], Wo = ys[3];
+  const Pair stride = convmaps::pairAttr(op, "stride", {1, 1});
+  const Pair pad = convmaps::pairAttr(op, "padding", {0, 0});
+  const Pair dil = convmaps::pairAttr(op, "dilation", {1, 1});
+  const int64_t groups = op.intAttr("groups").value_or(1);
+  const unsigned lanes = chip.lanes;
+  if (W > int64_t(lanes) || Wo > int64_t(lanes))
+    return unsupported(op, "conv2d of rows wider than one vector (" + std::to_string(lanes) +
+                               " lanes)");
+  if (KW > int64_t(chip.mxmDim))
+    return unsupported(op, "a kernel wider than the MXM");
+  if (groups < 1 || C % groups || O % groups || Cg * groups != C)
+    return unsupported(op, "inconsistent groups");
+  const int64_t Og = O / groups;
+
+  const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
+  std::vector<uint16_t> avoid = X.slices();
+  auto maps =
+      ctx.constant(op, DType::I16, KW, lanes,
+                   convmaps::laneMaps(KW, stride.w, dil.w, pad.w, W, Wo, lanes, false), avoid);
+  if (!maps)
+    return maps.takeError();
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &Y = **out;
+
+  const unsigned planes = chip.mxmPlanes;
+  const int64_t accRows = chip.mxmAccRows;
+  const unsigned mxmHalf = chip.queues[unsigned(UnitKind::Mxm)] / 2;
+  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
+  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
+  // The queues of lowerMatmul: one for iw, mm and acc, one for lw, per plane.
+  auto mmQueue = [&](unsigned p) {
+    bool east = p >= planes / 2;
+    return (east ? mxmHalf : 0) + 2 * (p % (planes / 2));
+  };
+  auto lwQueue = [&](unsigned p) { return mmQueue(p) + 1; };
+  std::vector<PlaneState> &states = ctx.planes;
+  if (states.empty())
+    for (unsigned p = 0; p < planes; ++p)
+      states.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows), 0)});
+
+  // A job: output rows (o in a chunk, ho in a band) of one image and group,
+  // on one plane; bands are cut so that the planes share the work.
+  const int64_t oChunk = std::min(Og, accRows);
+  const int64_t band = std::max<int64_t>(1, std::min((Ho + planes - 1) / planes, accRows / oChunk));
+  unsigned job = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t o0 = 0; o0 < Og; o0 += oChunk)
+        for (int64_t ho0 = 0; ho0 < Ho; ho0 += band, ++job) {
+          unsigned p = job % planes;
+          bool east = p >= planes / 2;
+          PlaneState &st = states[p];
+          const int64_t oRows = std::min(oChunk, Og - o0), hRows = std::min(band, Ho - ho0);
+          std::vector<int64_t> mmDone(size_t(oRows * hRows), -1); // -1: untouched
+          const int64_t hiFirst = std::max<int64_t>(0, ho0 * stride.h - pad.h);
+          const int64_t hiLast =
+              std::min(H - 1, (ho0 + hRows - 1) * stride.h - pad.h + (KH - 1) * dil.h);
+          for (int64_t c = g * Cg; c < (g + 1) * Cg; ++c)
+            for (int64_t hi = hiFirst; hi <= hiLast; ++hi) {
+              // The (kh, output row of the band) pairs this input row feeds.
+              std::vector<std::pair<int64_t, int64_t>> uses;
+              for (int64_t kh = 0; kh < KH; ++kh) {
+                int64_t t = hi + pad.h - kh * dil.h;
+                if (t < 0 || t % stride.h)
+                  continue;
+                int64_t ho = t / stride.h;
+                if (ho >= ho0 && ho < ho0 + hRows)
+                  uses.push_back({kh, ho - ho0});
+              }
+              if (uses.empty())
+                continue;
+              // The KW shifted copies of the row into the weight buffer.
+              const int64_t xrow = (n * C + c) * H + hi;
+              int64_t lastLw = st.lastIw;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                WorkTree tree;
+                Instr lw;
+                lw.op = Opcode::LoadWeights;
+                lw.dtype = DType::F16;
+                lw.unit = uint16_t(p);
+                tree.add(lw, {}, int(lwQueue(p)));
+                tree.nodes[0].inputs = {convmaps::distribute(tree, X, xrow, *maps, kw, east)};
+                auto placed = ctx.placer().place(std::move(tree), X.readyAt(xrow, 0), lastLw + 1);
+                if (!placed)
+                  return cannotPlace(op);
+                lastLw = placed->rootCycle;
+                ctx.read(X, placed->doneCycle);
+              }
+              Instr iw;
+              iw.op = Opcode::InstallWeights;
+              iw.unit = uint16_t(p);
+              int64_t iwCycle =
+                  ctx.placer().placeAlone(iw, mmQueue(p), std::max(lastLw, st.lastMm) + 1);
+              st.lastIw = iwCycle;
+              for (int64_t ol = 0; ol < oRows; ++ol) {
+                const int64_t o = g * Og + o0 + ol;
+                for (auto [kh, hl] : uses) {
+                  const int64_t m = ol * hRows + hl;
+                  const int64_t wrow = (o * Cg + (c - g * Cg)) * KH + kh;
+                  WorkTree tree;
+                  Instr mm;
+                  mm.op = Opcode::MatMul;
+                  mm.dtype = DType::F16;
+                  mm.unit = uint16_t(p);
+                  mm.addr = uint32_t(m);
+                  tree.add(mm, {}, int(mmQueue(p)));
+                  tree.nodes[0].inputs = {tree.read(Wt.slices(), Wt.address(wrow, 0))};
+                  int64_t rootNotBefore =
+                      std::max({iwCycle + iwLatency, st.lastMm + 1,
+                                mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
+                  auto placed =
+                      ctx.placer().place(std::move(tree), Wt.readyAt(wrow, 0), rootNotBefore);
+                  if (!placed)
+                    return cannotPlace(op);
+                  st.lastMm = std::max(st.lastMm, placed->rootCycle);
+                  mmDone[size_t(m)] = placed->rootCycle + mmLatency;
+                  ctx.read(Wt, placed->doneCycle);
+                }
+              }
+            }
+          // Read the accumulator rows out into Y (an untouched row reads 0).
+          for (int64_t ol = 0; ol < oRows; ++ol)
+            for (int64_t hl = 0; hl < hRows; ++hl) {
+              const int64_t m = ol * hRows + hl;
+              const int64_t yrow = (n * O + g * Og + o0 + ol) * Ho + ho0 + hl;
+              WorkTree tree;
+              tree.write(Y.slices(), Y.address(yrow, 0), -1);
+              Instr acc;
+              acc.op = Opcode::AccRead;
+              acc.dtype = DType::F32;
+              acc.unit = uint16_t(p);
+              acc.addr = uint32_t(m);
+              int value = tree.add(acc, {}, int(mmQueue(p)));
+              Instr cvt;
+              cvt.op = Opcode::Cvt;
+              cvt.dtype = DType::F32;
+              cvt.dtype2 = Y.dtype;
+              value = tree.add(cvt, {value});
+              tree.nodes[0].inputs = {value};
+              int64_t ready = std::max(
+                  {mmDone[size_t(m)], st.accFree[size_t(m)], Y.storage->block.writableFrom});
+              auto placed = ctx.placer().place(std::move(tree), ready);
+              if (!placed)
+                return cannotPlace(op);
+              st.accFree[size_t(m)] = placed->firstCycle + 1;
+              ctx.written(Y, yrow, 0, placed->doneCycle - 1);
+            }
+        }
+  ctx.notePath(op, iwLatency + mmLatency);
+  return llvm::Error::success();
+}
+
+} // namespace lpu::scheduler
