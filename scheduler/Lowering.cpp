@@ -198,9 +198,8 @@ LoweringFn loweringFor(ir::OpKind kind) {
   case K::AvgPool2d:
     return lowerPool;
   case K::Reshape:
-    return lowerView;
   case K::Broadcast:
-    return lowerBroadcast;
+    return lowerView;
   case K::ReduceSum:
   case K::ReduceMean:
   case K::ReduceMax:

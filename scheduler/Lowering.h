@@ -127,12 +127,9 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
-llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, row broadcast
+llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, broadcast
 llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx); // reduce_sum/mean/max/min
 llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx);
-/// Broadcasts: along leading dimensions as lowerView; [.., 1] -> [.., D]
-/// repeats a value across lanes (SXM distribute).
-llvm::Error lowerBroadcast(const ir::Op &op, LoweringContext &ctx);
 /// Data movement (transpose, slice, concat, reshapes and broadcasts that
 /// move lanes): views where rows stay whole, else SXM lane moves.
 llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx);
