@@ -13,9 +13,6 @@ namespace check {
 bool Checker::lowering() const { return lower_ && lower_->active(); }
 } // namespace check
 
-namespace {
-
-/// The source position an IR location names, if it is in `sources`.
 llvm::SMRange sourceRange(llvm::SourceMgr &sources, const ir::Location &loc) {
   if (!loc.known())
     return {};
@@ -27,6 +24,8 @@ llvm::SMRange sourceRange(llvm::SourceMgr &sources, const ir::Location &loc) {
   }
   return {};
 }
+
+namespace {
 
 void reportInternal(DiagnosticEngine &diags, const ir::Location &loc, const std::string &message) {
   llvm::SMRange at = sourceRange(diags.sources(), loc);

@@ -41,6 +41,11 @@ struct EmitIROptions {
   llvm::raw_ostream *dumps = nullptr;
 };
 
+/// The source position an IR location names (an op's `loc`), so that later
+/// stages report at the user's source; empty when the file is not among
+/// `sources`.
+llvm::SMRange sourceRange(llvm::SourceMgr &sources, const ir::Location &loc);
+
 /// Runs the pipeline `options.passes` over a verified module, verifying
 /// after every pass. A failure (an unknown pass name, a pass that breaks
 /// the IR) is reported into `diags`; false then.

@@ -12,18 +12,6 @@ namespace lpu {
 
 namespace {
 
-llvm::SMRange sourceRange(llvm::SourceMgr &sources, const ir::Location &loc) {
-  if (!loc.known())
-    return {};
-  for (unsigned id = 1; id <= sources.getNumBuffers(); ++id) {
-    if (sources.getMemoryBuffer(id)->getBufferIdentifier() != loc.file)
-      continue;
-    llvm::SMLoc at = sources.FindLocForLineAndColumn(id, loc.line, loc.col);
-    return {at, at};
-  }
-  return {};
-}
-
 std::string bucketLabel(const std::vector<backend::BucketDim> &dims) {
   std::string out;
   for (const backend::BucketDim &d : dims)
