@@ -125,6 +125,35 @@ LoweringFn loweringFor(ir::OpKind kind);
 // The op families (scheduler/lower/).
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
+/// The MXM planes as lowerMatmul and lowerConv drive them (lower/Matmul.cpp):
+/// jobs go to the planes in turn, each plane with one queue for iw, mm and
+/// acc and the next for lw; `ctx.planes` keeps each plane's ordering.
+class MxmPlanes {
+public:
+  explicit MxmPlanes(LoweringContext &ctx);
+  unsigned count() const { return count_; }
+  int64_t accRows() const { return accRows_; }
+  int64_t iwLatency() const { return iwLatency_; }
+  int64_t mmLatency() const { return mmLatency_; }
+  PlaneState &state(unsigned p) { return ctx_.planes[p]; }
+  /// A tree for one `lw` of a weight row on plane `p` (node 0: the caller
+  /// sets its input).
+  WorkTree loadWeights(unsigned p) const;
+  /// Installs plane `p`'s loaded rows (after `lastLw`, and after the
+  /// previous matmuls issued): the `iw` cycle.
+  int64_t install(unsigned p, int64_t lastLw);
+  /// A tree for one `mm` into accumulator row `m` (node 0: the caller sets
+  /// its input).
+  WorkTree matmul(unsigned p, int64_t m) const;
+  /// Adds an `acc` read of accumulator row `m` to `tree`: its node.
+  int accRead(WorkTree &tree, unsigned p, int64_t m) const;
+
+private:
+  unsigned mmQueue(unsigned p) const;
+  LoweringContext &ctx_;
+  unsigned count_;
+  int64_t accRows_, iwLatency_, mmLatency_;
+};
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, broadcast

@@ -55,21 +55,9 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
     return out.takeError();
   TensorView &Y = **out;
 
-  const unsigned planes = chip.mxmPlanes;
-  const int64_t accRows = chip.mxmAccRows;
-  const unsigned mxmHalf = chip.queues[unsigned(UnitKind::Mxm)] / 2;
-  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
-  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
-  // The queues of lowerMatmul: one for iw, mm and acc, one for lw, per plane.
-  auto mmQueue = [&](unsigned p) {
-    bool east = p >= planes / 2;
-    return (east ? mxmHalf : 0) + 2 * (p % (planes / 2));
-  };
-  auto lwQueue = [&](unsigned p) { return mmQueue(p) + 1; };
-  std::vector<PlaneState> &states = ctx.planes;
-  if (states.empty())
-    for (unsigned p = 0; p < planes; ++p)
-      states.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows), 0)});
+  MxmPlanes mxm(ctx);
+  const unsigned planes = mxm.count();
+  const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
 
   // A job: output rows (o in a chunk, ho in a band) of one image and group,
   // on one plane; bands are cut so that the planes share the work.
@@ -82,7 +70,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
         for (int64_t ho0 = 0; ho0 < Ho; ho0 += band, ++job) {
           unsigned p = job % planes;
           bool east = p >= planes / 2;
-          PlaneState &st = states[p];
+          PlaneState &st = mxm.state(p);
           const int64_t oRows = std::min(oChunk, Og - o0), hRows = std::min(band, Ho - ho0);
           std::vector<int64_t> mmDone(size_t(oRows * hRows), -1); // -1: untouched
           const int64_t hiFirst = std::max<int64_t>(0, ho0 * stride.h - pad.h);
@@ -106,12 +94,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
               const int64_t xrow = (n * C + c) * H + hi;
               int64_t lastLw = st.lastIw;
               for (int64_t kw = 0; kw < KW; ++kw) {
-                WorkTree tree;
-                Instr lw;
-                lw.op = Opcode::LoadWeights;
-                lw.dtype = DType::F16;
-                lw.unit = uint16_t(p);
-                tree.add(lw, {}, int(lwQueue(p)));
+                WorkTree tree = mxm.loadWeights(p);
                 tree.nodes[0].inputs = {convmaps::distribute(tree, X, xrow, *maps, kw, east)};
                 auto placed = ctx.placer().place(std::move(tree), X.readyAt(xrow, 0), lastLw + 1);
                 if (!placed)
@@ -119,24 +102,13 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                 lastLw = placed->rootCycle;
                 ctx.read(X, placed->doneCycle);
               }
-              Instr iw;
-              iw.op = Opcode::InstallWeights;
-              iw.unit = uint16_t(p);
-              int64_t iwCycle =
-                  ctx.placer().placeAlone(iw, mmQueue(p), std::max(lastLw, st.lastMm) + 1);
-              st.lastIw = iwCycle;
+              int64_t iwCycle = mxm.install(p, lastLw);
               for (int64_t ol = 0; ol < oRows; ++ol) {
                 const int64_t o = g * Og + o0 + ol;
                 for (auto [kh, hl] : uses) {
                   const int64_t m = ol * hRows + hl;
                   const int64_t wrow = (o * Cg + (c - g * Cg)) * KH + kh;
-                  WorkTree tree;
-                  Instr mm;
-                  mm.op = Opcode::MatMul;
-                  mm.dtype = DType::F16;
-                  mm.unit = uint16_t(p);
-                  mm.addr = uint32_t(m);
-                  tree.add(mm, {}, int(mmQueue(p)));
+                  WorkTree tree = mxm.matmul(p, m);
                   tree.nodes[0].inputs = {tree.read(Wt.slices(), Wt.address(wrow, 0))};
                   int64_t rootNotBefore =
                       std::max({iwCycle + iwLatency, st.lastMm + 1,
@@ -158,12 +130,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
               const int64_t yrow = (n * O + g * Og + o0 + ol) * Ho + ho0 + hl;
               WorkTree tree;
               tree.write(Y.slices(), Y.address(yrow, 0), -1);
-              Instr acc;
-              acc.op = Opcode::AccRead;
-              acc.dtype = DType::F32;
-              acc.unit = uint16_t(p);
-              acc.addr = uint32_t(m);
-              int value = tree.add(acc, {}, int(mmQueue(p)));
+              int value = mxm.accRead(tree, p, m);
               Instr cvt;
               cvt.op = Opcode::Cvt;
               cvt.dtype = DType::F32;

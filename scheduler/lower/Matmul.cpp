@@ -14,6 +14,60 @@ namespace lpu::scheduler {
 
 using namespace backend;
 
+MxmPlanes::MxmPlanes(LoweringContext &ctx)
+    : ctx_(ctx), count_(ctx.chip().mxmPlanes), accRows_(ctx.chip().mxmAccRows),
+      iwLatency_(ctx.chip().timingOf(Opcode::InstallWeights, DType::F16).latency),
+      mmLatency_(ctx.chip().timingOf(Opcode::MatMul, DType::F16).latency) {
+  if (ctx.planes.empty())
+    for (unsigned p = 0; p < count_; ++p)
+      ctx.planes.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows_), 0)});
+}
+
+unsigned MxmPlanes::mmQueue(unsigned p) const {
+  unsigned half = ctx_.chip().queues[unsigned(UnitKind::Mxm)] / 2;
+  bool east = p >= count_ / 2;
+  return (east ? half : 0) + 2 * (p % (count_ / 2));
+}
+
+WorkTree MxmPlanes::loadWeights(unsigned p) const {
+  WorkTree tree;
+  Instr lw;
+  lw.op = Opcode::LoadWeights;
+  lw.dtype = DType::F16;
+  lw.unit = uint16_t(p);
+  tree.add(lw, {}, int(mmQueue(p) + 1));
+  return tree;
+}
+
+int64_t MxmPlanes::install(unsigned p, int64_t lastLw) {
+  PlaneState &st = state(p);
+  Instr iw;
+  iw.op = Opcode::InstallWeights;
+  iw.unit = uint16_t(p);
+  st.lastIw = ctx_.placer().placeAlone(iw, mmQueue(p), std::max(lastLw, st.lastMm) + 1);
+  return st.lastIw;
+}
+
+WorkTree MxmPlanes::matmul(unsigned p, int64_t m) const {
+  WorkTree tree;
+  Instr mm;
+  mm.op = Opcode::MatMul;
+  mm.dtype = DType::F16;
+  mm.unit = uint16_t(p);
+  mm.addr = uint32_t(m);
+  tree.add(mm, {}, int(mmQueue(p)));
+  return tree;
+}
+
+int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
+  Instr acc;
+  acc.op = Opcode::AccRead;
+  acc.dtype = DType::F32;
+  acc.unit = uint16_t(p);
+  acc.addr = uint32_t(m);
+  return tree.add(acc, {}, int(mmQueue(p)));
+}
+
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
@@ -37,30 +91,17 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     return out.takeError();
   TensorView &C = **out;
 
-  const unsigned planes = chip.mxmPlanes, dim = chip.mxmDim;
+  MxmPlanes mxm(ctx);
+  const unsigned planes = mxm.count(), dim = chip.mxmDim;
   const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
-  const int64_t accRows = chip.mxmAccRows;
-  const unsigned mxmHalf = chip.queues[unsigned(UnitKind::Mxm)] / 2;
-  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
-  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
-  // One queue for iw, mm and acc, one for lw, per plane.
-  auto mmQueue = [&](unsigned p) {
-    bool east = p >= planes / 2;
-    return (east ? mxmHalf : 0) + 2 * (p % (planes / 2));
-  };
-  auto lwQueue = [&](unsigned p) { return mmQueue(p) + 1; };
-
-  std::vector<PlaneState> &states = ctx.planes;
-  if (states.empty())
-    for (unsigned p = 0; p < planes; ++p)
-      states.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows), 0)});
+  const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
 
   unsigned job = 0;
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
         unsigned p = job % planes;
-        PlaneState &st = states[p];
+        PlaneState &st = mxm.state(p);
         int64_t mRows = std::min(accRows, mPerBatch - m0);
         std::vector<int64_t> mmDone(size_t(mRows), 0);
         for (int64_t t = 0; t < kt; ++t) {
@@ -69,12 +110,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           int64_t lastLw = st.lastIw;
           for (int64_t r = 0; r < rowsK; ++r) {
             int64_t brow = b * K + t * dim + r;
-            WorkTree tree;
-            Instr lw;
-            lw.op = Opcode::LoadWeights;
-            lw.dtype = DType::F16;
-            lw.unit = uint16_t(p);
-            tree.add(lw, {}, int(lwQueue(p)));
+            WorkTree tree = mxm.loadWeights(p);
             tree.nodes[0].inputs = {tree.read(B.slices(), B.address(brow, j))};
             std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
             if (!placed)
@@ -85,21 +121,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           }
           // Install once the rows are in and the previous tile's matmuls
           // have issued (they use the old weights).
-          Instr iw;
-          iw.op = Opcode::InstallWeights;
-          iw.unit = uint16_t(p);
-          int64_t iwCycle = ctx.placer().placeAlone(iw, mmQueue(p),
-                                                    std::max(lastLw, st.lastMm) + 1);
-          st.lastIw = iwCycle;
+          int64_t iwCycle = mxm.install(p, lastLw);
           for (int64_t m = 0; m < mRows; ++m) {
             int64_t arow = b * mPerBatch + m0 + m;
-            WorkTree tree;
-            Instr mm;
-            mm.op = Opcode::MatMul;
-            mm.dtype = DType::F16;
-            mm.unit = uint16_t(p);
-            mm.addr = uint32_t(m);
-            tree.add(mm, {}, int(mmQueue(p)));
+            WorkTree tree = mxm.matmul(p, m);
             tree.nodes[0].inputs = {tree.read(A.slices(), A.address(arow, t))};
             int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
                                               t == 0 ? st.accFree[size_t(m)] : 0});
@@ -117,12 +142,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           int64_t crow = b * mPerBatch + m0 + m;
           WorkTree tree;
           tree.write(C.slices(), C.address(crow, j), -1);
-          Instr acc;
-          acc.op = Opcode::AccRead;
-          acc.dtype = DType::F32;
-          acc.unit = uint16_t(p);
-          acc.addr = uint32_t(m);
-          int value = tree.add(acc, {}, int(mmQueue(p)));
+          int value = mxm.accRead(tree, p, m);
           if (C.dtype == DType::F16) {
             Instr cvt;
             cvt.op = Opcode::Cvt;
