@@ -3,6 +3,7 @@
 #include "scheduler/Error.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace lpu::scheduler {
@@ -168,6 +169,34 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
       start = std::max(start, it->second);
   pathEnd[&op] = start + latency;
   criticalPath = std::max(criticalPath, start + latency);
+}
+
+void encodeElement(ir::DType dtype, double value, uint8_t *out) {
+  switch (dtype) {
+  case ir::DType::F32: {
+    float f = float(value);
+    std::memcpy(out, &f, 4);
+    break;
+  }
+  case ir::DType::F16: {
+    uint16_t h = tensor::floatToHalfBits(float(value));
+    std::memcpy(out, &h, 2);
+    break;
+  }
+  case ir::DType::BF16: {
+    uint16_t h = tensor::floatToBF16Bits(float(value));
+    std::memcpy(out, &h, 2);
+    break;
+  }
+  case ir::DType::Bool:
+    out[0] = value != 0;
+    break;
+  default: {
+    int64_t i = int64_t(value);
+    std::memcpy(out, &i, tensor::dtypeSize(dtype)); // little-endian: the low bytes wrap
+    break;
+  }
+  }
 }
 
 llvm::Error unsupported(const ir::Op &op, const std::string &why) {

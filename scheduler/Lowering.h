@@ -176,6 +176,11 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &view,
                       LoweringContext &ctx);
 
+/// `value`'s bytes as one element of `dtype` (little-endian; floats
+/// rounded to nearest even, integers truncated and wrapped to their width),
+/// for constants stored with the program.
+void encodeElement(ir::DType dtype, double value, uint8_t *out);
+
 /// An error for an op the scheduler does not support (in this form).
 llvm::Error unsupported(const ir::Op &op, const std::string &why = "");
 /// An error for work the placer found no cycle for (a scheduler limit).

@@ -30,31 +30,7 @@ std::vector<uint8_t> splatBytes(const ir::Op &op, int64_t cols) {
   DType type = op.type().dtype;
   unsigned size = tensor::dtypeSize(type);
   uint8_t elem[8] = {};
-  switch (type) {
-  case DType::F32: {
-    float f = float(value);
-    std::memcpy(elem, &f, 4);
-    break;
-  }
-  case DType::F16: {
-    uint16_t h = tensor::floatToHalfBits(float(value));
-    std::memcpy(elem, &h, 2);
-    break;
-  }
-  case DType::BF16: {
-    uint16_t h = tensor::floatToBF16Bits(float(value));
-    std::memcpy(elem, &h, 2);
-    break;
-  }
-  case DType::Bool:
-    elem[0] = value != 0;
-    break;
-  default: {
-    int64_t i = int64_t(value);
-    std::memcpy(elem, &i, size); // little-endian: the low bytes wrap
-    break;
-  }
-  }
+  encodeElement(type, value, elem);
   std::vector<uint8_t> out;
   for (int64_t c = 0; c < cols; ++c)
     out.insert(out.end(), elem, elem + size);

@@ -340,30 +340,7 @@ llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx) {
       unravel(f, type.shape, idx);
       value = idx[size_t(axis)];
     }
-    uint8_t *at = &data[size_t(f) * size];
-    switch (type.dtype) {
-    case DType::F32: {
-      float x = float(value);
-      std::memcpy(at, &x, 4);
-      break;
-    }
-    case DType::F16: {
-      uint16_t h = tensor::floatToHalfBits(float(value));
-      std::memcpy(at, &h, 2);
-      break;
-    }
-    case DType::BF16: {
-      uint16_t h = tensor::floatToBF16Bits(float(value));
-      std::memcpy(at, &h, 2);
-      break;
-    }
-    case DType::Bool:
-      *at = value != 0;
-      break;
-    default:
-      std::memcpy(at, &value, size); // little-endian: the low bytes wrap
-      break;
-    }
+    encodeElement(type.dtype, double(value), &data[size_t(f) * size]);
   }
   auto view = ctx.constant(op, type.dtype, rows, cols, std::move(data));
   if (!view)
