@@ -98,7 +98,7 @@ TEST(LowerTest, VerifierFailureIsAnInternalErrorAtTheSource) {
   EXPECT_FALSE(verifyLowered(*l.ir, l.diags));
   ASSERT_FALSE(l.collected.diagnostics.empty());
   const Diagnostic &d = l.collected.diagnostics[0];
-  EXPECT_EQ(d.code(), "E0701");
+  EXPECT_STREQ(d.code(), "E0701");
   EXPECT_NE(d.message.find("in func @e"), std::string::npos) << d.message;
   LineColumn at = lineColumn(l.sources, d.primary.Start);
   EXPECT_EQ(at.line, 6u);
