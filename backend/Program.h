@@ -34,11 +34,18 @@ struct Dim {
 };
 
 /// Where a tensor lives in SRAM. Layout "rows" (the only one so far): the
-/// tensor is viewed as [R, C] (C = last dimension, R = the product of the
-/// others), each row is cut into ceil(C / lanes) vectors, and row r's vector
-/// v sits at address addr + r * ceil(C / lanes) + v. Byte b of every element
-/// sits in slice slices[b] (so a f16 tensor names 2 slices, f32 names 4).
-/// Lanes past the end of a row hold zeros.
+/// tensor, its dimensions first put in the order `perm` names (stored
+/// dimension i is logical dimension perm[i]; empty: as declared), is viewed
+/// as [R, C] (C = the last stored dimension, R = the product of the others),
+/// and each row is cut into ceil(C / lanes) vectors. The rows are stored in
+/// chunks of `chunkRows` rows (0: one chunk holds them all), each chunk in
+/// its own slices: row r is in chunk j = r / chunkRows, its vector v at
+/// address addr + (r - j * chunkRows) * ceil(C / lanes) + v, byte b of its
+/// elements in slice slices[j * size + b] (size: the dtype's bytes, so a
+/// f16 tensor in one chunk names 2 slices, in three chunks 6). A tensor
+/// larger than one slice's vectors is stored in chunks; a conv weight or an
+/// image is stored channels-last through `perm`. Lanes past the end of a
+/// row hold zeros.
 struct TensorPlacement {
   TensorRole role = TensorRole::Input;
   std::string name;
@@ -48,6 +55,8 @@ struct TensorPlacement {
   std::vector<uint16_t> slices;
   uint32_t addr = 0;
   Layout layout = Layout::Rows;
+  std::vector<uint8_t> perm; // stored order of the dimensions (empty: as declared)
+  uint32_t chunkRows = 0;    // rows per chunk of slices (0: a single chunk)
   /// A constant's bytes (its elements in row-major order, little-endian);
   /// empty for every other role.
   std::vector<uint8_t> data;
