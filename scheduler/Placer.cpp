@@ -142,6 +142,7 @@ struct Placer::Timed {
     int64_t offset;
     Instr instr;
     int queue; // fixed queue or -1
+    std::vector<unsigned> candidates; // the queues to try (queue < 0)
   };
   struct Value {
     int producer;                 // node
@@ -235,7 +236,7 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
         for (unsigned b = 0; b < v.width; ++b) {
           Instr in = pn.instr;
           in.unit = pn.planes[b];
-          timed.issues.push_back({p, int(b), v.emit[b] - latency(in), in, pn.queue});
+          timed.issues.push_back({p, int(b), v.emit[b] - latency(in), in, pn.queue, {}});
         }
       timed.valueOf[p] = int(timed.values.size());
       timed.values.push_back(std::move(v));
@@ -246,12 +247,16 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
       for (unsigned b = 0; b < cn.planes.size(); ++b) {
         Instr in = cn.instr;
         in.unit = cn.planes[b];
-        timed.issues.push_back({c, int(b), v.last[b], in, cn.queue});
+        timed.issues.push_back({c, int(b), v.last[b], in, cn.queue, {}});
       }
     } else if (cn.instr.op != Opcode::Read) {
-      timed.issues.push_back({c, -1, t, cn.instr, cn.queue});
+      timed.issues.push_back({c, -1, t, cn.instr, cn.queue, {}});
     }
   }
+  // Computed once: tryAt runs for many cycles.
+  for (Timed::Issue &is : timed.issues)
+    if (is.queue < 0)
+      is.candidates = queueCandidates(is.instr);
   // The root of a write tree has no cycle of its own: anchor on the first.
   for (const Timed::Issue &is : timed.issues)
     timed.minOffset = std::min(timed.minOffset, is.offset);
@@ -281,6 +286,30 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     bool write;
     StreamSegment seg;
   };
+  // A cheap test first, of each instruction alone against the tables
+  // (queues and ports are bitmaps, streams a search): most cycles a busy
+  // tree is tried at fail here. Only a necessary condition, so the cycle
+  // found and what is reserved are those of the full test below.
+  for (const Timed::Issue &is : timed.issues) {
+    int64_t cycle = root + is.offset;
+    if (cycle < 0)
+      return false;
+    const Instr &in = is.instr;
+    UnitKind unit = *opcodeInfo(in.op).unit;
+    if (isMemAccess(in.op) &&
+        !resources_.portFree(in.unit, in.op == Opcode::Write || in.op == Opcode::Scatter, cycle))
+      return false;
+    unsigned issue = chip_.timingOf(in.op, in.dtype).issue;
+    bool free = false;
+    if (is.queue >= 0)
+      free = resources_.queueFree(unit, unsigned(is.queue), cycle, issue);
+    else
+      for (unsigned q : is.candidates)
+        if ((free = resources_.queueFree(unit, q, cycle, issue)))
+          break;
+    if (!free)
+      return false;
+  }
   std::vector<Taken> taken;
   auto undo = [&] {
     for (const Taken &t : taken) {
@@ -343,7 +372,7 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
       if (resources_.queueFree(unit, unsigned(is.queue), cycle, issue))
         queue = is.queue;
     } else {
-      for (unsigned q : queueCandidates(in))
+      for (unsigned q : is.candidates)
         if (resources_.queueFree(unit, q, cycle, issue)) {
           queue = int(q);
           break;
