@@ -311,12 +311,179 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
   return llvm::Error::success();
 }
 
+namespace {
+
+/// A transpose that moves the last axis, by rotation and MEM gather
+/// (docs/scheduler.md, "Transposes"). Output row `o` takes one column `c`
+/// of the input, from the input rows that vary along the axis `p` that
+/// becomes the output's last (the input's last axis sits in the row index).
+/// Step 1 writes every input vector of row `r` to a scratch tensor D rotated
+/// by `s_r = index of r along p` (mod 320). Step 2, per output vector and
+/// byte plane: a MEM `gather` on D's slice picks, in lane `(c + s_r) mod
+/// 320`, row `r`'s vector (that lane of D row r is lane `c` of input row r;
+/// the lanes are distinct because consecutive output lanes are consecutive
+/// indices along p), and an SXM `distribute` puts lane `(c + k) mod 320`
+/// into output lane k (entries 320 and up give the padding's zeros). So
+/// the work is one tree per input vector plus one per output vector and
+/// byte plane, instead of one SXM move per source vector of every output
+/// vector. Only bits move: bit-exact. Nullopt when the op does not have
+/// that form (the caller falls back to moveLanes).
+std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &ctx) {
+  const ChipDescription &chip = ctx.chip();
+  const int64_t lanes = chip.lanes;
+  const Shape &from = op.operand(0)->type().shape;
+  auto perm = op.intsAttr("perm");
+  if (from.size() < 2 || !perm || perm->size() != from.size())
+    return std::nullopt;
+  const size_t n = from.size();
+  const size_t p = size_t(perm->back());
+  if (p >= n - 1)
+    return std::nullopt;
+  const TensorView &in = ctx.view(op.operand(0));
+  auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+  const int64_t outVpr = ctx.vecsPerRow(cols);
+  const int64_t inRows = in.rows, inCols = in.cols, inVpr = in.vecsPerRow;
+  // Input row r's index along p.
+  int64_t strideP = 1;
+  for (size_t d = p + 1; d + 1 < n; ++d)
+    strideP *= from[d];
+  auto shiftOf = [&](int64_t r) { return (r / strideP) % from[p] % lanes; };
+
+  // Per output vector: its base row, the column it takes, and its maps.
+  struct OutVector {
+    int64_t base, vec, gmap, dmap;
+  };
+  std::vector<OutVector> work(size_t(rows * outVpr));
+  std::map<std::vector<uint16_t>, int64_t> gmaps, dmaps;
+  SourceMap source(op);
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t v = 0; v < outVpr; ++v) {
+      int64_t valid = std::min(lanes, cols - v * lanes);
+      Source s0 = source(o * cols + v * lanes);
+      int64_t base = s0.flat / inCols, c = s0.flat % inCols, cc = c % lanes;
+      std::vector<uint16_t> g(size_t(lanes), 0);
+      std::vector<uint16_t> dm(static_cast<size_t>(lanes), static_cast<uint16_t>(lanes));
+      std::vector<bool> taken(size_t(lanes), false);
+      for (int64_t k = 0; k < valid; ++k) {
+        Source s = source(o * cols + v * lanes + k);
+        int64_t r = s.flat / inCols;
+        int64_t offset = (r - base) * inVpr;
+        size_t lane = size_t((cc + shiftOf(r)) % lanes);
+        if (s.flat % inCols != c || offset < 0 || offset > 0xffff || taken[lane])
+          return std::nullopt;
+        taken[lane] = true;
+        g[lane] = uint16_t(offset);
+        dm[size_t(k)] = uint16_t(lane);
+      }
+      auto gi = gmaps.try_emplace(g, int64_t(gmaps.size())).first->second;
+      auto di = dmaps.try_emplace(dm, int64_t(dmaps.size())).first->second;
+      if (int64_t(std::max(gmaps.size(), dmaps.size())) > chip.memVectors)
+        return std::nullopt;
+      work[size_t(o * outVpr + v)] = {base, c / lanes, gi, di};
+    }
+
+  auto rotated = ctx.scratch(op, in.dtype, inRows, inCols);
+  if (!rotated)
+    return rotated.takeError();
+  TensorView D = std::move(*rotated);
+  auto mapConstant = [&](const std::map<std::vector<uint16_t>, int64_t> &maps,
+                         std::vector<uint16_t> avoid) {
+    std::vector<uint8_t> data(maps.size() * size_t(lanes) * 2);
+    for (const auto &[map, row] : maps)
+      std::memcpy(&data[size_t(row * lanes * 2)], map.data(), size_t(lanes) * 2);
+    return ctx.constant(op, DType::I16, int64_t(maps.size()), lanes, std::move(data), avoid);
+  };
+  std::vector<uint16_t> avoid = D.slices();
+  avoid.insert(avoid.end(), in.slices().begin(), in.slices().end());
+  auto gconst = mapConstant(gmaps, avoid);
+  if (!gconst)
+    return gconst.takeError();
+  avoid.insert(avoid.end(), gconst->slices().begin(), gconst->slices().end());
+  auto dconst = mapConstant(dmaps, avoid);
+  if (!dconst)
+    return dconst.takeError();
+
+  // Step 1: D row r = input row r rotated by s_r.
+  int64_t prev = 0, path = 0;
+  for (int64_t r = 0; r < inRows; ++r)
+    for (int64_t v = 0; v < inVpr; ++v) {
+      WorkTree tree;
+      tree.write(D.slices(), D.address(r, v), -1);
+      Instr rot;
+      rot.op = Opcode::Rotate;
+      rot.dtype = in.dtype;
+      rot.count = uint32_t(shiftOf(r));
+      rot.unit = chip.isEastSlice(in.slices().front()) ? 1 : 0;
+      tree.nodes[0].inputs = {tree.add(rot, {tree.read(in.slices(), in.address(r, v))})};
+      int64_t ready = std::max(D.storage->block.writableFrom, in.readyAt(r, v));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      if (!placed)
+        return cannotPlace(op);
+      prev = placed->firstCycle;
+      if (r == 0 && v == 0)
+        path = placed->doneCycle - placed->firstCycle;
+      ctx.written(D, r, v, placed->doneCycle - 1);
+      ctx.read(in, placed->doneCycle);
+    }
+
+  // Step 2: per output vector and byte plane, gather and distribute.
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  const unsigned width = unsigned(view.slices().size());
+  prev = 0;
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t v = 0; v < outVpr; ++v) {
+      const OutVector &w = work[size_t(o * outVpr + v)];
+      int64_t ready = view.storage->block.writableFrom;
+      int64_t last = std::min(inRows - 1, w.base + (std::min(lanes, cols - v * lanes) - 1) * strideP);
+      for (int64_t r = w.base; r <= last; r += strideP)
+        ready = std::max(ready, D.readyAt(r, w.vec));
+      int64_t done = 0;
+      for (unsigned b = 0; b < width; ++b) {
+        WorkTree tree;
+        tree.write({view.slices()[b]}, view.address(o, v), -1);
+        Instr gather;
+        gather.op = Opcode::Gather;
+        gather.dtype = DType::I8; // one byte plane
+        gather.unit = D.slices()[b];
+        gather.addr = D.address(w.base, w.vec);
+        int g = tree.read(gconst->slices(), gconst->address(w.gmap, 0));
+        int bytes = tree.add(gather, {g, g}); // the map is src1; src0 unused
+        Instr dist;
+        dist.op = Opcode::Distribute;
+        dist.dtype = DType::I8;
+        dist.unit = chip.isEastSlice(D.slices()[b]) ? 1 : 0;
+        int moved = tree.add(dist, {bytes, tree.read(dconst->slices(), dconst->address(w.dmap, 0))});
+        tree.nodes[0].inputs = {moved};
+        std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+        if (!placed)
+          return cannotPlace(op);
+        prev = placed->firstCycle;
+        done = std::max(done, placed->doneCycle);
+        if (o == 0 && v == 0 && b == 0)
+          path += placed->doneCycle - placed->firstCycle;
+        ctx.read(D, placed->doneCycle);
+      }
+      ctx.written(view, o, v, done - 1);
+    }
+  ctx.releaseScratch(D);
+  ctx.notePath(op, path);
+  return llvm::Error::success();
+}
+
+} // namespace
+
 llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx) {
   switch (op.kind()) {
   case ir::OpKind::Slice:
   case ir::OpKind::Transpose:
     if (aliasesOperand(op, ctx.chip().lanes))
       return rowView(op, ctx);
+    if (op.kind() == ir::OpKind::Transpose)
+      if (std::optional<llvm::Error> done = transposeByGather(op, ctx))
+        return std::move(*done);
     return moveLanes(op, ctx);
   case ir::OpKind::Concat:
     return moveLanes(op, ctx);
