@@ -395,13 +395,17 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   };
   std::vector<uint16_t> avoid = D.slices();
   avoid.insert(avoid.end(), in.slices().begin(), in.slices().end());
-  auto gconst = mapConstant(gmaps, avoid);
-  if (!gconst)
-    return gconst.takeError();
-  avoid.insert(avoid.end(), gconst->slices().begin(), gconst->slices().end());
-  auto dconst = mapConstant(dmaps, avoid);
-  if (!dconst)
-    return dconst.takeError();
+  // One copy of the maps per byte plane: each plane's trees read both maps,
+  // and one slice's read port would serve only one tree per cycle.
+  std::vector<TensorView> gconsts, dconsts;
+  for (size_t b = 0; b < D.slices().size(); ++b)
+    for (auto *maps : {&gmaps, &dmaps}) {
+      auto view = mapConstant(*maps, avoid);
+      if (!view)
+        return view.takeError();
+      avoid.insert(avoid.end(), view->slices().begin(), view->slices().end());
+      (maps == &gmaps ? gconsts : dconsts).push_back(std::move(*view));
+    }
 
   // Step 1: D row r = input row r rotated by s_r.
   int64_t prev = 0, path = 0;
@@ -449,13 +453,14 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
         gather.dtype = DType::I8; // one byte plane
         gather.unit = D.slices()[b];
         gather.addr = D.address(w.base, w.vec);
-        int g = tree.read(gconst->slices(), gconst->address(w.gmap, 0));
+        int g = tree.read(gconsts[b].slices(), gconsts[b].address(w.gmap, 0));
         int bytes = tree.add(gather, {g, g}); // the map is src1; src0 unused
         Instr dist;
         dist.op = Opcode::Distribute;
         dist.dtype = DType::I8;
         dist.unit = chip.isEastSlice(D.slices()[b]) ? 1 : 0;
-        int moved = tree.add(dist, {bytes, tree.read(dconst->slices(), dconst->address(w.dmap, 0))});
+        int dmap = tree.read(dconsts[b].slices(), dconsts[b].address(w.dmap, 0));
+        int moved = tree.add(dist, {bytes, dmap});
         tree.nodes[0].inputs = {moved};
         std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
         if (!placed)
