@@ -190,3 +190,57 @@ TEST(Placer, GatherTakesTheReadPort) {
         EXPECT_NE(ti.cycle, gatherAt);
       }
 }
+
+namespace {
+
+// The cycles of the add and of the reads of slice 0 in `s`.
+std::pair<int64_t, std::vector<int64_t>> addAndReads(const Schedule &s) {
+  int64_t add = -1;
+  std::vector<int64_t> reads;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &t : list) {
+      if (t.instr.op == Opcode::Add)
+        add = t.cycle;
+      if (t.instr.op == Opcode::Read && t.instr.unit == 0)
+        reads.push_back(t.cycle);
+    }
+  return {add, reads};
+}
+
+} // namespace
+
+// The placer rejects a cycle on a busy queue or port before it searches
+// streams: the tree still lands in the first cycle where everything is
+// free, timed exactly as on an empty chip, only later.
+TEST(Placer, BusyQueuesAndPortsDelayTheWholeTreeExactly) {
+  auto c = chip();
+  Schedule free;
+  Placer alone(c, free);
+  ASSERT_TRUE(alone.place(addTree(0), 0));
+  auto [add0, reads0] = addAndReads(free);
+  ASSERT_GE(add0, 0);
+  ASSERT_EQ(reads0.size(), 1u);
+  const int64_t delay = 7;
+
+  // Every VXM queue busy up to the add's cycle + delay - 1.
+  Schedule s1;
+  Placer p1(c, s1);
+  for (unsigned q = 0; q < c.queues[unsigned(backend::UnitKind::Vxm)]; ++q)
+    p1.resources().setQueue(backend::UnitKind::Vxm, q, 0, unsigned(add0 + delay), true);
+  ASSERT_TRUE(p1.place(addTree(0), 0));
+  auto [add1, reads1] = addAndReads(s1);
+  EXPECT_EQ(add1, add0 + delay);
+  ASSERT_EQ(reads1.size(), 1u);
+  EXPECT_EQ(reads1[0], reads0[0] + delay);
+
+  // Slice 0's read port busy from the read's cycle on, for `delay` cycles.
+  Schedule s2;
+  Placer p2(c, s2);
+  for (int64_t k = 0; k < delay; ++k)
+    p2.resources().setPort(0, false, reads0[0] + k, true);
+  ASSERT_TRUE(p2.place(addTree(0), 0));
+  auto [add2, reads2] = addAndReads(s2);
+  EXPECT_EQ(add2, add0 + delay);
+  ASSERT_EQ(reads2.size(), 1u);
+  EXPECT_EQ(reads2[0], reads0[0] + delay);
+}
