@@ -4,8 +4,9 @@
 //
 // Where every output row is one whole source row (a slice or a transpose
 // that keeps the last axis), the op is a view: the output's rows map onto
-// the operand's stored rows (MEM addressing, no copy). Everything else moves
-// lanes: each output vector is assembled from the source vectors its lanes
+// the operand's stored rows (MEM addressing, no copy). A transpose that
+// moves the last axis rotates rows and gathers them (transposeByGather
+// below). Everything else moves lanes: each output vector is assembled from the source vectors its lanes
 // come from. Each such piece is read from SRAM and put through the SXM's
 // `distribute` with a constant lane map (entries of 320 or more give 0, so
 // the lanes another piece fills and the lanes past the end of the row stay
