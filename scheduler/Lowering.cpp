@@ -8,14 +8,84 @@
 
 namespace lpu::scheduler {
 
+// A view addresses its storage's vectors in order (storage row * the view's
+// vectors per row + vec), which a reshape keeping whole vectors regroups:
+// the chunk is found from that flat vector index.
 uint32_t TensorView::address(int64_t row, int64_t vec) const {
-  return uint32_t(storage->block.addr + storageRow(row) * vecsPerRow + vec);
+  int64_t flat = storageRow(row) * vecsPerRow + vec;
+  if (storage->chunkRows)
+    flat %= storage->chunkRows * storage->vecsPerRow;
+  return uint32_t(storage->block.addr + flat);
 }
 
-const std::vector<uint16_t> &TensorView::slices() const { return storage->block.slices; }
+int64_t TensorView::chunkOf(int64_t row) const {
+  if (!storage->chunkRows)
+    return 0;
+  return storageRow(row) * vecsPerRow / (storage->chunkRows * storage->vecsPerRow);
+}
+
+const std::vector<uint16_t> &TensorView::slices(int64_t row) const {
+  return storage->chunkSlices[size_t(chunkOf(row))];
+}
+
+const std::vector<uint16_t> &TensorView::allSlices() const { return storage->block.slices; }
+
+bool TensorView::chunked() const { return storage->chunkSlices.size() > 1; }
+
+int64_t TensorView::chunkRows() const {
+  return storage->chunkRows ? storage->chunkRows * storage->vecsPerRow / vecsPerRow : 0;
+}
 
 int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
   return storage->ready[size_t(storageRow(row) * vecsPerRow + vec)];
+}
+
+llvm::Expected<std::shared_ptr<Storage>>
+LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
+                                 int64_t align) {
+  const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors;
+  const unsigned width = tensor::dtypeSize(dtype);
+  int64_t chunkRows = 0, chunks = 1, vectors = rows * vpr;
+  // A byte plane longer than a slice: the fewest chunks, of nearly equal
+  // rows (so that each leaves room in its slices), a whole number of
+  // `align` rows each when that fits. A single row longer than a slice
+  // cannot be chunked: the allocator says so.
+  if (vectors > slice && vpr <= slice) {
+    const int64_t maxRows = slice / vpr;
+    chunks = (rows + maxRows - 1) / maxRows;
+    chunkRows = (rows + chunks - 1) / chunks;
+    if (align > 1 && align <= maxRows) {
+      chunkRows = std::min((chunkRows + align - 1) / align * align, maxRows / align * align);
+      chunks = (rows + chunkRows - 1) / chunkRows;
+    }
+    vectors = chunkRows * vpr;
+  }
+  // Past a hemisphere's slices the allocator refuses; keep the count sane.
+  chunks = std::min<int64_t>(chunks, int64_t(1) << 30);
+  auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(vectors, UINT32_MAX)), std::move(owner),
+                              unsigned(chunks));
+  if (!block)
+    return block.takeError();
+  auto storage = std::make_shared<Storage>();
+  storage->block = *block;
+  storage->vecsPerRow = vpr;
+  storage->chunkRows = chunks > 1 ? chunkRows : 0;
+  for (int64_t j = 0; j < chunks; ++j)
+    storage->chunkSlices.emplace_back(block->slices.begin() + j * width,
+                                      block->slices.begin() + (j + 1) * width);
+  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
+  return storage;
+}
+
+TensorView LoweringContext::viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
+                                   int64_t cols) {
+  TensorView view;
+  view.vecsPerRow = storage->vecsPerRow;
+  view.storage = std::move(storage);
+  view.dtype = dtype;
+  view.rows = rows;
+  view.cols = cols;
+  return view;
 }
 
 std::pair<int64_t, int64_t> LoweringContext::rowsAndCols(const ir::Type &type) {
@@ -45,24 +115,14 @@ bool LoweringContext::materialized(const ir::Op *op) const {
 
 llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir::Type &type) {
   auto [rows, cols] = rowsAndCols(type);
-  int64_t vpr = vecsPerRow(cols);
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
-  auto block = sram_.allocate(tensor::dtypeSize(type.dtype), uint32_t(rows * vpr),
-                              SramOwner{what, op->loc()});
-  if (!block)
-    return block.takeError();
-  auto storage = std::make_shared<Storage>();
-  storage->block = *block;
-  storage->vecsPerRow = vpr;
-  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
-  storage->persistent = persistentResult.count(op) > 0;
-  TensorView view;
-  view.storage = storage;
-  view.dtype = type.dtype;
-  view.rows = rows;
-  view.cols = cols;
-  view.vecsPerRow = vpr;
-  views_[op] = view;
+  // Rows per leading index stay in one chunk (a gather reads them together).
+  int64_t align = type.shape.size() >= 2 && type.shape[0] > 0 ? rows / type.shape[0] : 1;
+  auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align);
+  if (!storage)
+    return storage.takeError();
+  (*storage)->persistent = persistentResult.count(op) > 0;
+  views_[op] = viewOf(std::move(*storage), type.dtype, rows, cols);
   return &views_[op];
 }
 
@@ -76,22 +136,11 @@ void LoweringContext::read(const TensorView &view, int64_t cycle) {
 
 llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType dtype, int64_t rows,
                                                    int64_t cols) {
-  int64_t vpr = vecsPerRow(cols);
   std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
-  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr), SramOwner{what, op.loc()});
-  if (!block)
-    return block.takeError();
-  auto storage = std::make_shared<Storage>();
-  storage->block = *block;
-  storage->vecsPerRow = vpr;
-  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
-  TensorView view;
-  view.storage = storage;
-  view.dtype = dtype;
-  view.rows = rows;
-  view.cols = cols;
-  view.vecsPerRow = vpr;
-  return view;
+  auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+  if (!storage)
+    return storage.takeError();
+  return viewOf(std::move(*storage), dtype, rows, cols);
 }
 
 void LoweringContext::releaseScratch(const TensorView &view) {
@@ -111,7 +160,7 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
                                 std::to_string(cols),
                             data);
   if (auto it = constantViews_.find(key);
-      it != constantViews_.end() && !sharesAvoided(it->second.slices()))
+      it != constantViews_.end() && !sharesAvoided(it->second.allSlices()))
     return it->second;
   int64_t vpr = vecsPerRow(cols);
   // A constant is loaded before the run starts: its space must be SRAM no
@@ -140,14 +189,10 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   auto storage = std::make_shared<Storage>();
   storage->block = *block;
   storage->vecsPerRow = vpr;
+  storage->chunkSlices = {block->slices};
   storage->ready.assign(size_t(rows * vpr), 0);
   storage->persistent = true;
-  TensorView view;
-  view.storage = storage;
-  view.dtype = dtype;
-  view.rows = rows;
-  view.cols = cols;
-  view.vecsPerRow = vpr;
+  TensorView view = viewOf(std::move(storage), dtype, rows, cols);
   backend::TensorPlacement t;
   t.role = backend::TensorRole::Constant;
   t.dtype = dtype;

@@ -32,6 +32,8 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   const TensorView &ids = ctx.view(&idsOp);
   if (!table.rowMap.empty())
     return unsupported(op, "a table that is a view of another tensor");
+  if (table.chunked())
+    return unsupported(op, "a table longer than a slice (stored in chunks)");
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
   const int64_t perId = table.rows / std::max<int64_t>(tableType.shape[0], 1);
   const int64_t vpr = table.vecsPerRow;
@@ -53,7 +55,7 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
       std::memcpy(&spread[size_t((k * lanes + i) * 2)], &m, 2);
     }
   auto spreadView = ctx.constant(op, DType::I16, spreadRows, lanes,
-                                 std::move(spread), ids.slices());
+                                 std::move(spread), ids.allSlices());
   if (!spreadView)
     return spreadView.takeError();
   std::optional<TensorView> scale;
@@ -81,26 +83,26 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
       for (int64_t v = 0; v < vpr; ++v) {
         const int64_t r = n * perId + a;
         int64_t done = 0;
-        for (size_t b = 0; b < view.slices().size(); ++b) {
+        for (size_t b = 0; b < view.slices(r).size(); ++b) {
           WorkTree tree;
-          tree.write({view.slices()[b]}, view.address(r, v), -1);
+          tree.write({view.slices(r)[b]}, view.address(r, v), -1);
           Instr permute;
           permute.op = Opcode::Permute;
           permute.dtype = DType::I32;
-          permute.unit = chip.isEastSlice(ids.slices().front()) ? 1 : 0;
-          int idValue = tree.read(ids.slices(), ids.address(idRow, idVec));
-          int map = tree.read(spreadView->slices(), spreadView->address(idLane, 0));
+          permute.unit = chip.isEastSlice(ids.allSlices().front()) ? 1 : 0;
+          int idValue = tree.read(ids.slices(idRow), ids.address(idRow, idVec));
+          int map = tree.read(spreadView->slices(idLane), spreadView->address(idLane, 0));
           int offset = tree.add(permute, {idValue, map});
           if (scale) {
             Instr mul;
             mul.op = Opcode::Mul;
             mul.dtype = DType::I32;
-            offset = tree.add(mul, {offset, tree.read(scale->slices(), scale->address(0, 0))});
+            offset = tree.add(mul, {offset, tree.read(scale->slices(0), scale->address(0, 0))});
           }
           Instr gather;
           gather.op = Opcode::Gather;
           gather.dtype = DType::I8; // one byte plane
-          gather.unit = table.slices()[b];
+          gather.unit = table.slices(a)[b];
           gather.addr = table.address(a, v);
           // The map is the offset's low 16 bits (src1); src0 is unused.
           int bytes = tree.add(gather, {offset, offset});
