@@ -7,6 +7,14 @@
 // and its low 16 bits are the map of one `gather` per byte plane, which
 // reads the table's slice at `row address + map[i]` in every lane and
 // streams the bytes to the output's slice. Only bits move: bit-exact.
+//
+// A table longer than a slice is stored in chunks of rows, each in its own
+// slices at the same addresses; which chunk an id is in is only known at run
+// time. Per id, a first pass writes the id's address inside its chunk (id
+// mod ids-per-chunk, scaled) and, for every chunk but the first, whether the
+// id is in it (id div ids-per-chunk == j); then each output vector gathers
+// at that address from every chunk and keeps the right one (a chain of
+// selects on those flags).
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
@@ -15,6 +23,193 @@
 namespace lpu::scheduler {
 
 using namespace backend;
+
+namespace {
+
+/// Constant maps for the SXM: row k spreads lane k to every lane.
+llvm::Expected<TensorView> spreadMaps(const ir::Op &op, LoweringContext &ctx, const TensorView &ids) {
+  const int64_t lanes = ctx.chip().lanes;
+  int64_t spreadRows = std::min<int64_t>(lanes, std::max<int64_t>(ids.cols, 1));
+  std::vector<uint8_t> spread(size_t(spreadRows * lanes) * 2);
+  for (int64_t k = 0; k < spreadRows; ++k)
+    for (int64_t i = 0; i < lanes; ++i) {
+      uint16_t m = uint16_t(k);
+      std::memcpy(&spread[size_t((k * lanes + i) * 2)], &m, 2);
+    }
+  return ctx.constant(op, DType::I16, spreadRows, lanes, std::move(spread), ids.allSlices());
+}
+
+/// A constant [rows, lanes] i32 whose row k holds value(k) in every lane.
+llvm::Expected<TensorView> splatRows(const ir::Op &op, LoweringContext &ctx, int64_t rows,
+                                     int64_t (*value)(int64_t, int64_t), int64_t arg) {
+  const int64_t lanes = ctx.chip().lanes;
+  std::vector<uint8_t> data(size_t(rows * lanes) * 4);
+  for (int64_t k = 0; k < rows; ++k) {
+    int32_t v = int32_t(value(k, arg));
+    for (int64_t i = 0; i < lanes; ++i)
+      std::memcpy(&data[size_t((k * lanes + i) * 4)], &v, 4);
+  }
+  return ctx.constant(op, DType::I32, rows, lanes, std::move(data));
+}
+
+/// Adds to `tree` the id of output id `n` in every lane (i32): the ids'
+/// vector read and spread by the SXM.
+int spreadId(WorkTree &tree, const ChipDescription &chip, const TensorView &ids,
+             const TensorView &spread, int64_t n) {
+  const int64_t lanes = chip.lanes;
+  int64_t idRow = n / ids.cols, idCol = n % ids.cols;
+  Instr permute;
+  permute.op = Opcode::Permute;
+  permute.dtype = DType::I32;
+  permute.unit = chip.isEastSlice(ids.allSlices().front()) ? 1 : 0;
+  int idValue = tree.read(ids.slices(idRow), ids.address(idRow, idCol / lanes));
+  int map = tree.read(spread.slices(idCol % lanes), spread.address(idCol % lanes, 0));
+  return tree.add(permute, {idValue, map});
+}
+
+int vxm(WorkTree &tree, Opcode opcode, DType dtype, std::vector<int> inputs) {
+  Instr in;
+  in.op = opcode;
+  in.dtype = dtype;
+  return tree.add(in, std::move(inputs));
+}
+
+llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const TensorView &table,
+                               const TensorView &ids, int64_t perId) {
+  const ChipDescription &chip = ctx.chip();
+  const int64_t lanes = chip.lanes;
+  const int64_t vpr = table.vecsPerRow;
+  const int64_t chunks = int64_t(table.storage->chunkSlices.size());
+  const int64_t idsPerChunk = table.chunkRows() / std::max<int64_t>(perId, 1);
+
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  const int64_t idCount = view.rows / std::max<int64_t>(perId, 1);
+
+  auto spread = spreadMaps(op, ctx, ids);
+  if (!spread)
+    return spread.takeError();
+  auto perChunk = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, idsPerChunk);
+  if (!perChunk)
+    return perChunk.takeError();
+  auto chunkIndex = splatRows(op, ctx, chunks, [](int64_t k, int64_t) { return k; }, 0);
+  if (!chunkIndex)
+    return chunkIndex.takeError();
+  std::optional<TensorView> scale;
+  if (vpr * perId > 1) {
+    auto v = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, vpr * perId);
+    if (!v)
+      return v.takeError();
+    scale = std::move(*v);
+  }
+  // Per id: its vector offset inside its chunk (i32; the gathers take the
+  // low 16 bits) and, for chunks 1.., whether it is in that chunk.
+  auto where = ctx.scratch(op, DType::I32, idCount, lanes);
+  if (!where)
+    return where.takeError();
+  auto inChunk = ctx.scratch(op, DType::Bool, std::max<int64_t>(1, idCount * (chunks - 1)), lanes);
+  if (!inChunk)
+    return inChunk.takeError();
+
+  // One vector's path: a first-pass tree, then a gather tree.
+  int64_t path = 0;
+  int pathTrees = 0;
+  int64_t prev = 0;
+  auto place = [&](WorkTree tree, int64_t ready, bool gathers) -> llvm::Expected<Placement> {
+    std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+    if (!placed)
+      return cannotPlace(op);
+    prev = placed->firstCycle;
+    if (pathTrees == (gathers ? 1 : 0)) {
+      path += placed->doneCycle - placed->firstCycle;
+      ++pathTrees;
+    }
+    return *placed;
+  };
+  for (int64_t n = 0; n < idCount; ++n) {
+    int64_t idRow = n / ids.cols, idVec = (n % ids.cols) / lanes;
+    int64_t ready = std::max(where->storage->block.writableFrom, ids.readyAt(idRow, idVec));
+    for (int64_t j = 0; j < chunks; ++j) {
+      WorkTree tree;
+      const TensorView &dest = j == 0 ? *where : *inChunk;
+      int64_t row = j == 0 ? n : n * (chunks - 1) + j - 1;
+      tree.write(dest.slices(row), dest.address(row, 0), -1);
+      int id = spreadId(tree, chip, ids, *spread, n);
+      int per = tree.read(perChunk->slices(0), perChunk->address(0, 0));
+      int value;
+      if (j == 0) {
+        value = vxm(tree, Opcode::Rem, DType::I32, {id, per});
+        if (scale)
+          value = vxm(tree, Opcode::Mul, DType::I32,
+                      {value, tree.read(scale->slices(0), scale->address(0, 0))});
+      } else {
+        int q = vxm(tree, Opcode::Div, DType::I32, {id, per});
+        value = vxm(tree, Opcode::CmpEq, DType::I32,
+                    {q, tree.read(chunkIndex->slices(j), chunkIndex->address(j, 0))});
+      }
+      tree.nodes[0].inputs = {value};
+      auto placed = place(std::move(tree), std::max(ready, dest.storage->block.writableFrom), false);
+      if (!placed)
+        return placed.takeError();
+      ctx.read(ids, placed->doneCycle);
+      ctx.written(dest, row, 0, placed->doneCycle - 1);
+    }
+  }
+
+  // Any table row may be read: wait for all of it.
+  int64_t tableReady = 0;
+  for (int64_t t : table.storage->ready)
+    tableReady = std::max(tableReady, t);
+  for (int64_t n = 0; n < idCount; ++n) {
+    int64_t ready = std::max({view.storage->block.writableFrom, tableReady, where->readyAt(n, 0)});
+    for (int64_t j = 1; j < chunks; ++j)
+      ready = std::max(ready, inChunk->readyAt(n * (chunks - 1) + j - 1, 0));
+    const std::vector<uint16_t> &map = where->slices(n);
+    for (int64_t a = 0; a < perId; ++a)
+      for (int64_t v = 0; v < vpr; ++v) {
+        const int64_t r = n * perId + a;
+        int64_t done = 0;
+        for (size_t b = 0; b < view.slices(r).size(); ++b) {
+          WorkTree tree;
+          tree.write({view.slices(r)[b]}, view.address(r, v), -1);
+          int value = -1;
+          for (int64_t j = 0; j < chunks; ++j) {
+            int offset = tree.read({map[0], map[1]}, where->address(n, 0));
+            Instr gather;
+            gather.op = Opcode::Gather;
+            gather.dtype = DType::I8; // one byte plane
+            gather.unit = table.storage->chunkSlices[size_t(j)][b];
+            gather.addr = table.address(a, v); // row a of the id's chunk
+            int bytes = tree.add(gather, {offset, offset});
+            if (j == 0) {
+              value = bytes;
+              continue;
+            }
+            int64_t flag = n * (chunks - 1) + j - 1;
+            int cond = tree.read(inChunk->slices(flag), inChunk->address(flag, 0));
+            value = vxm(tree, Opcode::Select, DType::I8, {cond, bytes, value});
+          }
+          tree.nodes[0].inputs = {value};
+          auto placed = place(std::move(tree), ready, true);
+          if (!placed)
+            return placed.takeError();
+          done = std::max(done, placed->doneCycle);
+          ctx.read(table, placed->doneCycle);
+          ctx.read(*where, placed->doneCycle);
+          ctx.read(*inChunk, placed->doneCycle);
+        }
+        ctx.written(view, r, v, done - 1);
+      }
+  }
+  ctx.notePath(op, path);
+  ctx.releaseScratch(*where);
+  ctx.releaseScratch(*inChunk);
+  return llvm::Error::success();
+}
+
+} // namespace
 
 llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
@@ -32,11 +227,14 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   const TensorView &ids = ctx.view(&idsOp);
   if (!table.rowMap.empty())
     return unsupported(op, "a table that is a view of another tensor");
-  if (table.chunked())
-    return unsupported(op, "a table longer than a slice (stored in chunks)");
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
   const int64_t perId = table.rows / std::max<int64_t>(tableType.shape[0], 1);
   const int64_t vpr = table.vecsPerRow;
+  if (table.chunked()) {
+    if (table.chunkRows() % std::max<int64_t>(perId, 1) != 0 || table.vecsPerRow != table.storage->vecsPerRow)
+      return unsupported(op, "a chunked table whose chunks split an id's rows");
+    return lowerChunkedGather(op, ctx, table, ids, perId);
+  }
   if (table.rows * vpr > 0xffff)
     return unsupported(op, "a table of more than 65535 vectors (the gather map is 16 bits)");
 
@@ -46,16 +244,7 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   TensorView &view = **out;
   const int64_t idCount = view.rows / std::max<int64_t>(perId, 1);
 
-  // Constant maps: row k spreads lane k to every lane.
-  int64_t spreadRows = std::min<int64_t>(lanes, std::max<int64_t>(ids.cols, 1));
-  std::vector<uint8_t> spread(size_t(spreadRows * lanes) * 2);
-  for (int64_t k = 0; k < spreadRows; ++k)
-    for (int64_t i = 0; i < lanes; ++i) {
-      uint16_t m = uint16_t(k);
-      std::memcpy(&spread[size_t((k * lanes + i) * 2)], &m, 2);
-    }
-  auto spreadView = ctx.constant(op, DType::I16, spreadRows, lanes,
-                                 std::move(spread), ids.allSlices());
+  auto spreadView = spreadMaps(op, ctx, ids);
   if (!spreadView)
     return spreadView.takeError();
   std::optional<TensorView> scale;
