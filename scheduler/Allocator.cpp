@@ -148,7 +148,8 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       ScheduleError::Kind::DoesNotFit,
       owner.what + " does not fit in SRAM: it needs " +
           std::to_string(uint64_t(vectors) * width * chunks * chip_.lanes) + " bytes (" +
-          std::to_string(width * chunks) + " byte planes of " + std::to_string(vectors) +
+          (chunks > 1 ? std::to_string(chunks) + " chunks of " : std::string()) +
+          std::to_string(width) + " byte planes of " + std::to_string(vectors) +
           " vectors) while " + std::to_string(liveBytes_) + " of the chip's " +
           std::to_string(chip_.sramBytes()) + " bytes are live",
       owner.loc, std::move(notes));

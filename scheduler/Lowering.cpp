@@ -45,31 +45,51 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
                                  int64_t align) {
   const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors;
   const unsigned width = tensor::dtypeSize(dtype);
-  int64_t chunkRows = 0, chunks = 1, vectors = rows * vpr;
-  // A byte plane longer than a slice: the fewest chunks, of nearly equal
-  // rows (so that each leaves room in its slices), a whole number of
-  // `align` rows each when that fits. A single row longer than a slice
+  // `want` chunks of nearly equal rows (so that each leaves room in its
+  // slices), a whole number of `align` rows each when that fits a slice.
+  int64_t chunkRows = 0, chunks = 1;
+  auto split = [&](int64_t want) {
+    chunkRows = (rows + want - 1) / want;
+    if (align > 1 && align * vpr <= slice)
+      chunkRows = (chunkRows + align - 1) / align * align;
+    if (chunkRows * vpr > slice)
+      chunkRows = std::max<int64_t>(1, slice / vpr / std::max<int64_t>(align, 1) * std::max<int64_t>(align, 1));
+    chunks = (rows + chunkRows - 1) / chunkRows;
+  };
+  // The fewest chunks that fit a slice. A single row longer than a slice
   // cannot be chunked: the allocator says so.
-  if (vectors > slice && vpr <= slice) {
-    const int64_t maxRows = slice / vpr;
-    chunks = (rows + maxRows - 1) / maxRows;
-    chunkRows = (rows + chunks - 1) / chunks;
-    if (align > 1 && align <= maxRows) {
-      chunkRows = std::min((chunkRows + align - 1) / align * align, maxRows / align * align);
-      chunks = (rows + chunkRows - 1) / chunkRows;
-    }
-    vectors = chunkRows * vpr;
-  }
+  split(vpr > slice ? 1 : (rows + slice / vpr - 1) / (slice / vpr));
+  if (vpr > slice)
+    chunkRows = rows, chunks = 1;
   // Past a hemisphere's slices the allocator refuses; keep the count sane.
   chunks = std::min<int64_t>(chunks, int64_t(1) << 30);
-  auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(vectors, UINT32_MAX)), std::move(owner),
+  auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(chunkRows * vpr, UINT32_MAX)), owner,
                               unsigned(chunks));
+  // No slice group has that much room at once: SRAM may still have it in
+  // pieces, at the same addresses of more slice groups. Cut the tensor into
+  // more, shorter chunks until it fits (the first error stands if none does).
+  const int64_t groups = chip_.memSlices / 2 / width;
+  for (int64_t want = chunks + 1; !block && want <= std::min(groups, rows) && vpr <= slice; ++want) {
+    int64_t before = chunks;
+    split(want);
+    if (chunks == before)
+      continue;
+    auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks));
+    if (retry) {
+      llvm::consumeError(block.takeError());
+      block = std::move(retry);
+    } else {
+      llvm::consumeError(retry.takeError());
+    }
+  }
   if (!block)
     return block.takeError();
+  if (chunks == 1)
+    chunkRows = 0;
   auto storage = std::make_shared<Storage>();
   storage->block = *block;
   storage->vecsPerRow = vpr;
-  storage->chunkRows = chunks > 1 ? chunkRows : 0;
+  storage->chunkRows = chunkRows;
   for (int64_t j = 0; j < chunks; ++j)
     storage->chunkSlices.emplace_back(block->slices.begin() + j * width,
                                       block->slices.begin() + (j + 1) * width);
@@ -135,12 +155,33 @@ void LoweringContext::read(const TensorView &view, int64_t cycle) {
 }
 
 llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType dtype, int64_t rows,
-                                                   int64_t cols) {
+                                                   int64_t cols, const std::vector<uint16_t> &avoid) {
   std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
-  auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
-  if (!storage)
-    return storage.takeError();
-  return viewOf(std::move(*storage), dtype, rows, cols);
+  auto shares = [&](const SramBlock &b) {
+    for (uint16_t s : b.slices)
+      if (std::find(avoid.begin(), avoid.end(), s) != avoid.end())
+        return true;
+    return false;
+  };
+  // Blocks in avoided slices are held while the allocator moves on, then
+  // given back as they were; past a round of every slice, settle.
+  std::vector<SramBlock> skipped;
+  auto giveBack = [&] {
+    for (const SramBlock &b : skipped)
+      sram_.release(b.id, b.writableFrom - 1);
+  };
+  for (int attempt = 0;; ++attempt) {
+    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+    if (!storage) {
+      giveBack();
+      return storage.takeError();
+    }
+    if (!shares((*storage)->block) || attempt >= int(chip_.memSlices)) {
+      giveBack();
+      return viewOf(std::move(*storage), dtype, rows, cols);
+    }
+    skipped.push_back((*storage)->block);
+  }
 }
 
 void LoweringContext::releaseScratch(const TensorView &view) {

@@ -118,7 +118,9 @@ public:
 
   /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
   /// owned by `op`; give it back with releaseScratch() once placed.
-  llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols);
+  /// `avoid`: slices it should not share (read in the same trees as it).
+  llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
+                                     const std::vector<uint16_t> &avoid = {});
   void releaseScratch(const TensorView &view);
   /// A constant [rows, cols] of `dtype` that `op`'s lowering needs (lane
   /// maps, masks, divisors, iota values), stored with the program (`data`:

@@ -94,9 +94,6 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   auto perChunk = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, idsPerChunk);
   if (!perChunk)
     return perChunk.takeError();
-  auto chunkIndex = splatRows(op, ctx, chunks, [](int64_t k, int64_t) { return k; }, 0);
-  if (!chunkIndex)
-    return chunkIndex.takeError();
   std::optional<TensorView> scale;
   if (vpr * perId > 1) {
     auto v = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, vpr * perId);
@@ -104,57 +101,59 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
       return v.takeError();
     scale = std::move(*v);
   }
-  // Per id: its vector offset inside its chunk (i32; the gathers take the
-  // low 16 bits) and, for chunks 1.., whether it is in that chunk.
-  auto where = ctx.scratch(op, DType::I32, idCount, lanes);
+  // Per id: its vector offset inside its chunk (i32; a gather takes the low
+  // 16 bits) and its chunk (i32; its low byte is compared). A tree of the
+  // second pass reads both, a chunk index, the output and the table: in
+  // slices of their own, so that no two of its reads need one port at once.
+  std::vector<uint16_t> avoid = table.allSlices();
+  avoid.insert(avoid.end(), view.allSlices().begin(), view.allSlices().end());
+  auto where = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
   if (!where)
     return where.takeError();
-  auto inChunk = ctx.scratch(op, DType::Bool, std::max<int64_t>(1, idCount * (chunks - 1)), lanes);
-  if (!inChunk)
-    return inChunk.takeError();
+  avoid.insert(avoid.end(), where->allSlices().begin(), where->allSlices().end());
+  auto which = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
+  if (!which)
+    return which.takeError();
+  avoid.insert(avoid.end(), which->allSlices().begin(), which->allSlices().end());
+  std::vector<uint8_t> indexData(size_t(chunks * lanes));
+  for (int64_t j = 0; j < chunks; ++j)
+    std::fill_n(indexData.begin() + j * lanes, lanes, uint8_t(j));
+  auto chunkIndex = ctx.constant(op, DType::I8, chunks, lanes, std::move(indexData), avoid);
+  if (!chunkIndex)
+    return chunkIndex.takeError();
 
-  // One vector's path: a first-pass tree, then a gather tree.
-  int64_t path = 0;
-  int pathTrees = 0;
+  // One vector's path: a first-pass tree, then a tree per chunk.
+  int64_t firstPass = -1, perChunkTree = -1;
   int64_t prev = 0;
-  auto place = [&](WorkTree tree, int64_t ready, bool gathers) -> llvm::Expected<Placement> {
+  auto place = [&](WorkTree tree, int64_t ready, int64_t &length) -> llvm::Expected<Placement> {
     std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
     if (!placed)
       return cannotPlace(op);
     prev = placed->firstCycle;
-    if (pathTrees == (gathers ? 1 : 0)) {
-      path += placed->doneCycle - placed->firstCycle;
-      ++pathTrees;
-    }
+    if (length < 0)
+      length = placed->doneCycle - placed->firstCycle;
     return *placed;
   };
+  int64_t unused = 0;
   for (int64_t n = 0; n < idCount; ++n) {
     int64_t idRow = n / ids.cols, idVec = (n % ids.cols) / lanes;
-    int64_t ready = std::max(where->storage->block.writableFrom, ids.readyAt(idRow, idVec));
-    for (int64_t j = 0; j < chunks; ++j) {
+    for (int k = 0; k < 2; ++k) {
+      const TensorView &dest = k == 0 ? *where : *which;
       WorkTree tree;
-      const TensorView &dest = j == 0 ? *where : *inChunk;
-      int64_t row = j == 0 ? n : n * (chunks - 1) + j - 1;
-      tree.write(dest.slices(row), dest.address(row, 0), -1);
+      tree.write(dest.slices(n), dest.address(n, 0), -1);
       int id = spreadId(tree, chip, ids, *spread, n);
       int per = tree.read(perChunk->slices(0), perChunk->address(0, 0));
-      int value;
-      if (j == 0) {
-        value = vxm(tree, Opcode::Rem, DType::I32, {id, per});
-        if (scale)
-          value = vxm(tree, Opcode::Mul, DType::I32,
-                      {value, tree.read(scale->slices(0), scale->address(0, 0))});
-      } else {
-        int q = vxm(tree, Opcode::Div, DType::I32, {id, per});
-        value = vxm(tree, Opcode::CmpEq, DType::I32,
-                    {q, tree.read(chunkIndex->slices(j), chunkIndex->address(j, 0))});
-      }
+      int value = vxm(tree, k == 0 ? Opcode::Rem : Opcode::Div, DType::I32, {id, per});
+      if (k == 0 && scale)
+        value = vxm(tree, Opcode::Mul, DType::I32,
+                    {value, tree.read(scale->slices(0), scale->address(0, 0))});
       tree.nodes[0].inputs = {value};
-      auto placed = place(std::move(tree), std::max(ready, dest.storage->block.writableFrom), false);
+      int64_t ready = std::max(dest.storage->block.writableFrom, ids.readyAt(idRow, idVec));
+      auto placed = place(std::move(tree), ready, k == 0 ? firstPass : unused);
       if (!placed)
         return placed.takeError();
       ctx.read(ids, placed->doneCycle);
-      ctx.written(dest, row, 0, placed->doneCycle - 1);
+      ctx.written(dest, n, 0, placed->doneCycle - 1);
     }
   }
 
@@ -162,50 +161,59 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   int64_t tableReady = 0;
   for (int64_t t : table.storage->ready)
     tableReady = std::max(tableReady, t);
-  for (int64_t n = 0; n < idCount; ++n) {
-    int64_t ready = std::max({view.storage->block.writableFrom, tableReady, where->readyAt(n, 0)});
-    for (int64_t j = 1; j < chunks; ++j)
-      ready = std::max(ready, inChunk->readyAt(n * (chunks - 1) + j - 1, 0));
-    const std::vector<uint16_t> &map = where->slices(n);
-    for (int64_t a = 0; a < perId; ++a)
-      for (int64_t v = 0; v < vpr; ++v) {
-        const int64_t r = n * perId + a;
-        int64_t done = 0;
-        for (size_t b = 0; b < view.slices(r).size(); ++b) {
-          WorkTree tree;
-          tree.write({view.slices(r)[b]}, view.address(r, v), -1);
-          int value = -1;
-          for (int64_t j = 0; j < chunks; ++j) {
+  // Chunk by chunk: every output vector's byte plane takes chunk j's bytes
+  // where the id is in chunk j, and keeps what it has elsewhere (chunk 0
+  // writes it first). Chunks outer, so that the trees of one chunk are
+  // independent and overlap.
+  const int64_t outVectors = idCount * perId * vpr;
+  const size_t planes = tensor::dtypeSize(view.dtype);
+  std::vector<int64_t> planeReady(size_t(outVectors) * planes, view.storage->block.writableFrom);
+  for (int64_t j = 0; j < chunks; ++j) {
+    const std::vector<uint16_t> &tableSlices = table.storage->chunkSlices[size_t(j)];
+    prev = 0;
+    for (int64_t n = 0; n < idCount; ++n)
+      for (int64_t a = 0; a < perId; ++a)
+        for (int64_t v = 0; v < vpr; ++v) {
+          const int64_t r = n * perId + a;
+          int64_t done = 0;
+          for (size_t b = 0; b < planes; ++b) {
+            int64_t &ready = planeReady[size_t(r * vpr + v) * planes + b];
+            const std::vector<uint16_t> &map = where->slices(n);
+            WorkTree tree;
+            tree.write({view.slices(r)[b]}, view.address(r, v), -1);
             int offset = tree.read({map[0], map[1]}, where->address(n, 0));
             Instr gather;
             gather.op = Opcode::Gather;
             gather.dtype = DType::I8; // one byte plane
-            gather.unit = table.storage->chunkSlices[size_t(j)][b];
+            gather.unit = tableSlices[b];
             gather.addr = table.address(a, v); // row a of the id's chunk
-            int bytes = tree.add(gather, {offset, offset});
-            if (j == 0) {
-              value = bytes;
-              continue;
+            int value = tree.add(gather, {offset, offset});
+            if (j > 0) {
+              int q = tree.read({which->slices(n)[0]}, which->address(n, 0));
+              int index = tree.read(chunkIndex->slices(j), chunkIndex->address(j, 0));
+              int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, index});
+              int kept = tree.read({view.slices(r)[b]}, view.address(r, v));
+              value = vxm(tree, Opcode::Select, DType::I8, {cond, value, kept});
             }
-            int64_t flag = n * (chunks - 1) + j - 1;
-            int cond = tree.read(inChunk->slices(flag), inChunk->address(flag, 0));
-            value = vxm(tree, Opcode::Select, DType::I8, {cond, bytes, value});
+            tree.nodes[0].inputs = {value};
+            int64_t after = std::max({ready, tableReady, where->readyAt(n, 0), which->readyAt(n, 0)});
+            auto placed = place(std::move(tree), after, j == 1 ? perChunkTree : unused);
+            if (!placed)
+              return placed.takeError();
+            ready = placed->doneCycle;
+            done = std::max(done, placed->doneCycle);
+            ctx.read(table, placed->doneCycle);
+            ctx.read(*where, placed->doneCycle);
+            ctx.read(*which, placed->doneCycle);
+            ctx.read(view, placed->doneCycle);
           }
-          tree.nodes[0].inputs = {value};
-          auto placed = place(std::move(tree), ready, true);
-          if (!placed)
-            return placed.takeError();
-          done = std::max(done, placed->doneCycle);
-          ctx.read(table, placed->doneCycle);
-          ctx.read(*where, placed->doneCycle);
-          ctx.read(*inChunk, placed->doneCycle);
+          if (j == chunks - 1)
+            ctx.written(view, r, v, done - 1);
         }
-        ctx.written(view, r, v, done - 1);
-      }
   }
-  ctx.notePath(op, path);
+  ctx.notePath(op, std::max<int64_t>(firstPass, 0) + chunks * std::max<int64_t>(perChunkTree, 0));
   ctx.releaseScratch(*where);
-  ctx.releaseScratch(*inChunk);
+  ctx.releaseScratch(*which);
   return llvm::Error::success();
 }
 
