@@ -203,45 +203,45 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   if (auto it = constantViews_.find(key);
       it != constantViews_.end() && !sharesAvoided(it->second.allSlices()))
     return it->second;
-  int64_t vpr = vecsPerRow(cols);
   // A constant is loaded before the run starts: its space must be SRAM no
   // block written during the run has used (writableFrom 0), on no slice in
   // `avoid` (tensors read in the same cycles as it). Other space is skipped
   // (held meanwhile so the allocator moves on, then given back as it was).
+  // A constant longer than a slice is chunked like any tensor.
   std::vector<SramBlock> skipped;
-  llvm::Expected<SramBlock> block = llvm::make_error<llvm::StringError>("", llvm::inconvertibleErrorCode());
+  std::shared_ptr<Storage> storage;
   for (int attempt = 0;; ++attempt) {
-    llvm::consumeError(block.takeError());
-    block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
-                           SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
-    if (!block)
-      break;
+    auto got = allocateStorage(dtype, rows, cols,
+                               SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
+    if (!got) {
+      for (const SramBlock &b : skipped)
+        sram_.release(b.id, b.writableFrom - 1);
+      return got.takeError();
+    }
     // Past a few rounds of every slice, settle for a shared slice (the
     // placer then serialises the reads) but never for reused space.
-    bool clash = sharesAvoided(block->slices) && attempt < 2 * int(chip_.memSlices);
-    if (block->writableFrom == 0 && !clash)
+    const SramBlock &block = (*got)->block;
+    bool clash = sharesAvoided(block.slices) && attempt < 2 * int(chip_.memSlices);
+    if (block.writableFrom == 0 && !clash) {
+      storage = std::move(*got);
       break;
-    skipped.push_back(*block);
+    }
+    skipped.push_back(block);
   }
   for (const SramBlock &b : skipped)
     sram_.release(b.id, b.writableFrom - 1);
-  if (!block)
-    return block.takeError();
-  auto storage = std::make_shared<Storage>();
-  storage->block = *block;
-  storage->vecsPerRow = vpr;
-  storage->chunkSlices = {block->slices};
-  storage->ready.assign(size_t(rows * vpr), 0);
+  std::fill(storage->ready.begin(), storage->ready.end(), 0);
   storage->persistent = true;
-  TensorView view = viewOf(std::move(storage), dtype, rows, cols);
+  TensorView view = viewOf(storage, dtype, rows, cols);
   backend::TensorPlacement t;
   t.role = backend::TensorRole::Constant;
   t.dtype = dtype;
   t.shape = {backend::Dim{cols, ""}};
   if (rows != 1)
     t.shape.insert(t.shape.begin(), backend::Dim{rows, ""});
-  t.slices = block->slices;
-  t.addr = block->addr;
+  t.slices = storage->block.slices;
+  t.addr = storage->block.addr;
+  t.chunkRows = uint32_t(storage->chunkRows);
   t.data = std::move(data);
   constants.push_back(std::move(t));
   constantViews_[key] = view;
