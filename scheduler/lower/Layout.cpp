@@ -383,10 +383,26 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       work[size_t(o * outVpr + v)] = {base, c / lanes, gi, di};
     }
 
+  // The last input row an output vector reads.
+  auto lastRow = [&](int64_t o, int64_t v) {
+    const OutVector &w = work[size_t(o * outVpr + v)];
+    return std::min(inRows - 1, w.base + (std::min(lanes, cols - v * lanes) - 1) * strideP);
+  };
   auto rotated = ctx.scratch(op, in.dtype, inRows, inCols);
   if (!rotated)
     return rotated.takeError();
   TensorView D = std::move(*rotated);
+  // A gather reads one slice: the rows of each output vector must lie in
+  // one chunk of D (a D longer than a slice is cut into chunks of rows).
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t v = 0; v < outVpr; ++v) {
+      const OutVector &w = work[size_t(o * outVpr + v)];
+      if (D.chunkOf(w.base) != D.chunkOf(lastRow(o, v))) {
+        ctx.releaseScratch(D);
+        return std::nullopt;
+      }
+    }
+  const size_t width = tensor::dtypeSize(in.dtype);
   auto mapConstant = [&](const std::map<std::vector<uint16_t>, int64_t> &maps,
                          std::vector<uint16_t> avoid) {
     std::vector<uint8_t> data(maps.size() * size_t(lanes) * 2);
@@ -394,17 +410,17 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       std::memcpy(&data[size_t(row * lanes * 2)], map.data(), size_t(lanes) * 2);
     return ctx.constant(op, DType::I16, int64_t(maps.size()), lanes, std::move(data), avoid);
   };
-  std::vector<uint16_t> avoid = D.slices();
-  avoid.insert(avoid.end(), in.slices().begin(), in.slices().end());
+  std::vector<uint16_t> avoid = D.allSlices();
+  avoid.insert(avoid.end(), in.allSlices().begin(), in.allSlices().end());
   // One copy of the maps per byte plane: each plane's trees read both maps,
   // and one slice's read port would serve only one tree per cycle.
   std::vector<TensorView> gconsts, dconsts;
-  for (size_t b = 0; b < D.slices().size(); ++b)
+  for (size_t b = 0; b < width; ++b)
     for (auto *maps : {&gmaps, &dmaps}) {
       auto view = mapConstant(*maps, avoid);
       if (!view)
         return view.takeError();
-      avoid.insert(avoid.end(), view->slices().begin(), view->slices().end());
+      avoid.insert(avoid.end(), view->allSlices().begin(), view->allSlices().end());
       (maps == &gmaps ? gconsts : dconsts).push_back(std::move(*view));
     }
 
@@ -413,13 +429,13 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   for (int64_t r = 0; r < inRows; ++r)
     for (int64_t v = 0; v < inVpr; ++v) {
       WorkTree tree;
-      tree.write(D.slices(), D.address(r, v), -1);
+      tree.write(D.slices(r), D.address(r, v), -1);
       Instr rot;
       rot.op = Opcode::Rotate;
       rot.dtype = in.dtype;
       rot.count = uint32_t(shiftOf(r));
-      rot.unit = chip.isEastSlice(in.slices().front()) ? 1 : 0;
-      tree.nodes[0].inputs = {tree.add(rot, {tree.read(in.slices(), in.address(r, v))})};
+      rot.unit = chip.isEastSlice(in.allSlices().front()) ? 1 : 0;
+      tree.nodes[0].inputs = {tree.add(rot, {tree.read(in.slices(r), in.address(r, v))})};
       int64_t ready = std::max(D.storage->block.writableFrom, in.readyAt(r, v));
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
       if (!placed)
@@ -436,31 +452,29 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   if (!out)
     return out.takeError();
   TensorView &view = **out;
-  const unsigned width = unsigned(view.slices().size());
   prev = 0;
   for (int64_t o = 0; o < rows; ++o)
     for (int64_t v = 0; v < outVpr; ++v) {
       const OutVector &w = work[size_t(o * outVpr + v)];
       int64_t ready = view.storage->block.writableFrom;
-      int64_t last = std::min(inRows - 1, w.base + (std::min(lanes, cols - v * lanes) - 1) * strideP);
-      for (int64_t r = w.base; r <= last; r += strideP)
+      for (int64_t r = w.base, last = lastRow(o, v); r <= last; r += strideP)
         ready = std::max(ready, D.readyAt(r, w.vec));
       int64_t done = 0;
-      for (unsigned b = 0; b < width; ++b) {
+      for (size_t b = 0; b < width; ++b) {
         WorkTree tree;
-        tree.write({view.slices()[b]}, view.address(o, v), -1);
+        tree.write({view.slices(o)[b]}, view.address(o, v), -1);
         Instr gather;
         gather.op = Opcode::Gather;
         gather.dtype = DType::I8; // one byte plane
-        gather.unit = D.slices()[b];
+        gather.unit = D.slices(w.base)[b];
         gather.addr = D.address(w.base, w.vec);
-        int g = tree.read(gconsts[b].slices(), gconsts[b].address(w.gmap, 0));
+        int g = tree.read(gconsts[b].slices(w.gmap), gconsts[b].address(w.gmap, 0));
         int bytes = tree.add(gather, {g, g}); // the map is src1; src0 unused
         Instr dist;
         dist.op = Opcode::Distribute;
         dist.dtype = DType::I8;
-        dist.unit = chip.isEastSlice(D.slices()[b]) ? 1 : 0;
-        int dmap = tree.read(dconsts[b].slices(), dconsts[b].address(w.dmap, 0));
+        dist.unit = chip.isEastSlice(D.slices(w.base)[b]) ? 1 : 0;
+        int dmap = tree.read(dconsts[b].slices(w.dmap), dconsts[b].address(w.dmap, 0));
         int moved = tree.add(dist, {bytes, dmap});
         tree.nodes[0].inputs = {moved};
         std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
