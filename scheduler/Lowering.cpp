@@ -28,6 +28,15 @@ std::pair<int64_t, int64_t> LoweringContext::rowsAndCols(const ir::Type &type) {
   return {rows, cols};
 }
 
+ir::Type LoweringContext::storedType(const ir::Type &type, const std::vector<uint8_t> &perm) {
+  if (perm.empty())
+    return type;
+  ir::Type out = type;
+  for (size_t i = 0; i < perm.size(); ++i)
+    out.shape[i] = type.shape[perm[i]];
+  return out;
+}
+
 bool LoweringContext::materialized(const ir::Op *op) const {
   if (!ir::isElementwise(op->kind()))
     return true;
@@ -44,7 +53,9 @@ bool LoweringContext::materialized(const ir::Op *op) const {
 }
 
 llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir::Type &type) {
-  auto [rows, cols] = rowsAndCols(type);
+  auto order = storedOrder.find(op);
+  const std::vector<uint8_t> &perm = order == storedOrder.end() ? std::vector<uint8_t>{} : order->second;
+  auto [rows, cols] = rowsAndCols(storedType(type, perm));
   int64_t vpr = vecsPerRow(cols);
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
   auto block = sram_.allocate(tensor::dtypeSize(type.dtype), uint32_t(rows * vpr),
@@ -62,6 +73,7 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   view.rows = rows;
   view.cols = cols;
   view.vecsPerRow = vpr;
+  view.perm = perm;
   views_[op] = view;
   return &views_[op];
 }

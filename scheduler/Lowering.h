@@ -22,11 +22,15 @@ namespace lpu::scheduler {
 /// A value in SRAM, seen in the "rows" layout: [rows, cols], vecsPerRow
 /// vectors per row, view row r stored at storage row rowMap[r] (a broadcast
 /// repeats storage rows without moving data; empty rowMap: identity).
+/// `perm`: the stored order of the value's dimensions (stored dimension i
+/// is logical dimension perm[i], as in a TensorPlacement; empty: as
+/// declared); rows and cols are those of the stored order.
 struct TensorView {
   std::shared_ptr<struct Storage> storage;
   ir::DType dtype = ir::DType::F32;
   int64_t rows = 1, cols = 1, vecsPerRow = 1;
   std::vector<int64_t> rowMap;
+  std::vector<uint8_t> perm;
 
   int64_t storageRow(int64_t row) const { return rowMap.empty() ? row : rowMap[size_t(row)]; }
   uint32_t address(int64_t row, int64_t vec) const;
@@ -78,6 +82,11 @@ public:
 
   /// The shape of `type` seen as rows: [product of all but the last, last].
   static std::pair<int64_t, int64_t> rowsAndCols(const ir::Type &type);
+  /// `type` with its dimensions in the stored order `perm` (empty: as is).
+  static ir::Type storedType(const ir::Type &type, const std::vector<uint8_t> &perm);
+  /// The stored order of each value the layout assignment did not leave
+  /// as declared (scheduler/LayoutAssignment.h); define() follows it.
+  std::map<const ir::Op *, std::vector<uint8_t>> storedOrder;
   int64_t vecsPerRow(int64_t cols) const { return (cols + chip_.lanes - 1) / chip_.lanes; }
 
   /// Critical path: `op`'s first vector cannot finish before its operands'

@@ -1,5 +1,6 @@
 #include "scheduler/Scheduler.h"
 
+#include "scheduler/LayoutAssignment.h"
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
@@ -48,6 +49,12 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
   LoweringContext ctx(chip, placer, sram);
+  const LayoutAssignment layouts = assignLayouts(fn, chip);
+  ctx.storedOrder = layouts.order;
+  auto orderOf = [&](const ir::Op &op) {
+    auto it = layouts.order.find(&op);
+    return it == layouts.order.end() ? std::vector<uint8_t>{} : it->second;
+  };
 
   std::map<const ir::Op *, size_t> index;
   for (const auto &op : fn.ops())
@@ -62,7 +69,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   // Reshapes alias their operand: uses of an alias are uses of its storage.
   auto storageRoot = [&](const ir::Op *op) {
-    while (aliasesOperand(*op, chip.lanes))
+    while (aliasesOperand(*op, layouts, chip.lanes))
       op = op->operand(0);
     return op;
   };
@@ -101,7 +108,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   std::vector<TensorPlacement> inputs, params, consts, outputs;
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
-    auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+    auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
     int64_t vpr = ctx.vecsPerRow(cols);
     std::string what = std::string(ir::mnemonic(op.kind()));
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
@@ -122,6 +129,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     view.rows = rows;
     view.cols = cols;
     view.vecsPerRow = vpr;
+    view.perm = orderOf(op);
     if (storedRows != rows)
       view.rowMap.assign(size_t(rows), 0);
     return view;
@@ -135,6 +143,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     t.shape = placementShape(type);
     t.slices = view.slices();
     t.addr = view.storage->block.addr;
+    t.perm = view.perm;
     return t;
   };
 
@@ -146,7 +155,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     switch (op.kind()) {
     case ir::OpKind::Input:
     case ir::OpKind::Param: {
-      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+      auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
       (void)cols;
       auto view = leafView(op, rows);
       if (!view)
@@ -162,12 +171,13 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       // A splat: one stored row, every view row maps onto it. Through
       // ctx.constant: a constant is loaded before the run, so it must not
       // take SRAM that a block freed earlier is written in during the run.
-      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+      auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
       auto view = ctx.constant(op, op.type().dtype, 1, cols, splatBytes(op, cols));
       if (!view)
         return view.takeError();
       TensorView v = *view;
       v.rows = rows;
+      v.perm = orderOf(op);
       if (rows != 1)
         v.rowMap.assign(size_t(rows), 0);
       ctx.setView(&op, std::move(v));
@@ -201,6 +211,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
         // An output that is an input, a parameter, a constant, a broadcast
         // or another output's storage: copy it into a block of its own.
         ctx.persistentResult[&op] = true;
+        ctx.storedOrder[&op] = ctx.view(v).perm; // the copy keeps the stored order
         if (auto e = lowerCopy(op, v->type(), ctx.view(v), ctx))
           return e;
         TensorView copy = ctx.view(&op);
@@ -211,10 +222,12 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     default: {
       if (!ctx.materialized(&op))
         break;
-      LoweringFn lower = loweringFor(op.kind());
+      LoweringFn lower = storedOrderLowering(op, ctx);
+      if (!lower)
+        lower = loweringFor(op.kind());
       if (!lower)
         return unsupported(op);
-      if (auto e = lower(op, ctx))
+      if (auto e = lowerWithRelayouts(op, lower, layouts, ctx))
         return e;
       break;
     }
