@@ -9,7 +9,18 @@
 namespace lpu::scheduler {
 
 uint32_t TensorView::address(int64_t row, int64_t vec) const {
-  return uint32_t(storage->block.addr + storageRow(row) * vecsPerRow + vec);
+  int64_t r = storageRow(row);
+  if (storage->chunkRows)
+    r %= storage->chunkRows;
+  return uint32_t(storage->block.addr + r * vecsPerRow + vec);
+}
+
+std::vector<uint16_t> TensorView::slicesOf(int64_t row) const {
+  const std::vector<uint16_t> &all = storage->block.slices;
+  if (!storage->chunkRows)
+    return all;
+  size_t size = tensor::dtypeSize(dtype), j = size_t(storageRow(row) / storage->chunkRows);
+  return std::vector<uint16_t>(all.begin() + long(j * size), all.begin() + long((j + 1) * size));
 }
 
 const std::vector<uint16_t> &TensorView::slices() const { return storage->block.slices; }

@@ -35,6 +35,8 @@ struct TensorView {
   int64_t storageRow(int64_t row) const { return rowMap.empty() ? row : rowMap[size_t(row)]; }
   uint32_t address(int64_t row, int64_t vec) const;
   const std::vector<uint16_t> &slices() const;
+  /// The slices of `row` (its chunk's, when the storage is in chunks).
+  std::vector<uint16_t> slicesOf(int64_t row) const;
   /// The first cycle a read of this vector may issue in (its write landed).
   int64_t readyAt(int64_t row, int64_t vec) const;
 };
@@ -46,6 +48,11 @@ struct Storage {
   std::vector<int64_t> ready; // per vector: first cycle it may be read
   bool persistent = false;    // inputs, params, constants, outputs: never freed
   int64_t lastRead = 0;       // the last cycle any lowering read it
+  /// Rows per chunk (0: one chunk): chunk j's rows are at the block's
+  /// address in slices [j * size, (j + 1) * size) of block.slices, as a
+  /// TensorPlacement's chunkRows says. Only conv weights too large for
+  /// one slice are stored so, and only the channels-last conv reads them.
+  int64_t chunkRows = 0;
 };
 
 /// An MXM plane's state across the matmuls of a function.

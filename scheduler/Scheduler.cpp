@@ -114,8 +114,15 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
       what += " '" + *name + "'";
     what += " " + op.type().str();
-    auto block = sram.allocate(tensor::dtypeSize(op.type().dtype), uint32_t(storedRows * vpr),
-                               SramOwner{what, op.loc()});
+    // A conv weight larger than a slice is stored in chunks of rows, each
+    // in slices of its own at one address: one block as wide as the chunks'
+    // byte planes together (only the channels-last conv reads such a view).
+    int64_t chunks = 1;
+    if (orderOf(op) == kConvWeightOrder)
+      chunks = std::max<int64_t>(1, (storedRows * vpr + chip.memVectors - 1) / chip.memVectors);
+    const int64_t chunkRows = (storedRows + chunks - 1) / chunks;
+    auto block = sram.allocate(tensor::dtypeSize(op.type().dtype) * unsigned(chunks),
+                               uint32_t(chunkRows * vpr), SramOwner{what, op.loc()});
     if (!block)
       return block.takeError();
     auto storage = std::make_shared<Storage>();
@@ -123,6 +130,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     storage->vecsPerRow = vpr;
     storage->ready.assign(size_t(storedRows * vpr), 0);
     storage->persistent = true;
+    storage->chunkRows = chunks > 1 ? chunkRows : 0;
     TensorView view;
     view.storage = storage;
     view.dtype = op.type().dtype;
@@ -144,27 +152,38 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     t.slices = view.slices();
     t.addr = view.storage->block.addr;
     t.perm = view.perm;
+    t.chunkRows = uint32_t(view.storage->chunkRows);
     return t;
   };
 
   // Inputs, parameters and constants first: they are in SRAM before the run
   // starts, so they must not take space that a block freed during the run
-  // (and written in it) held.
+  // (and written in it) held. The largest go first, while whole slices
+  // are free (a weight may need all of a slice's vectors).
+  std::vector<const ir::Op *> leaves;
+  for (const auto &owned : fn.ops())
+    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
+      leaves.push_back(owned.get());
+  std::stable_sort(leaves.begin(), leaves.end(), [](const ir::Op *a, const ir::Op *b) {
+    return a->type().numElements() > b->type().numElements();
+  });
+  for (const ir::Op *leaf : leaves) {
+    auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(leaf->type(), orderOf(*leaf)));
+    (void)cols;
+    auto view = leafView(*leaf, rows);
+    if (!view)
+      return view.takeError();
+    ctx.setView(leaf, std::move(*view));
+  }
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {
     case ir::OpKind::Input:
     case ir::OpKind::Param: {
-      auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
-      (void)cols;
-      auto view = leafView(op, rows);
-      if (!view)
-        return view.takeError();
       bool input = op.kind() == ir::OpKind::Input;
       std::string name = op.stringAttr(input ? "name" : "path").value_or("");
       (input ? inputs : params)
-          .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), *view));
-      ctx.setView(&op, std::move(*view));
+          .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), ctx.view(&op)));
       break;
     }
     case ir::OpKind::Constant: {

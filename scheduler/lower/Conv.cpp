@@ -220,7 +220,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
             for (int64_t i = 0; i < rowsK; ++i) {
               const int64_t wrow = (kh * KW + kw) * C + t * dim + i;
               WorkTree tree = mxm.loadWeights(p);
-              tree.nodes[0].inputs = {tree.read(Wt.slices(), Wt.address(wrow, j))};
+              tree.nodes[0].inputs = {tree.read(Wt.slicesOf(wrow), Wt.address(wrow, j))};
               auto placed = ctx.placer().place(std::move(tree), Wt.readyAt(wrow, j), lastLw + 1);
               if (!placed)
                 return cannotPlace(op);
