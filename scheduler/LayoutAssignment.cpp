@@ -22,7 +22,10 @@ bool isLayoutOp(K kind) {
 bool isPool(K kind) { return kind == K::MaxPool2d || kind == K::AvgPool2d; }
 
 /// A convolution the channels-last lowering handles: f16 operands, no
-/// groups.
+/// groups. (Channels-last is taken whenever it can be: with few input
+/// channels (a stem over 1 or 3 colour channels) it streams more `mm` than
+/// the rows layout would, but mixing layouts costs a transpose of the
+/// activations between them, which measured worse on examples/convnet.lpu.)
 bool convCandidate(const ir::Op &op) {
   const ir::Op &x = *op.operand(0), &w = *op.operand(1);
   DType out = op.type().dtype;
@@ -104,12 +107,14 @@ llvm::Error storedView(const ir::Op &op, LoweringContext &ctx) {
 } // namespace
 
 LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescription &chip) {
-  // Channels-last, a value must fit one slice (a tensor keeps each byte
-  // plane in one slice): C pads to whole vectors per pixel.
+  // Channels-last, a value larger than a slice is stored in chunks of
+  // rows, each in slices of its own (C pads to whole vectors per pixel):
+  // at most kMaxChunkSlices slices.
   auto fits = [&](const ir::Op &op) {
     const std::vector<int64_t> &s = op.type().shape;
     int64_t vecs = s[0] * s[2] * s[3] * ((s[1] + chip.lanes - 1) / chip.lanes);
-    return vecs <= int64_t(chip.memVectors);
+    int64_t chunks = (vecs + chip.memVectors - 1) / chip.memVectors;
+    return chunks * tensor::dtypeSize(op.type().dtype) <= LoweringContext::kMaxChunkSlices;
   };
   // A declared operand a channels-last op may read through a copy.
   auto copyable = [&](const ir::Op &op) {

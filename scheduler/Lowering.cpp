@@ -69,8 +69,10 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   auto [rows, cols] = rowsAndCols(storedType(type, perm));
   int64_t vpr = vecsPerRow(cols);
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
-  auto block = sram_.allocate(tensor::dtypeSize(type.dtype), uint32_t(rows * vpr),
-                              SramOwner{what, op->loc()});
+  const int64_t chunks = perm.empty() ? 1 : chunksFor(rows * vpr);
+  const int64_t chunkRows = (rows + chunks - 1) / chunks;
+  auto block = sram_.allocate(tensor::dtypeSize(type.dtype) * unsigned(chunks),
+                              uint32_t(chunkRows * vpr), SramOwner{what, op->loc()});
   if (!block)
     return block.takeError();
   auto storage = std::make_shared<Storage>();
@@ -78,6 +80,7 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   storage->vecsPerRow = vpr;
   storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
   storage->persistent = persistentResult.count(op) > 0;
+  storage->chunkRows = chunks > 1 ? chunkRows : 0;
   TensorView view;
   view.storage = storage;
   view.dtype = type.dtype;

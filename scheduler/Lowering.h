@@ -12,6 +12,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,8 +51,9 @@ struct Storage {
   int64_t lastRead = 0;       // the last cycle any lowering read it
   /// Rows per chunk (0: one chunk): chunk j's rows are at the block's
   /// address in slices [j * size, (j + 1) * size) of block.slices, as a
-  /// TensorPlacement's chunkRows says. Only conv weights too large for
-  /// one slice are stored so, and only the channels-last conv reads them.
+  /// TensorPlacement's chunkRows says. Only values stored in another order
+  /// (channels-last, conv weights) too large for one slice are stored so:
+  /// the lowerings that read them use TensorView::slicesOf.
   int64_t chunkRows = 0;
 };
 
@@ -95,6 +97,13 @@ public:
   /// as declared (scheduler/LayoutAssignment.h); define() follows it.
   std::map<const ir::Op *, std::vector<uint8_t>> storedOrder;
   int64_t vecsPerRow(int64_t cols) const { return (cols + chip_.lanes - 1) / chip_.lanes; }
+  /// The chunks of rows a value stored in another order (channels-last,
+  /// conv weights) of `vectors` per byte plane takes: one per slice's depth.
+  int64_t chunksFor(int64_t vectors) const {
+    return std::max<int64_t>(1, (vectors + chip_.memVectors - 1) / chip_.memVectors);
+  }
+  /// At most this many slices for one value's chunks.
+  static constexpr unsigned kMaxChunkSlices = 16;
 
   /// Critical path: `op`'s first vector cannot finish before its operands'
   /// paths plus `latency` (one vector through the op with no waiting).

@@ -114,12 +114,10 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
       what += " '" + *name + "'";
     what += " " + op.type().str();
-    // A conv weight larger than a slice is stored in chunks of rows, each
-    // in slices of its own at one address: one block as wide as the chunks'
-    // byte planes together (only the channels-last conv reads such a view).
-    int64_t chunks = 1;
-    if (orderOf(op) == kConvWeightOrder)
-      chunks = std::max<int64_t>(1, (storedRows * vpr + chip.memVectors - 1) / chip.memVectors);
+    // A value in another order (channels-last, conv weights) larger than a
+    // slice is stored in chunks of rows, each in slices of its own at one
+    // address: one block as wide as the chunks' byte planes together.
+    const int64_t chunks = orderOf(op).empty() ? 1 : ctx.chunksFor(storedRows * vpr);
     const int64_t chunkRows = (storedRows + chunks - 1) / chunks;
     auto block = sram.allocate(tensor::dtypeSize(op.type().dtype) * unsigned(chunks),
                                uint32_t(chunkRows * vpr), SramOwner{what, op.loc()});

@@ -233,7 +233,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
               if (xrow < 0)
                 continue;
               WorkTree tree = mxm.matmul(p, m);
-              tree.nodes[0].inputs = {tree.read(X.slices(), X.address(xrow, t))};
+              tree.nodes[0].inputs = {tree.read(X.slicesOf(xrow), X.address(xrow, t))};
               const int64_t rootNotBefore =
                   std::max({iwCycle + iwLatency, st.lastMm + 1,
                             mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
@@ -246,11 +246,16 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
             }
           }
         }
-      // Read the accumulator rows out into Y (an untouched row reads 0).
+      // Read the accumulator rows out into Y (an untouched row reads 0), in
+      // order: each read searches from the previous one's cycle, not from
+      // its row's last mm (the plane's queue is busy with the band's mm
+      // until the last offset's stream ends, and a search from there would
+      // cost the band's length per row).
+      int64_t lastRead = -1;
       for (int64_t m = 0; m < rowsM; ++m) {
         const int64_t yrow = q0 + m;
         WorkTree tree;
-        tree.write(Y.slices(), Y.address(yrow, j), -1);
+        tree.write(Y.slicesOf(yrow), Y.address(yrow, j), -1);
         int value = mxm.accRead(tree, p, m);
         if (Y.dtype != DType::F32) {
           Instr cvt;
@@ -260,11 +265,12 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
           value = tree.add(cvt, {value});
         }
         tree.nodes[0].inputs = {value};
-        const int64_t ready =
-            std::max({mmDone[size_t(m)], st.accFree[size_t(m)], Y.storage->block.writableFrom});
+        const int64_t ready = std::max({mmDone[size_t(m)], st.accFree[size_t(m)],
+                                        Y.storage->block.writableFrom, lastRead + 1});
         auto placed = ctx.placer().place(std::move(tree), ready);
         if (!placed)
           return cannotPlace(op);
+        lastRead = placed->firstCycle;
         st.accFree[size_t(m)] = placed->firstCycle + 1;
         ctx.written(Y, yrow, j, placed->doneCycle - 1);
       }

@@ -290,14 +290,14 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
     for (int64_t v = 0; v < vpr; ++v) {
       const std::vector<Piece> &ps = pieces[size_t(r * vpr + v)];
       WorkTree tree;
-      tree.write(view.slices(), view.address(r, v), -1);
+      tree.write(view.slicesOf(r), view.address(r, v), -1);
       int64_t ready = view.storage->block.writableFrom;
       int acc = -1;
       for (size_t j = 0; j < ps.size(); ++j) {
         const Piece &p = ps[j];
         const TensorView &in = *ins[size_t(p.operand)];
         ready = std::max(ready, in.readyAt(p.row, p.vec));
-        int data = tree.read(in.slices(), in.address(p.row, p.vec));
+        int data = tree.read(in.slicesOf(p.row), in.address(p.row, p.vec));
         Instr move;
         int moved;
         if (p.identity) {

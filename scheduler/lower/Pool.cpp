@@ -152,7 +152,7 @@ int foldRows(WorkTree &tree, const TensorView &X, const std::vector<int64_t> &ro
   int value = -1;
   for (int64_t row : rows) {
     notBefore = std::max(notBefore, X.readyAt(row, vec));
-    int v = tree.read(X.slices(), X.address(row, vec));
+    int v = tree.read(X.slicesOf(row), X.address(row, vec));
     if (work != dtype) {
       Instr cvt;
       cvt.op = Opcode::Cvt;
@@ -240,7 +240,7 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
         const int64_t yrow = (n * Ho + ho) * Wo + wo;
         for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
           WorkTree tree;
-          tree.write(Y.slices(), Y.address(yrow, v), -1);
+          tree.write(Y.slicesOf(yrow), Y.address(yrow, v), -1);
           int64_t notBefore = Y.storage->block.writableFrom;
           tree.nodes[0].inputs = {foldRows(tree, X, window, v, isMax,
                                            divisor ? &*divisor : nullptr, dtype, notBefore)};
@@ -291,7 +291,7 @@ llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
       rows.push_back(n * pixels + i);
     for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
       WorkTree tree;
-      tree.write(Y.slices(), Y.address(n, v), -1);
+      tree.write(Y.slicesOf(n), Y.address(n, v), -1);
       int64_t notBefore = Y.storage->block.writableFrom;
       tree.nodes[0].inputs = {
           foldRows(tree, X, rows, v, false, &*divisor, op.type().dtype, notBefore)};
