@@ -288,6 +288,10 @@ llvm::Error lowerWithRelayouts(const ir::Op &op, LoweringFn lower, const LayoutA
   return result;
 }
 
+bool isGlobalPool(const ir::Op &op, const LayoutAssignment &layouts) {
+  return globalPool(op) && layouts.order.count(op.operand(0));
+}
+
 bool aliasesOperand(const ir::Op &op, const LayoutAssignment &layouts, unsigned lanes) {
   if (op.operands().size() != 1)
     return false;

@@ -60,5 +60,13 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx);
 /// A mean or sum over H and W of a channels-last [N, C, H, W]: a fold of
 /// the pixel rows of each image, giving [N, C] as declared.
 llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx);
+/// Its divisor, a constant: made before the run's first op is lowered
+/// (the driver calls it with the other constants), since a constant needs
+/// SRAM no block written during the run has used, which is scarce by the
+/// end of a large model.
+llvm::Expected<TensorView> globalPoolDivisor(const ir::Op &op, LoweringContext &ctx);
+/// Whether `op` is a global pooling the layouts make (a mean or sum over H
+/// and W of a channels-last value).
+bool isGlobalPool(const ir::Op &op, const LayoutAssignment &layouts);
 
 } // namespace lpu::scheduler

@@ -201,6 +201,9 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       break;
     }
     default:
+      if (isGlobalPool(op, layouts))
+        if (auto divisor = globalPoolDivisor(op, ctx); !divisor)
+          return divisor.takeError();
       break;
     }
   }

@@ -258,6 +258,13 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   return llvm::Error::success();
 }
 
+llvm::Expected<TensorView> globalPoolDivisor(const ir::Op &op, LoweringContext &ctx) {
+  // A sum is a mean's fold without the division: divide by 1 (exact).
+  const std::vector<int64_t> &xs = op.operand(0)->type().shape;
+  const bool mean = op.kind() == ir::OpKind::ReduceMean;
+  return splatF32(op, ctx, mean ? float(xs[2] * xs[3]) : 1.0f, {});
+}
+
 // Global pooling of a channels-last [N, C, H, W] into [N, C]: the H * W
 // pixel rows of each image folded in row-major order, as the reference
 // reduces, in fp32 (an f16 operand is converted first), then divided by
@@ -266,13 +273,11 @@ llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &xin = *op.operand(0);
   const std::vector<int64_t> &xs = xin.type().shape;
   const int64_t N = xs[0], pixels = xs[2] * xs[3];
-  const bool mean = op.kind() == ir::OpKind::ReduceMean;
   const DType dtype = xin.type().dtype;
   if (!tensor::isFloat(dtype))
     return unsupported(op, "global pooling of " + tensor::dtypeName(dtype).str());
   const TensorView &X = ctx.view(&xin);
-  // A sum is a mean's fold without the division: divide by 1 (exact).
-  auto divisor = splatF32(op, ctx, mean ? float(pixels) : 1.0f, X.slices());
+  auto divisor = globalPoolDivisor(op, ctx);
   if (!divisor)
     return divisor.takeError();
   auto out = ctx.define(&op);
