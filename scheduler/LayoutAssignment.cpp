@@ -106,6 +106,9 @@ llvm::Error storedView(const ir::Op &op, LoweringContext &ctx) {
 
 } // namespace
 
+/// At most this many slices for one channels-last value's chunks.
+constexpr int64_t kMaxChunkSlices = 16;
+
 LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescription &chip) {
   // Channels-last, a value larger than a slice is stored in chunks of
   // rows, each in slices of its own (C pads to whole vectors per pixel):
@@ -114,7 +117,7 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
     const std::vector<int64_t> &s = op.type().shape;
     int64_t vecs = s[0] * s[2] * s[3] * ((s[1] + chip.lanes - 1) / chip.lanes);
     int64_t chunks = (vecs + chip.memVectors - 1) / chip.memVectors;
-    return chunks * tensor::dtypeSize(op.type().dtype) <= LoweringContext::kMaxChunkSlices;
+    return chunks * tensor::dtypeSize(op.type().dtype) <= kMaxChunkSlices;
   };
   // A declared operand a channels-last op may read through a copy.
   auto copyable = [&](const ir::Op &op) {

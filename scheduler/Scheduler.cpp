@@ -114,27 +114,14 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
       what += " '" + *name + "'";
     what += " " + op.type().str();
-    // A value in another order (channels-last, conv weights) larger than a
-    // slice is stored in chunks of rows, each in slices of its own at one
-    // address: one block as wide as the chunks' byte planes together.
-    const int64_t chunks = orderOf(op).empty() ? 1 : ctx.chunksFor(storedRows * vpr);
-    const int64_t chunkRows = (storedRows + chunks - 1) / chunks;
-    auto block = sram.allocate(tensor::dtypeSize(op.type().dtype) * unsigned(chunks),
-                               uint32_t(chunkRows * vpr), SramOwner{what, op.loc()});
-    if (!block)
-      return block.takeError();
-    auto storage = std::make_shared<Storage>();
-    storage->block = *block;
-    storage->vecsPerRow = vpr;
-    storage->ready.assign(size_t(storedRows * vpr), 0);
-    storage->persistent = true;
-    storage->chunkRows = chunks > 1 ? chunkRows : 0;
-    TensorView view;
-    view.storage = storage;
-    view.dtype = op.type().dtype;
-    view.rows = rows;
-    view.cols = cols;
-    view.vecsPerRow = vpr;
+    const ir::Type stored = LoweringContext::storedType(op.type(), orderOf(op));
+    int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
+    auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()}, align);
+    if (!storage)
+      return storage.takeError();
+    (*storage)->ready.assign(size_t(storedRows * vpr), 0);
+    (*storage)->persistent = true;
+    TensorView view = LoweringContext::viewOf(std::move(*storage), op.type().dtype, rows, cols);
     view.perm = orderOf(op);
     if (storedRows != rows)
       view.rowMap.assign(size_t(rows), 0);
@@ -147,32 +134,26 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     t.name = std::move(name);
     t.dtype = type.dtype;
     t.shape = placementShape(type);
-    t.slices = view.slices();
+    t.slices = view.allSlices();
     t.addr = view.storage->block.addr;
     t.perm = view.perm;
-    t.chunkRows = uint32_t(view.storage->chunkRows);
+    t.chunkRows = uint32_t(view.chunkRows());
     return t;
   };
 
   // Inputs, parameters and constants first: they are in SRAM before the run
   // starts, so they must not take space that a block freed during the run
-  // (and written in it) held. The largest go first, while whole slices
-  // are free (a weight may need all of a slice's vectors).
-  std::vector<const ir::Op *> leaves;
+  // (and written in it) held.
   for (const auto &owned : fn.ops())
-    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
-      leaves.push_back(owned.get());
-  std::stable_sort(leaves.begin(), leaves.end(), [](const ir::Op *a, const ir::Op *b) {
-    return a->type().numElements() > b->type().numElements();
-  });
-  for (const ir::Op *leaf : leaves) {
-    auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(leaf->type(), orderOf(*leaf)));
-    (void)cols;
-    auto view = leafView(*leaf, rows);
-    if (!view)
-      return view.takeError();
-    ctx.setView(leaf, std::move(*view));
-  }
+    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param) {
+      const ir::Op &leaf = *owned;
+      auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(leaf.type(), orderOf(leaf)));
+      (void)cols;
+      auto view = leafView(leaf, rows);
+      if (!view)
+        return view.takeError();
+      ctx.setView(&leaf, std::move(*view));
+    }
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {

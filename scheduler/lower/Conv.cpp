@@ -45,7 +45,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const int64_t Og = O / groups;
 
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
-  std::vector<uint16_t> avoid = X.slices();
+  std::vector<uint16_t> avoid = X.allSlices();
   auto maps =
       ctx.constant(op, DType::I16, KW, lanes,
                    convmaps::laneMaps(KW, stride.w, dil.w, pad.w, W, Wo, lanes, false), avoid);
@@ -110,7 +110,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                   const int64_t m = ol * hRows + hl;
                   const int64_t wrow = (o * Cg + (c - g * Cg)) * KH + kh;
                   WorkTree tree = mxm.matmul(p, m);
-                  tree.nodes[0].inputs = {tree.read(Wt.slices(), Wt.address(wrow, 0))};
+                  tree.nodes[0].inputs = {tree.read(Wt.slices(wrow), Wt.address(wrow, 0))};
                   int64_t rootNotBefore =
                       std::max({iwCycle + iwLatency, st.lastMm + 1,
                                 mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
@@ -130,7 +130,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
               const int64_t m = ol * hRows + hl;
               const int64_t yrow = (n * O + g * Og + o0 + ol) * Ho + ho0 + hl;
               WorkTree tree;
-              tree.write(Y.slices(), Y.address(yrow, 0), -1);
+              tree.write(Y.slices(yrow), Y.address(yrow, 0), -1);
               int value = mxm.accRead(tree, p, m);
               Instr cvt;
               cvt.op = Opcode::Cvt;
@@ -220,7 +220,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
             for (int64_t i = 0; i < rowsK; ++i) {
               const int64_t wrow = (kh * KW + kw) * C + t * dim + i;
               WorkTree tree = mxm.loadWeights(p);
-              tree.nodes[0].inputs = {tree.read(Wt.slicesOf(wrow), Wt.address(wrow, j))};
+              tree.nodes[0].inputs = {tree.read(Wt.slices(wrow), Wt.address(wrow, j))};
               auto placed = ctx.placer().place(std::move(tree), Wt.readyAt(wrow, j), lastLw + 1);
               if (!placed)
                 return cannotPlace(op);
@@ -233,7 +233,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
               if (xrow < 0)
                 continue;
               WorkTree tree = mxm.matmul(p, m);
-              tree.nodes[0].inputs = {tree.read(X.slicesOf(xrow), X.address(xrow, t))};
+              tree.nodes[0].inputs = {tree.read(X.slices(xrow), X.address(xrow, t))};
               const int64_t rootNotBefore =
                   std::max({iwCycle + iwLatency, st.lastMm + 1,
                             mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
@@ -255,7 +255,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
       for (int64_t m = 0; m < rowsM; ++m) {
         const int64_t yrow = q0 + m;
         WorkTree tree;
-        tree.write(Y.slicesOf(yrow), Y.address(yrow, j), -1);
+        tree.write(Y.slices(yrow), Y.address(yrow, j), -1);
         int value = mxm.accRead(tree, p, m);
         if (Y.dtype != DType::F32) {
           Instr cvt;

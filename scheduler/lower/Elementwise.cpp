@@ -107,7 +107,7 @@ public:
       const TensorView &v = ctx_.view(operand);
       notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
       read_.push_back(&v);
-      inputs.push_back(tree.read(v.slicesOf(row), v.address(row, vec)));
+      inputs.push_back(tree.read(v.slices(row), v.address(row, vec)));
     }
     return tree.add(in, inputs);
   }
@@ -138,7 +138,7 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t r = 0; r < view.rows; ++r)
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
-      tree.write(view.slicesOf(r), view.address(r, v), -1);
+      tree.write(view.slices(r), view.address(r, v), -1);
       trees.notBefore_ = view.storage->block.writableFrom;
       trees.read_.clear();
       int value = trees.build(tree, op, r, v);
@@ -168,11 +168,11 @@ llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &
   for (int64_t r = 0; r < view.rows; ++r)
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
-      tree.write(view.slicesOf(r), view.address(r, v), -1);
+      tree.write(view.slices(r), view.address(r, v), -1);
       Instr copy;
       copy.op = Opcode::Copy;
       copy.dtype = type.dtype;
-      int value = tree.add(copy, {tree.read(src.slicesOf(r), src.address(r, v))});
+      int value = tree.add(copy, {tree.read(src.slices(r), src.address(r, v))});
       tree.nodes[0].inputs = {value};
       int64_t ready = std::max(src.readyAt(r, v), view.storage->block.writableFrom);
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));

@@ -38,7 +38,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
     return unsupported(op, "pooling of " + tensor::dtypeName(dtype).str());
 
   const TensorView &X = ctx.view(&xin);
-  std::vector<uint16_t> avoid = X.slices();
+  std::vector<uint16_t> avoid = X.allSlices();
   auto maps =
       ctx.constant(op, DType::I16, kernel.w, lanes,
                    convmaps::laneMaps(kernel.w, stride.w, 1, pad.w, W, Wo, lanes, isMax), avoid);
@@ -46,7 +46,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
     return maps.takeError();
   std::optional<TensorView> divisor;
   if (!isMax) {
-    for (uint16_t s : maps->slices())
+    for (uint16_t s : maps->allSlices())
       avoid.push_back(s);
     float d = float(kernel.h * kernel.w);
     std::vector<uint8_t> bytes(size_t(lanes) * 4);
@@ -70,7 +70,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
         const int64_t yrow = (n * C + c) * Ho + ho;
         const bool east = yrow % 2; // spread the rows over both SXMs
         WorkTree tree;
-        tree.write(Y.slices(), Y.address(yrow, 0), -1);
+        tree.write(Y.slices(yrow), Y.address(yrow, 0), -1);
         int64_t notBefore = Y.storage->block.writableFrom;
         int value = -1;
         for (int64_t kh = 0; kh < kernel.h; ++kh) {
@@ -107,7 +107,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
           Instr div;
           div.op = Opcode::Div;
           div.dtype = DType::F32;
-          value = tree.add(div, {value, tree.read(divisor->slices(), divisor->address(0, 0))});
+          value = tree.add(div, {value, tree.read(divisor->slices(0), divisor->address(0, 0))});
           if (dtype != DType::F32) {
             Instr cvt;
             cvt.op = Opcode::Cvt;
@@ -152,7 +152,7 @@ int foldRows(WorkTree &tree, const TensorView &X, const std::vector<int64_t> &ro
   int value = -1;
   for (int64_t row : rows) {
     notBefore = std::max(notBefore, X.readyAt(row, vec));
-    int v = tree.read(X.slicesOf(row), X.address(row, vec));
+    int v = tree.read(X.slices(row), X.address(row, vec));
     if (work != dtype) {
       Instr cvt;
       cvt.op = Opcode::Cvt;
@@ -178,7 +178,7 @@ int foldRows(WorkTree &tree, const TensorView &X, const std::vector<int64_t> &ro
     Instr div;
     div.op = Opcode::Div;
     div.dtype = DType::F32;
-    value = tree.add(div, {value, tree.read(divisor->slices(), divisor->address(0, 0))});
+    value = tree.add(div, {value, tree.read(divisor->slices(0), divisor->address(0, 0))});
   }
   if (outType != work) {
     Instr cvt;
@@ -214,7 +214,7 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const TensorView &X = ctx.view(&xin);
   std::optional<TensorView> divisor;
   if (!isMax) {
-    auto d = splatF32(op, ctx, float(kernel.h * kernel.w), X.slices());
+    auto d = splatF32(op, ctx, float(kernel.h * kernel.w), X.allSlices());
     if (!d)
       return d.takeError();
     divisor = *d;
@@ -240,7 +240,7 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
         const int64_t yrow = (n * Ho + ho) * Wo + wo;
         for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
           WorkTree tree;
-          tree.write(Y.slicesOf(yrow), Y.address(yrow, v), -1);
+          tree.write(Y.slices(yrow), Y.address(yrow, v), -1);
           int64_t notBefore = Y.storage->block.writableFrom;
           tree.nodes[0].inputs = {foldRows(tree, X, window, v, isMax,
                                            divisor ? &*divisor : nullptr, dtype, notBefore)};
@@ -296,7 +296,7 @@ llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
       rows.push_back(n * pixels + i);
     for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
       WorkTree tree;
-      tree.write(Y.slicesOf(n), Y.address(n, v), -1);
+      tree.write(Y.slices(n), Y.address(n, v), -1);
       int64_t notBefore = Y.storage->block.writableFrom;
       tree.nodes[0].inputs = {
           foldRows(tree, X, rows, v, false, &*divisor, op.type().dtype, notBefore)};

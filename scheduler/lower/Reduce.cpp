@@ -43,14 +43,14 @@ Opcode combineOpcode(Combine how) {
 }
 
 bool shareSlice(const TensorView &a, const TensorView &b) {
-  for (uint16_t s : a.slices())
-    if (std::find(b.slices().begin(), b.slices().end(), s) != b.slices().end())
+  for (uint16_t s : a.allSlices())
+    if (std::find(b.allSlices().begin(), b.allSlices().end(), s) != b.allSlices().end())
       return true;
   return false;
 }
 
 bool eastOf(const LoweringContext &ctx, const TensorView &view) {
-  return ctx.chip().isEastSlice(view.slices().front());
+  return ctx.chip().isEastSlice(view.allSlices().front());
 }
 
 namespace {

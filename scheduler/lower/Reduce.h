@@ -42,13 +42,13 @@ class Builder {
 public:
   Builder(LoweringContext &ctx, const TensorView &dest, int64_t row, int64_t vec)
       : ctx_(ctx), dest_(dest), row_(row), vec_(vec) {
-    tree.write(dest.slices(), dest.address(row, vec), -1);
+    tree.write(dest.slices(row), dest.address(row, vec), -1);
     notBefore_ = dest.storage->block.writableFrom;
   }
   int read(const TensorView &v, int64_t row, int64_t vec) {
     notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
     reads_.push_back(&v);
-    return tree.read(v.slices(), v.address(row, vec));
+    return tree.read(v.slices(row), v.address(row, vec));
   }
   /// A read of `v` that meets a read of `other` at one consumer: through a
   /// VXM copy (a cycle earlier) when the two share a slice.
