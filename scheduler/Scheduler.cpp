@@ -143,17 +143,28 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   // Inputs, parameters and constants first: they are in SRAM before the run
   // starts, so they must not take space that a block freed during the run
-  // (and written in it) held.
+  // (and written in it) held. Conv weights stored channels-last go first,
+  // largest first, while whole slices are free: the biggest need most of a
+  // slice group.
+  std::vector<const ir::Op *> leaves;
   for (const auto &owned : fn.ops())
-    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param) {
-      const ir::Op &leaf = *owned;
-      auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(leaf.type(), orderOf(leaf)));
-      (void)cols;
-      auto view = leafView(leaf, rows);
-      if (!view)
-        return view.takeError();
-      ctx.setView(&leaf, std::move(*view));
-    }
+    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
+      leaves.push_back(owned.get());
+  auto weight = [&](const ir::Op *op) { return orderOf(*op) == kConvWeightOrder; };
+  std::stable_sort(leaves.begin(), leaves.end(), [&](const ir::Op *a, const ir::Op *b) {
+    if (weight(a) != weight(b))
+      return weight(a);
+    return weight(a) && a->type().numElements() > b->type().numElements();
+  });
+  for (const ir::Op *leafOp : leaves) {
+    const ir::Op &leaf = *leafOp;
+    auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(leaf.type(), orderOf(leaf)));
+    (void)cols;
+    auto view = leafView(leaf, rows);
+    if (!view)
+      return view.takeError();
+    ctx.setView(&leaf, std::move(*view));
+  }
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {
