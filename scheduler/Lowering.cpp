@@ -133,16 +133,29 @@ bool LoweringContext::materialized(const ir::Op *op) const {
   return false;
 }
 
+ir::Type LoweringContext::storedType(const ir::Type &type, const std::vector<uint8_t> &perm) {
+  if (perm.empty())
+    return type;
+  ir::Type out = type;
+  for (size_t i = 0; i < perm.size(); ++i)
+    out.shape[i] = type.shape[perm[i]];
+  return out;
+}
+
 llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir::Type &type) {
-  auto [rows, cols] = rowsAndCols(type);
+  auto order = storedOrder.find(op);
+  const std::vector<uint8_t> perm = order == storedOrder.end() ? std::vector<uint8_t>{} : order->second;
+  const ir::Type stored = storedType(type, perm);
+  auto [rows, cols] = rowsAndCols(stored);
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
   // Rows per leading index stay in one chunk (a gather reads them together).
-  int64_t align = type.shape.size() >= 2 && type.shape[0] > 0 ? rows / type.shape[0] : 1;
+  int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
   auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align);
   if (!storage)
     return storage.takeError();
   (*storage)->persistent = persistentResult.count(op) > 0;
   views_[op] = viewOf(std::move(*storage), type.dtype, rows, cols);
+  views_[op].perm = perm;
   return &views_[op];
 }
 

@@ -30,6 +30,10 @@ struct TensorView {
   ir::DType dtype = ir::DType::F32;
   int64_t rows = 1, cols = 1, vecsPerRow = 1;
   std::vector<int64_t> rowMap;
+  /// The stored order of the value's dimensions (stored dimension i is
+  /// logical dimension perm[i], as in a TensorPlacement; empty: as
+  /// declared); rows and cols are those of the stored order.
+  std::vector<uint8_t> perm;
 
   int64_t storageRow(int64_t row) const { return rowMap.empty() ? row : rowMap[size_t(row)]; }
   /// The address of vector `vec` of view row `row`, inside its chunk.
@@ -97,6 +101,11 @@ public:
 
   /// The shape of `type` seen as rows: [product of all but the last, last].
   static std::pair<int64_t, int64_t> rowsAndCols(const ir::Type &type);
+  /// `type` with its dimensions in the stored order `perm` (empty: as is).
+  static ir::Type storedType(const ir::Type &type, const std::vector<uint8_t> &perm);
+  /// The stored order of each value the layout assignment did not leave
+  /// as declared (scheduler/LayoutAssignment.h); define() follows it.
+  std::map<const ir::Op *, std::vector<uint8_t>> storedOrder;
   /// SRAM for [rows, cols] of `dtype`: one block, or chunks of rows when a
   /// byte plane is longer than a slice (chunk boundaries on multiples of
   /// `align` rows when a chunk holds that many: a gather's rows per id).

@@ -1,5 +1,6 @@
 #include "scheduler/Scheduler.h"
 
+#include "scheduler/LayoutAssignment.h"
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
@@ -48,6 +49,12 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
   LoweringContext ctx(chip, placer, sram);
+  const LayoutAssignment layouts = assignLayouts(fn, chip);
+  ctx.storedOrder = layouts.order;
+  auto orderOf = [&](const ir::Op &op) {
+    auto it = layouts.order.find(&op);
+    return it == layouts.order.end() ? std::vector<uint8_t>{} : it->second;
+  };
 
   std::map<const ir::Op *, size_t> index;
   for (const auto &op : fn.ops())
@@ -62,7 +69,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   // Reshapes alias their operand: uses of an alias are uses of its storage.
   auto storageRoot = [&](const ir::Op *op) {
-    while (aliasesOperand(*op, chip.lanes))
+    while (aliasesOperand(*op, layouts, chip.lanes))
       op = op->operand(0);
     return op;
   };
@@ -101,19 +108,21 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
 
   std::vector<TensorPlacement> inputs, params, consts, outputs;
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
-    auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+    auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
     int64_t vpr = ctx.vecsPerRow(cols);
     std::string what = std::string(ir::mnemonic(op.kind()));
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
       what += " '" + *name + "'";
     what += " " + op.type().str();
-    int64_t align = op.type().shape.size() >= 2 && op.type().shape[0] > 0 ? rows / op.type().shape[0] : 1;
+    const ir::Type stored = LoweringContext::storedType(op.type(), orderOf(op));
+    int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
     auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()}, align);
     if (!storage)
       return storage.takeError();
     (*storage)->ready.assign(size_t(storedRows * vpr), 0);
     (*storage)->persistent = true;
     TensorView view = LoweringContext::viewOf(std::move(*storage), op.type().dtype, rows, cols);
+    view.perm = orderOf(op);
     if (storedRows != rows)
       view.rowMap.assign(size_t(rows), 0);
     return view;
@@ -127,46 +136,66 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     t.shape = placementShape(type);
     t.slices = view.allSlices();
     t.addr = view.storage->block.addr;
+    t.perm = view.perm;
     t.chunkRows = uint32_t(view.chunkRows());
     return t;
   };
 
   // Inputs, parameters and constants first: they are in SRAM before the run
   // starts, so they must not take space that a block freed during the run
-  // (and written in it) held.
+  // (and written in it) held. Conv weights stored channels-last go first,
+  // largest first, while whole slices are free: the biggest need most of a
+  // slice group.
+  std::vector<const ir::Op *> leaves;
+  for (const auto &owned : fn.ops())
+    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
+      leaves.push_back(owned.get());
+  auto weight = [&](const ir::Op *op) { return orderOf(*op) == kConvWeightOrder; };
+  std::stable_sort(leaves.begin(), leaves.end(), [&](const ir::Op *a, const ir::Op *b) {
+    if (weight(a) != weight(b))
+      return weight(a);
+    return weight(a) && a->type().numElements() > b->type().numElements();
+  });
+  for (const ir::Op *leafOp : leaves) {
+    const ir::Op &leaf = *leafOp;
+    auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(leaf.type(), orderOf(leaf)));
+    (void)cols;
+    auto view = leafView(leaf, rows);
+    if (!view)
+      return view.takeError();
+    ctx.setView(&leaf, std::move(*view));
+  }
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {
     case ir::OpKind::Input:
     case ir::OpKind::Param: {
-      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
-      (void)cols;
-      auto view = leafView(op, rows);
-      if (!view)
-        return view.takeError();
       bool input = op.kind() == ir::OpKind::Input;
       std::string name = op.stringAttr(input ? "name" : "path").value_or("");
       (input ? inputs : params)
-          .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), *view));
-      ctx.setView(&op, std::move(*view));
+          .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), ctx.view(&op)));
       break;
     }
     case ir::OpKind::Constant: {
       // A splat: one stored row, every view row maps onto it. Through
       // ctx.constant: a constant is loaded before the run, so it must not
       // take SRAM that a block freed earlier is written in during the run.
-      auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+      auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
       auto view = ctx.constant(op, op.type().dtype, 1, cols, splatBytes(op, cols));
       if (!view)
         return view.takeError();
       TensorView v = *view;
       v.rows = rows;
+      v.perm = orderOf(op);
       if (rows != 1)
         v.rowMap.assign(size_t(rows), 0);
       ctx.setView(&op, std::move(v));
       break;
     }
     default:
+      if (isGlobalPool(op, layouts))
+        if (auto divisor = globalPoolDivisor(op, ctx); !divisor)
+          return divisor.takeError();
       break;
     }
   }
@@ -194,6 +223,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
         // An output that is an input, a parameter, a constant, a broadcast
         // or another output's storage: copy it into a block of its own.
         ctx.persistentResult[&op] = true;
+        ctx.storedOrder[&op] = ctx.view(v).perm; // the copy keeps the stored order
         if (auto e = lowerCopy(op, v->type(), ctx.view(v), ctx))
           return e;
         TensorView copy = ctx.view(&op);
@@ -204,10 +234,12 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     default: {
       if (!ctx.materialized(&op))
         break;
-      LoweringFn lower = loweringFor(op.kind());
+      LoweringFn lower = storedOrderLowering(op, ctx);
+      if (!lower)
+        lower = loweringFor(op.kind());
       if (!lower)
         return unsupported(op);
-      if (auto e = lower(op, ctx))
+      if (auto e = lowerWithRelayouts(op, lower, layouts, ctx))
         return e;
       break;
     }

@@ -51,6 +51,32 @@ int64_t ravel(const Shape &idx, const Shape &shape) {
   return flat;
 }
 
+/// Where logical row-major index `flat` of a value of `shape` is in its
+/// stored order `perm` (empty: as declared).
+int64_t storedIndex(int64_t flat, const Shape &shape, const std::vector<uint8_t> &perm) {
+  if (perm.empty())
+    return flat;
+  Shape idx;
+  unravel(flat, shape, idx);
+  int64_t out = 0;
+  for (uint8_t d : perm)
+    out = out * shape[d] + idx[d];
+  return out;
+}
+
+/// The logical row-major index of stored index `stored` of a value of
+/// `shape` stored in the order `perm` (empty: as declared).
+int64_t logicalIndex(int64_t stored, const Shape &shape, const std::vector<uint8_t> &perm) {
+  if (perm.empty())
+    return stored;
+  Shape idx(shape.size(), 0);
+  for (size_t i = perm.size(); i-- > 0;) {
+    idx[perm[i]] = stored % shape[perm[i]];
+    stored /= shape[perm[i]];
+  }
+  return ravel(idx, shape);
+}
+
 /// The source of every output element of a layout op, or an error for a
 /// form the op cannot have (the verifier should have caught it).
 class SourceMap {
@@ -189,7 +215,12 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
   DType dtype = op.type().dtype;
   if (!dtypeAllowed(Opcode::Distribute, dtype) || !dtypeAllowed(Opcode::Or, bitsType(dtype)))
     return unsupported(op, "no lane moves for " + tensor::dtypeName(dtype).str());
-  auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+  // The result may itself be stored in another order (a relayout into
+  // channels-last): its vectors are assembled in that order.
+  auto order = ctx.storedOrder.find(&op);
+  const std::vector<uint8_t> outPerm =
+      order == ctx.storedOrder.end() ? std::vector<uint8_t>{} : order->second;
+  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), outPerm));
   const int64_t vpr = ctx.vecsPerRow(cols);
 
   // Pass 1: the pieces of every output vector and the distinct lane maps.
@@ -203,10 +234,12 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
       std::map<std::tuple<int, int64_t, int64_t>, std::vector<uint16_t>> byVector;
       std::vector<std::tuple<int, int64_t, int64_t>> order;
       for (int64_t i = 0; i < valid; ++i) {
-        Source s = source(r * cols + v * lanes + i);
+        Source s = source(logicalIndex(r * cols + v * lanes + i, op.type().shape, outPerm));
         const TensorView &in = *ins[size_t(s.operand)];
-        int64_t col = s.flat % in.cols;
-        auto key = std::make_tuple(s.operand, s.flat / in.cols, col / lanes);
+        // An operand stored in another order (channels-last) is read in it.
+        int64_t flat = storedIndex(s.flat, op.operand(size_t(s.operand))->type().shape, in.perm);
+        int64_t col = flat % in.cols;
+        auto key = std::make_tuple(s.operand, flat / in.cols, col / lanes);
         auto [it, fresh] = byVector.try_emplace(key, std::vector<uint16_t>(size_t(lanes), uint16_t(lanes)));
         if (fresh)
           order.push_back(key);

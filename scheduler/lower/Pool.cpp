@@ -6,6 +6,7 @@
 // row-major order: max, or an fp32 sum divided by KH * KW and rounded once
 // (padding adds nothing and counts in the divisor). A max map repeats the
 // nearest column inside instead of padding. docs/scheduler.md, "Pooling".
+#include "scheduler/LayoutAssignment.h"
 #include "scheduler/Lowering.h"
 #include "scheduler/lower/ConvMaps.h"
 
@@ -126,6 +127,190 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
           ctx.notePath(op, placed->doneCycle - placed->firstCycle);
         first = false;
       }
+  return llvm::Error::success();
+}
+
+namespace {
+
+/// An f32 vector of `value` in every lane, stored with the program.
+llvm::Expected<TensorView> splatF32(const ir::Op &op, LoweringContext &ctx, float value,
+                                    const std::vector<uint16_t> &avoid) {
+  const unsigned lanes = ctx.chip().lanes;
+  std::vector<uint8_t> bytes(size_t(lanes) * 4);
+  for (unsigned j = 0; j < lanes; ++j)
+    std::memcpy(&bytes[size_t(j) * 4], &value, 4);
+  return ctx.constant(op, DType::F32, 1, lanes, bytes, avoid);
+}
+
+/// Folds the vectors (row, vec) of `X` for `rows` on the VXM in the given
+/// order into `tree`: max in `dtype`, or an fp32 sum (converted first);
+/// then, for a sum, the division by `divisor` and the conversion to
+/// `outType`. Returns the value's node; `notBefore` grows to the reads'.
+int foldRows(WorkTree &tree, const TensorView &X, const std::vector<int64_t> &rows, int64_t vec,
+             bool isMax, const TensorView *divisor, DType outType, int64_t &notBefore) {
+  const DType dtype = X.dtype, work = isMax ? dtype : DType::F32;
+  int value = -1;
+  for (int64_t row : rows) {
+    notBefore = std::max(notBefore, X.readyAt(row, vec));
+    int v = tree.read(X.slices(row), X.address(row, vec));
+    if (work != dtype) {
+      Instr cvt;
+      cvt.op = Opcode::Cvt;
+      cvt.dtype = dtype;
+      cvt.dtype2 = work;
+      v = tree.add(cvt, {v});
+    }
+    if (value < 0) {
+      // The first fold's operands would read the same slices in the same
+      // cycle: a copy delays one of them by its latency.
+      Instr copy;
+      copy.op = Opcode::Copy;
+      copy.dtype = work;
+      value = tree.add(copy, {v});
+      continue;
+    }
+    Instr fold;
+    fold.op = isMax ? Opcode::Max : Opcode::Add;
+    fold.dtype = work;
+    value = tree.add(fold, {value, v});
+  }
+  if (!isMax) {
+    Instr div;
+    div.op = Opcode::Div;
+    div.dtype = DType::F32;
+    value = tree.add(div, {value, tree.read(divisor->slices(0), divisor->address(0, 0))});
+  }
+  if (outType != work) {
+    Instr cvt;
+    cvt.op = Opcode::Cvt;
+    cvt.dtype = work;
+    cvt.dtype2 = outType;
+    value = tree.add(cvt, {value});
+  }
+  return value;
+}
+
+} // namespace
+
+// Channels-last pooling: X is [N*H*W pixel rows, C], Y [N*Ho*Wo, C]. One
+// vector tree per output pixel (and vector of channels) folds the input
+// pixel rows of its window in row-major order on the VXM, as the rows
+// layout does lane by lane: max (padding pixels are skipped, which leaves
+// the max unchanged), or an fp32 sum divided by KH * KW (padding counts in
+// the divisor). No lane moves at all.
+llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
+  const ir::Op &xin = *op.operand(0);
+  const bool isMax = op.kind() == ir::OpKind::MaxPool2d;
+  const std::vector<int64_t> &xs = xin.type().shape, &ys = op.type().shape;
+  const int64_t N = xs[0], H = xs[2], W = xs[3];
+  const int64_t Ho = ys[2], Wo = ys[3];
+  const Pair kernel = convmaps::pairAttr(op, "kernel", {1, 1});
+  const Pair stride = convmaps::pairAttr(op, "stride", kernel);
+  const Pair pad = convmaps::pairAttr(op, "padding", {0, 0});
+  const DType dtype = xin.type().dtype;
+  const DType work = isMax ? dtype : DType::F32;
+  if (!dtypeAllowed(isMax ? Opcode::Max : Opcode::Add, work) || (!isMax && !tensor::isFloat(dtype)))
+    return unsupported(op, "pooling of " + tensor::dtypeName(dtype).str());
+  const TensorView &X = ctx.view(&xin);
+  std::optional<TensorView> divisor;
+  if (!isMax) {
+    auto d = splatF32(op, ctx, float(kernel.h * kernel.w), X.allSlices());
+    if (!d)
+      return d.takeError();
+    divisor = *d;
+  }
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &Y = **out;
+
+  int64_t prev = 0;
+  bool first = true;
+  std::vector<int64_t> window;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ho = 0; ho < Ho; ++ho)
+      for (int64_t wo = 0; wo < Wo; ++wo) {
+        window.clear();
+        for (int64_t kh = 0; kh < kernel.h; ++kh)
+          for (int64_t kw = 0; kw < kernel.w; ++kw) {
+            const int64_t hi = ho * stride.h + kh - pad.h, wi = wo * stride.w + kw - pad.w;
+            if (hi >= 0 && hi < H && wi >= 0 && wi < W)
+              window.push_back((n * H + hi) * W + wi);
+          }
+        const int64_t yrow = (n * Ho + ho) * Wo + wo;
+        for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
+          WorkTree tree;
+          tree.write(Y.slices(yrow), Y.address(yrow, v), -1);
+          int64_t notBefore = Y.storage->block.writableFrom;
+          tree.nodes[0].inputs = {foldRows(tree, X, window, v, isMax,
+                                           divisor ? &*divisor : nullptr, dtype, notBefore)};
+          auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
+          if (!placed)
+            return cannotPlace(op);
+          prev = placed->firstCycle;
+          ctx.written(Y, yrow, v, placed->doneCycle - 1);
+          ctx.read(X, placed->doneCycle);
+          if (first)
+            ctx.notePath(op, placed->doneCycle - placed->firstCycle);
+          first = false;
+        }
+      }
+  return llvm::Error::success();
+}
+
+llvm::Expected<TensorView> globalPoolDivisor(const ir::Op &op, LoweringContext &ctx) {
+  // A sum is a mean's fold without the division: divide by 1 (exact).
+  const std::vector<int64_t> &xs = op.operand(0)->type().shape;
+  const bool mean = op.kind() == ir::OpKind::ReduceMean;
+  return splatF32(op, ctx, mean ? float(xs[2] * xs[3]) : 1.0f, {});
+}
+
+// Global pooling of a channels-last [N, C, H, W] into [N, C]: the H * W
+// pixel rows of each image folded in row-major order, as the reference
+// reduces, in fp32 (an f16 operand is converted first), then divided by
+// H * W for a mean.
+llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
+  const ir::Op &xin = *op.operand(0);
+  const std::vector<int64_t> &xs = xin.type().shape;
+  const int64_t N = xs[0], pixels = xs[2] * xs[3];
+  const DType dtype = xin.type().dtype;
+  if (!tensor::isFloat(dtype))
+    return unsupported(op, "global pooling of " + tensor::dtypeName(dtype).str());
+  const TensorView &X = ctx.view(&xin);
+  auto divisor = globalPoolDivisor(op, ctx);
+  if (!divisor)
+    return divisor.takeError();
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &Y = **out;
+  if (Y.rows != N || Y.vecsPerRow != X.vecsPerRow)
+    return unsupported(op, "this global pooling's result layout");
+
+  int64_t prev = 0;
+  bool first = true;
+  std::vector<int64_t> rows;
+  for (int64_t n = 0; n < N; ++n) {
+    rows.clear();
+    for (int64_t i = 0; i < pixels; ++i)
+      rows.push_back(n * pixels + i);
+    for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(Y.slices(n), Y.address(n, v), -1);
+      int64_t notBefore = Y.storage->block.writableFrom;
+      tree.nodes[0].inputs = {
+          foldRows(tree, X, rows, v, false, &*divisor, op.type().dtype, notBefore)};
+      auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
+      if (!placed)
+        return cannotPlace(op);
+      prev = placed->firstCycle;
+      ctx.written(Y, n, v, placed->doneCycle - 1);
+      ctx.read(X, placed->doneCycle);
+      if (first)
+        ctx.notePath(op, placed->doneCycle - placed->firstCycle);
+      first = false;
+    }
+  }
   return llvm::Error::success();
 }
 
