@@ -136,6 +136,11 @@ public:
   int64_t iwLatency() const { return iwLatency_; }
   int64_t mmLatency() const { return mmLatency_; }
   PlaneState &state(unsigned p) { return ctx_.planes[p]; }
+  /// The plane of an op's `job`-th job: the planes in order of their last
+  /// matmul, least recently used first, so that an op's first job goes to a
+  /// plane that is idle (its weights can load while the previous op still
+  /// multiplies: parameters are in SRAM from cycle 0).
+  unsigned plane(unsigned job) const { return order_[job % count_]; }
   /// A tree for one `lw` of a weight row on plane `p` (node 0: the caller
   /// sets its input).
   WorkTree loadWeights(unsigned p) const;
@@ -153,6 +158,7 @@ private:
   LoweringContext &ctx_;
   unsigned count_;
   int64_t accRows_, iwLatency_, mmLatency_;
+  std::vector<unsigned> order_;
 };
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d

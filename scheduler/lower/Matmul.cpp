@@ -21,6 +21,10 @@ MxmPlanes::MxmPlanes(LoweringContext &ctx)
   if (ctx.planes.empty())
     for (unsigned p = 0; p < count_; ++p)
       ctx.planes.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows_), 0)});
+  for (unsigned p = 0; p < count_; ++p)
+    order_.push_back(p);
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](unsigned a, unsigned b) { return ctx.planes[a].lastMm < ctx.planes[b].lastMm; });
 }
 
 unsigned MxmPlanes::mmQueue(unsigned p) const {
@@ -92,7 +96,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   TensorView &C = **out;
 
   MxmPlanes mxm(ctx);
-  const unsigned planes = mxm.count(), dim = chip.mxmDim;
+  const unsigned dim = chip.mxmDim;
   const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
   const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
 
@@ -100,7 +104,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
-        unsigned p = job % planes;
+        unsigned p = mxm.plane(job);
         PlaneState &st = mxm.state(p);
         int64_t mRows = std::min(accRows, mPerBatch - m0);
         std::vector<int64_t> mmDone(size_t(mRows), 0);
