@@ -53,37 +53,63 @@ bool eastOf(const LoweringContext &ctx, const TensorView &view) {
   return ctx.chip().isEastSlice(view.slices().front());
 }
 
+
+
 namespace {
 
-/// The lane count's factors, 4s first: each is one folding step.
-std::vector<unsigned> foldFactors(unsigned lanes) {
-  std::vector<unsigned> out;
-  while (lanes % 4 == 0 && lanes > 4) {
-    out.push_back(4);
-    lanes /= 4;
+/// How a row of `n` elements (`vpr` vectors) is folded across lanes. One
+/// step: every leaf is an SXM `distribute` of a vector with a constant lane
+/// map, and the leaves meet on the VXM in a chain of combines. Each step
+/// costs a trip from the data to the SXM, to the VXM and back (about 100
+/// cycles on groqchip1), so there are at most two:
+///  - one step (`spacing == 0`): leaf j broadcasts lane j (map: all j);
+///  - two steps: leaf (v, j) of the first gives lane i < spacing element
+///    i + j * spacing of vector v, so lane i of the partial holds the
+///    elements congruent to i; the second broadcasts lanes 0..spacing-1 of
+///    the partial and combines them.
+struct FoldPlan {
+  unsigned spacing = 0;
+  int64_t leaves1 = 0, leaves2 = 0;
+};
+
+FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t vpr, bool east) {
+  const int64_t lanes = chip.lanes;
+  auto dist = [](int64_t a, int64_t b) { return a > b ? a - b : b - a; };
+  // One step's fixed latency: out to the SXM, over to the VXM, back.
+  const int64_t trip = 2 * dist(chip.vxmPosition(), chip.sxmPosition(east)) + 16;
+  // The chain issues a combine every 2 cycles; with many rows the reads of
+  // the busiest operand (a leaf reads one vector) bound the throughput.
+  auto cost = [&](int64_t steps, int64_t l1, int64_t l2) {
+    return steps * trip + 2 * (l1 + l2) + (rows - 1) * std::max(l1, l2);
+  };
+  FoldPlan best;
+  int64_t bestCost = std::numeric_limits<int64_t>::max();
+  if (vpr == 1) {
+    best.leaves1 = n;
+    bestCost = cost(1, n, 0);
   }
-  for (unsigned f = 2; lanes > 1; ++f)
-    while (lanes % f == 0) {
-      out.push_back(f);
-      lanes /= f;
+  const int64_t width = vpr == 1 ? n : lanes;
+  for (int64_t s = 2; s < width; ++s) {
+    int64_t l1 = 0;
+    for (int64_t v = 0; v < vpr; ++v) {
+      int64_t valid = std::min(lanes, n - v * lanes);
+      l1 += (valid + s - 1) / s;
     }
-  return out;
+    int64_t c = cost(2, l1, s);
+    if (c < bestCost) {
+      bestCost = c;
+      best = FoldPlan{unsigned(s), l1, s};
+    }
+  }
+  return best;
+}
+
+void putU16(std::vector<uint8_t> &out, unsigned value) {
+  out.push_back(uint8_t(value & 0xff));
+  out.push_back(uint8_t(value >> 8));
 }
 
 } // namespace
-
-/// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
-/// `fill` above.
-llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill) {
-  unsigned lanes = ctx.chip().lanes;
-  std::vector<uint8_t> bytes;
-  for (unsigned i = 0; i < lanes; ++i) {
-    uint16_t m = uint16_t(i < valid ? i : fill);
-    bytes.push_back(uint8_t(m & 0xff));
-    bytes.push_back(uint8_t(m >> 8));
-  }
-  return ctx.constant(op, DType::I16, 1, lanes, std::move(bytes));
-}
 
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, DType work) {
@@ -91,66 +117,94 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   auto T = ctx.scratch(op, work, in.rows, lanes);
   if (!T)
     return T.takeError();
-  const int64_t vpr = in.vecsPerRow;
-  const unsigned lastValid = unsigned(in.cols - (vpr - 1) * int64_t(lanes));
-  const bool east = eastOf(ctx, in);
-  std::optional<TensorView> map;
-  if (lastValid < lanes) {
-    // Sum: padding lanes become 0 (distribute); max/min: lane 0's value.
-    auto m = laneMap(op, ctx, lastValid, how == Combine::Sum ? lanes : 0);
-    if (!m)
-      return m.takeError();
-    map = *m;
+  const int64_t vpr = in.vecsPerRow, n = in.cols;
+  const bool east = eastOf(ctx, in), eastT = eastOf(ctx, *T);
+  const FoldPlan plan = planFold(ctx.chip(), in.rows, n, vpr, east);
+  const unsigned s = plan.spacing;
+  // The lane maps, one vector each: the broadcasts of lanes 0..B-1 (B = n
+  // for one step, the spacing for two), then for two steps the first
+  // step's maps of a full vector and of the last one. A lane that must not
+  // count gives 0 for a sum (map 320) and a duplicate of a counted lane
+  // for max and min (which is harmless there).
+  const unsigned fill = how == Combine::Sum ? lanes : 0;
+  const int64_t broadcasts = s ? s : n;
+  std::vector<uint8_t> bytes;
+  for (int64_t j = 0; j < broadcasts; ++j)
+    for (unsigned i = 0; i < lanes; ++i)
+      putU16(bytes, unsigned(j));
+  const int64_t lastValid = n - (vpr - 1) * int64_t(lanes);
+  auto firstStepMaps = [&](int64_t valid) {
+    for (int64_t j = 0; j * s < valid; ++j)
+      for (unsigned i = 0; i < lanes; ++i)
+        putU16(bytes, i < s && i + j * s < valid ? unsigned(i + j * s) : fill);
+  };
+  int64_t fullMaps = broadcasts, lastMaps = broadcasts;
+  if (s) {
+    if (vpr > 1) {
+      firstStepMaps(lanes);
+      lastMaps = fullMaps + (lanes + s - 1) / s;
+    }
+    firstStepMaps(lastValid);
   }
+  std::vector<uint16_t> avoid = in.slices();
+  avoid.insert(avoid.end(), T->slices().begin(), T->slices().end());
+  const int64_t mapCount = int64_t(bytes.size()) / (2 * lanes);
+  auto maps = ctx.constant(op, DType::I16, mapCount, lanes, std::move(bytes), avoid);
+  if (!maps)
+    return maps.takeError();
   const Opcode combine = combineOpcode(how);
-  // Each row's vectors, combined elementwise.
+
+  // One tree per row and step: leaves distributed on the SXM next to their
+  // data, combined in a chain on the VXM (the first leaf through a copy, so
+  // that no two leaves read the maps' slice in one cycle).
+  auto chain = [&](Builder &b, std::vector<int> leaves) {
+    int acc = leaves[0];
+    if (leaves.size() > 1)
+      acc = b.add(vxm(Opcode::Copy, work), {acc});
+    for (size_t k = 1; k < leaves.size(); ++k)
+      acc = b.add(vxm(combine, work), {acc, leaves[k]});
+    return acc;
+  };
+  auto leaf = [&](Builder &b, const TensorView &from, int64_t row, int64_t vec, int64_t map, bool side) {
+    int node = b.add(sxm(Opcode::Distribute, from.dtype, 0, side),
+                     {b.read(from, row, vec), b.read(*maps, map, 0)});
+    if (from.dtype != work)
+      node = b.add(vxm(Opcode::Cvt, from.dtype, work), {node});
+    return node;
+  };
   int64_t prev = 0;
   for (int64_t r = 0; r < in.rows; ++r) {
     Builder b(ctx, *T, r, 0);
-    auto leaf = [&](int64_t v) {
-      int node = b.read(in, r, v);
-      if (v == vpr - 1 && map) {
-        if (shareSlice(in, *map))
-          node = b.add(vxm(Opcode::Copy, in.dtype), {node});
-        node = b.add(sxm(how == Combine::Sum ? Opcode::Distribute : Opcode::Permute, in.dtype, 0, east),
-                     {node, b.read(*map, 0, 0)});
+    std::vector<int> leaves;
+    if (!s) {
+      for (int64_t j = 0; j < n; ++j)
+        leaves.push_back(leaf(b, in, r, 0, j, east));
+    } else {
+      for (int64_t v = 0; v < vpr; ++v) {
+        int64_t valid = std::min<int64_t>(lanes, n - v * lanes);
+        int64_t base = v == vpr - 1 ? lastMaps : fullMaps;
+        for (int64_t j = 0; j * s < valid; ++j)
+          leaves.push_back(leaf(b, in, r, v, base + j, east));
       }
-      if (in.dtype != work)
-        node = b.add(vxm(Opcode::Cvt, in.dtype, work), {node});
-      return node;
-    };
-    int acc = leaf(0);
-    if (vpr > 1)
-      acc = b.add(vxm(Opcode::Copy, work), {acc}); // v0 and v1 read in different cycles
-    for (int64_t v = 1; v < vpr; ++v)
-      acc = b.add(vxm(combine, work), {acc, leaf(v)});
-    auto p = b.finish(acc, prev);
+    }
+    auto p = b.finish(chain(b, std::move(leaves)), prev);
     if (!p)
       return cannotPlace(op);
     prev = p->firstCycle;
   }
-  // Fold the vector onto itself: a step of factor f adds the rotations by
-  // 0, s, 2s, .. (f-1)s, s = the lanes still apart / f; afterwards lanes s
-  // apart hold the same value. In place: a row's tree reads its vector
-  // before it writes it.
-  unsigned apart = lanes;
-  const bool eastT = eastOf(ctx, *T);
-  for (unsigned f : foldFactors(lanes)) {
-    unsigned s = apart / f;
+  if (s) {
+    // Second step, in place: a row's tree reads its partial before writing.
     prev = 0;
     for (int64_t r = 0; r < in.rows; ++r) {
       Builder b(ctx, *T, r, 0);
-      int acc = b.add(vxm(Opcode::Copy, work), {b.read(*T, r, 0)});
-      for (unsigned j = 1; j < f; ++j) {
-        int rot = b.add(sxm(Opcode::Rotate, work, j * s, eastT), {b.read(*T, r, 0)});
-        acc = b.add(vxm(combine, work), {acc, rot});
-      }
-      auto p = b.finish(acc, prev);
+      std::vector<int> leaves;
+      for (unsigned j = 0; j < s; ++j)
+        leaves.push_back(leaf(b, *T, r, 0, j, eastT));
+      auto p = b.finish(chain(b, std::move(leaves)), prev);
       if (!p)
         return cannotPlace(op);
       prev = p->firstCycle;
     }
-    apart = s;
   }
   return *T;
 }

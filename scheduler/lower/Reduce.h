@@ -82,9 +82,6 @@ private:
   std::vector<const TensorView *> reads_;
 };
 
-/// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
-/// `fill` from there on.
-llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill);
 
 /// Whether the SXM near `view`'s slices is the eastern one.
 bool eastOf(const LoweringContext &ctx, const TensorView &view);
