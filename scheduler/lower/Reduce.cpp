@@ -118,40 +118,61 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   if (!T)
     return T.takeError();
   const int64_t vpr = in.vecsPerRow, n = in.cols;
-  const bool east = eastOf(ctx, in), eastT = eastOf(ctx, *T);
-  const FoldPlan plan = planFold(ctx.chip(), in.rows, n, vpr, east);
+  const FoldPlan plan = planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in));
   const unsigned s = plan.spacing;
-  // The lane maps, one vector each: the broadcasts of lanes 0..B-1 (B = n
-  // for one step, the spacing for two), then for two steps the first
-  // step's maps of a full vector and of the last one. A lane that must not
-  // count gives 0 for a sum (map 320) and a duplicate of a counted lane
-  // for max and min (which is harmless there).
+  // The lane maps, one vector each, as constants in the hemisphere of the
+  // data they go with (a map and its data meet at that side's SXM in one
+  // cycle; from the far hemisphere a map would take ~80 cycles longer):
+  // the broadcasts of lanes 0..B-1 (B = n for one step, the spacing for
+  // two; the second step's maps), and for two steps the first step's maps
+  // of a full vector and of the last one. A lane that must not count gives
+  // 0 for a sum (map 320) and a duplicate of a counted lane for max and min
+  // (which is harmless there).
   const unsigned fill = how == Combine::Sum ? lanes : 0;
-  const int64_t broadcasts = s ? s : n;
-  std::vector<uint8_t> bytes;
-  for (int64_t j = 0; j < broadcasts; ++j)
-    for (unsigned i = 0; i < lanes; ++i)
-      putU16(bytes, unsigned(j));
+  auto mapsNear = [&](const TensorView &data, std::vector<uint8_t> bytes) {
+    std::vector<uint16_t> avoid = in.slices();
+    avoid.insert(avoid.end(), T->slices().begin(), T->slices().end());
+    const bool eastData = eastOf(ctx, data);
+    for (unsigned sl = 0; sl < ctx.chip().memSlices; ++sl)
+      if (ctx.chip().isEastSlice(sl) != eastData)
+        avoid.push_back(uint16_t(sl));
+    const int64_t count = int64_t(bytes.size()) / (2 * lanes);
+    return ctx.constant(op, DType::I16, count, lanes, std::move(bytes), avoid);
+  };
+  auto broadcastMaps = [&](int64_t count) {
+    std::vector<uint8_t> bytes;
+    for (int64_t j = 0; j < count; ++j)
+      for (unsigned i = 0; i < lanes; ++i)
+        putU16(bytes, unsigned(j));
+    return bytes;
+  };
   const int64_t lastValid = n - (vpr - 1) * int64_t(lanes);
+  std::vector<uint8_t> first;
   auto firstStepMaps = [&](int64_t valid) {
     for (int64_t j = 0; j * s < valid; ++j)
       for (unsigned i = 0; i < lanes; ++i)
-        putU16(bytes, i < s && i + j * s < valid ? unsigned(i + j * s) : fill);
+        putU16(first, i < s && i + j * s < valid ? unsigned(i + j * s) : fill);
   };
-  int64_t fullMaps = broadcasts, lastMaps = broadcasts;
+  int64_t fullMaps = 0, lastMaps = 0;
   if (s) {
     if (vpr > 1) {
       firstStepMaps(lanes);
-      lastMaps = fullMaps + (lanes + s - 1) / s;
+      lastMaps = (lanes + s - 1) / s;
     }
     firstStepMaps(lastValid);
+  } else {
+    first = broadcastMaps(n);
   }
-  std::vector<uint16_t> avoid = in.slices();
-  avoid.insert(avoid.end(), T->slices().begin(), T->slices().end());
-  const int64_t mapCount = int64_t(bytes.size()) / (2 * lanes);
-  auto maps = ctx.constant(op, DType::I16, mapCount, lanes, std::move(bytes), avoid);
-  if (!maps)
-    return maps.takeError();
+  auto maps1 = mapsNear(in, std::move(first));
+  if (!maps1)
+    return maps1.takeError();
+  std::optional<TensorView> maps2;
+  if (s) {
+    auto m = mapsNear(*T, broadcastMaps(s));
+    if (!m)
+      return m.takeError();
+    maps2 = *m;
+  }
   const Opcode combine = combineOpcode(how);
 
   // One tree per row and step: leaves distributed on the SXM next to their
@@ -165,9 +186,10 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       acc = b.add(vxm(combine, work), {acc, leaves[k]});
     return acc;
   };
-  auto leaf = [&](Builder &b, const TensorView &from, int64_t row, int64_t vec, int64_t map, bool side) {
-    int node = b.add(sxm(Opcode::Distribute, from.dtype, 0, side),
-                     {b.read(from, row, vec), b.read(*maps, map, 0)});
+  auto leaf = [&](Builder &b, const TensorView &from, int64_t row, int64_t vec, const TensorView &maps,
+                  int64_t map) {
+    int node = b.add(sxm(Opcode::Distribute, from.dtype, 0, eastOf(ctx, from)),
+                     {b.read(from, row, vec), b.read(maps, map, 0)});
     if (from.dtype != work)
       node = b.add(vxm(Opcode::Cvt, from.dtype, work), {node});
     return node;
@@ -178,13 +200,13 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     std::vector<int> leaves;
     if (!s) {
       for (int64_t j = 0; j < n; ++j)
-        leaves.push_back(leaf(b, in, r, 0, j, east));
+        leaves.push_back(leaf(b, in, r, 0, *maps1, j));
     } else {
       for (int64_t v = 0; v < vpr; ++v) {
         int64_t valid = std::min<int64_t>(lanes, n - v * lanes);
         int64_t base = v == vpr - 1 ? lastMaps : fullMaps;
         for (int64_t j = 0; j * s < valid; ++j)
-          leaves.push_back(leaf(b, in, r, v, base + j, east));
+          leaves.push_back(leaf(b, in, r, v, *maps1, base + j));
       }
     }
     auto p = b.finish(chain(b, std::move(leaves)), prev);
@@ -199,7 +221,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       Builder b(ctx, *T, r, 0);
       std::vector<int> leaves;
       for (unsigned j = 0; j < s; ++j)
-        leaves.push_back(leaf(b, *T, r, 0, j, eastT));
+        leaves.push_back(leaf(b, *T, r, 0, *maps2, j));
       auto p = b.finish(chain(b, std::move(leaves)), prev);
       if (!p)
         return cannotPlace(op);
