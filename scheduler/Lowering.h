@@ -173,6 +173,13 @@ llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
 /// Whether `op` is a view of its operand's storage (no data moves): the
 /// driver keeps the operand alive while the view is used.
 bool aliasesOperand(const ir::Op &op, unsigned lanes);
+/// Whether every lane of `op`'s stored vectors holds the row's one element
+/// (its last dimension is 1): last-axis reductions, splat constants, and
+/// elementwise work on such values.
+bool laneSplat(const ir::Op &op, unsigned lanes);
+/// A broadcast [.., 1] -> [.., D <= lanes] of a laneSplat value: its rows
+/// are the operand's stored vectors as they are, a view.
+bool splatAcrossLanes(const ir::Op &op, unsigned lanes);
 /// Assembles every output vector of a layout op from the lanes of its
 /// operands' vectors (SXM distribute, VXM or): any data movement.
 llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx);

@@ -162,12 +162,17 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       // A splat: one stored row, every view row maps onto it. Through
       // ctx.constant: a constant is loaded before the run, so it must not
       // take SRAM that a block freed earlier is written in during the run.
+      // Stored over whole vectors, every lane the value, so that a value
+      // with one column computed from it stays the same in every lane
+      // (laneSplat: broadcasting it along the last axis is a view).
       auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
-      auto view = ctx.constant(op, op.type().dtype, 1, cols, splatBytes(op, cols));
+      int64_t stored = ctx.vecsPerRow(cols) * chip.lanes;
+      auto view = ctx.constant(op, op.type().dtype, 1, stored, splatBytes(op, stored));
       if (!view)
         return view.takeError();
       TensorView v = *view;
       v.rows = rows;
+      v.cols = cols;
       if (rows != 1)
         v.rowMap.assign(size_t(rows), 0);
       ctx.setView(&op, std::move(v));
