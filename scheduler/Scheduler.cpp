@@ -277,8 +277,20 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     bound((writesPerSlice[s] + chip.memWritePorts - 1) / chip.memWritePorts,
           "MEM slice " + std::to_string(s) + " writes");
   }
-  for (const auto &[q, busy] : queueBusy)
-    bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
+  // MXM work names its plane's queue, so one queue's issue cycles bound
+  // the schedule; VXM work may go to any VXM queue, and MEM and SXM work to
+  // any queue of its hemisphere: those bound it only pooled.
+  std::map<std::pair<UnitKind, bool>, int64_t> pooled;
+  for (const auto &[q, busy] : queueBusy) {
+    if (q.unit == UnitKind::Mxm || q.unit == UnitKind::C2c)
+      bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
+    else if (q.unit == UnitKind::Mem || q.unit == UnitKind::Sxm)
+      pooled[{q.unit, q.index >= chip.queues[unsigned(q.unit)] / 2}] += busy;
+  }
+  for (const auto &[side, busy] : pooled) {
+    int64_t half = chip.queues[unsigned(side.first)] / 2;
+    bound((busy + half - 1) / half, unitKindName(side.first).str() + (side.second ? " east" : " west"));
+  }
   unsigned vxmQueues = chip.queues[unsigned(UnitKind::Vxm)];
   bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
   bound(ctx.criticalPath, "critical path");
