@@ -256,6 +256,8 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   for (const Timed::Issue &is : timed.issues)
     timed.minOffset = std::min(timed.minOffset, is.offset);
   int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
+  for (const Timed::Issue &is : timed.issues)
+    root = std::max(root, tree.nodes[is.node].notBefore - is.offset);
   // A tree that cannot fit anywhere (two reads of one slice in one cycle)
   // fails the same way forever: give up after a generous search.
   const int64_t limit = root + kMaxSearch;

@@ -105,14 +105,16 @@ public:
         continue;
       }
       const TensorView &v = ctx_.view(operand);
-      notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
       read_.push_back(&v);
-      inputs.push_back(tree.read(v.slices(), v.address(row, vec)));
+      int n = tree.read(v.slices(), v.address(row, vec));
+      // Per read: a bias or a constant far from the VXM may be read before
+      // the other operand is ready.
+      tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
+      inputs.push_back(n);
     }
     return tree.add(in, inputs);
   }
 
-  int64_t notBefore_ = 0;
   std::vector<const TensorView *> read_;
 
 private:
@@ -139,11 +141,11 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
       tree.write(view.slices(), view.address(r, v), -1);
-      trees.notBefore_ = view.storage->block.writableFrom;
+      tree.nodes[0].notBefore = view.storage->block.writableFrom;
       trees.read_.clear();
       int value = trees.build(tree, op, r, v);
       tree.nodes[0].inputs = {value};
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, trees.notBefore_));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), prev);
       if (!placed)
         return cannotPlace(op);
       Placement p = *placed;

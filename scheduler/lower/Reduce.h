@@ -43,12 +43,13 @@ public:
   Builder(LoweringContext &ctx, const TensorView &dest, int64_t row, int64_t vec)
       : ctx_(ctx), dest_(dest), row_(row), vec_(vec) {
     tree.write(dest.slices(), dest.address(row, vec), -1);
-    notBefore_ = dest.storage->block.writableFrom;
+    tree.nodes[0].notBefore = dest.storage->block.writableFrom;
   }
   int read(const TensorView &v, int64_t row, int64_t vec) {
-    notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
     reads_.push_back(&v);
-    return tree.read(v.slices(), v.address(row, vec));
+    int n = tree.read(v.slices(), v.address(row, vec));
+    tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
+    return n;
   }
   /// A read of `v` that meets a read of `other` at one consumer: through a
   /// VXM copy (a cycle earlier) when the two share a slice.
