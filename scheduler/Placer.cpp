@@ -300,7 +300,12 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
   for (size_t vi = 0; vi < timed.values.size(); ++vi) {
     const Timed::Value &v = timed.values[vi];
     bool found = false;
-    for (int dir : {int(StreamRef::East), int(StreamRef::West)}) {
+    // A value used where it is made (VXM to VXM) may take either way:
+    // alternate, so that a tree with many of them in one cycle leaves
+    // streams in both directions for the values that must go one way.
+    const bool westFirst = !v.dirNeeded && vi % 2;
+    for (int dir : {int(westFirst ? StreamRef::West : StreamRef::East),
+                    int(westFirst ? StreamRef::East : StreamRef::West)}) {
       if (v.dirNeeded && v.dirNeeded != dir)
         continue;
       for (unsigned id = 0; !found && id + v.width <= chip_.streamsPerDirection; ++id) {

@@ -67,6 +67,13 @@ namespace {
 ///    i + j * spacing of vector v, so lane i of the partial holds the
 ///    elements congruent to i; the second broadcasts lanes 0..spacing-1 of
 ///    the partial and combines them.
+/// Leaves of one vector go in bundles of kBundle, combined in a balanced
+/// tree, so their distributes issue in one cycle and share one read of the
+/// vector (their maps come from kBundle copies on different slices): a
+/// row's step reads its data once per bundle, which is what bounds the
+/// throughput over many rows.
+constexpr int64_t kBundle = 4;
+
 struct FoldPlan {
   unsigned spacing = 0;
   int64_t leaves1 = 0, leaves2 = 0;
@@ -77,25 +84,33 @@ FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t 
   auto dist = [](int64_t a, int64_t b) { return a > b ? a - b : b - a; };
   // One step's fixed latency: out to the SXM, over to the VXM, back.
   const int64_t trip = 2 * dist(chip.vxmPosition(), chip.sxmPosition(east)) + 16;
-  // The chain issues a combine every 2 cycles; with many rows the reads of
-  // the busiest operand (a leaf reads one vector) bound the throughput.
-  auto cost = [&](int64_t steps, int64_t l1, int64_t l2) {
-    return steps * trip + 2 * (l1 + l2) + (rows - 1) * std::max(l1, l2);
+  // The chain issues a combine every 2 cycles per bundle; with many rows
+  // the reads of the busiest operand (one per bundle) bound the throughput.
+  auto bundles = [](int64_t leaves) { return (leaves + kBundle - 1) / kBundle; };
+  auto cost = [&](int64_t steps, int64_t b1, int64_t b2) {
+    return steps * trip + 2 * (b1 + b2) + (rows - 1) * std::max(b1, b2);
   };
   FoldPlan best;
   int64_t bestCost = std::numeric_limits<int64_t>::max();
   if (vpr == 1) {
     best.leaves1 = n;
-    bestCost = cost(1, n, 0);
+    bestCost = cost(1, bundles(n), 0);
   }
   const int64_t width = vpr == 1 ? n : lanes;
   for (int64_t s = 2; s < width; ++s) {
-    int64_t l1 = 0;
+    // Only the last bundle of a tree may be partial: a shallower bundle
+    // before a full one would need the data's (or a map copy's) read port
+    // in the cycle a later bundle needs it. So a full vector's leaves fill
+    // whole bundles.
+    if (vpr > 1 && ((lanes + s - 1) / s) % kBundle != 0)
+      continue;
+    int64_t l1 = 0, b1 = 0;
     for (int64_t v = 0; v < vpr; ++v) {
       int64_t valid = std::min(lanes, n - v * lanes);
       l1 += (valid + s - 1) / s;
+      b1 += bundles((valid + s - 1) / s);
     }
-    int64_t c = cost(2, l1, s);
+    int64_t c = cost(2, b1, bundles(s));
     if (c < bestCost) {
       bestCost = c;
       best = FoldPlan{unsigned(s), l1, s};
@@ -129,7 +144,9 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // 0 for a sum (map 320) and a duplicate of a counted lane for max and min
   // (which is harmless there).
   const unsigned fill = how == Combine::Sum ? lanes : 0;
-  auto mapsNear = [&](const TensorView &data, std::vector<uint8_t> bytes) {
+  // kBundle copies, each on slices of its own.
+  auto mapsNear = [&](const TensorView &data,
+                      const std::vector<uint8_t> &bytes) -> llvm::Expected<std::vector<TensorView>> {
     std::vector<uint16_t> avoid = in.slices();
     avoid.insert(avoid.end(), T->slices().begin(), T->slices().end());
     const bool eastData = eastOf(ctx, data);
@@ -137,7 +154,15 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       if (ctx.chip().isEastSlice(sl) != eastData)
         avoid.push_back(uint16_t(sl));
     const int64_t count = int64_t(bytes.size()) / (2 * lanes);
-    return ctx.constant(op, DType::I16, count, lanes, std::move(bytes), avoid);
+    std::vector<TensorView> copies;
+    for (int64_t k = 0; k < kBundle; ++k) {
+      auto c = ctx.constant(op, DType::I16, count, lanes, bytes, avoid);
+      if (!c)
+        return c.takeError();
+      avoid.insert(avoid.end(), c->slices().begin(), c->slices().end());
+      copies.push_back(*c);
+    }
+    return copies;
   };
   auto broadcastMaps = [&](int64_t count) {
     std::vector<uint8_t> bytes;
@@ -163,70 +188,106 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   } else {
     first = broadcastMaps(n);
   }
-  auto maps1 = mapsNear(in, std::move(first));
+  auto maps1 = mapsNear(in, first);
   if (!maps1)
     return maps1.takeError();
-  std::optional<TensorView> maps2;
+  std::vector<TensorView> maps2;
   if (s) {
     auto m = mapsNear(*T, broadcastMaps(s));
     if (!m)
       return m.takeError();
-    maps2 = *m;
+    maps2 = std::move(*m);
   }
   const Opcode combine = combineOpcode(how);
 
   // One tree per row and step: leaves distributed on the SXM next to their
-  // data, combined in a chain on the VXM (the first leaf through a copy, so
-  // that no two leaves read the maps' slice in one cycle).
-  auto chain = [&](Builder &b, std::vector<int> leaves) {
-    int acc = leaves[0];
-    if (leaves.size() > 1)
+  // data, a bundle's leaves (of one vector, maps from copies 0..) combined
+  // in a balanced tree, the bundles in a chain on the VXM (the first
+  // through a copy, so that no two bundles read a map copy in one cycle).
+  struct Leaf {
+    const TensorView *from;
+    int64_t row, vec, map;
+  };
+  auto step = [&](Builder &b, const std::vector<Leaf> &leaves, const std::vector<TensorView> &maps,
+                  size_t bundleSize) {
+    std::vector<int> sums;
+    for (size_t k = 0; k < leaves.size();) {
+      std::vector<int> bundle;
+      for (size_t m = 0; m < bundleSize && k < leaves.size() && leaves[k].vec == leaves[k - m].vec;
+           ++m, ++k) {
+        const Leaf &l = leaves[k];
+        int node = b.add(sxm(Opcode::Distribute, l.from->dtype, 0, eastOf(ctx, *l.from)),
+                         {b.read(*l.from, l.row, l.vec), b.read(maps[m], l.map, 0)});
+        if (l.from->dtype != work)
+          node = b.add(vxm(Opcode::Cvt, l.from->dtype, work), {node});
+        bundle.push_back(node);
+      }
+      while (bundle.size() > 1) {
+        std::vector<int> next;
+        for (size_t i = 0; i + 1 < bundle.size(); i += 2)
+          next.push_back(b.add(vxm(combine, work), {bundle[i], bundle[i + 1]}));
+        if (bundle.size() % 2)
+          next.push_back(bundle.back());
+        bundle = std::move(next);
+      }
+      sums.push_back(bundle[0]);
+    }
+    int acc = sums[0];
+    if (sums.size() > 1)
       acc = b.add(vxm(Opcode::Copy, work), {acc});
-    for (size_t k = 1; k < leaves.size(); ++k)
-      acc = b.add(vxm(combine, work), {acc, leaves[k]});
+    for (size_t k = 1; k < sums.size(); ++k)
+      acc = b.add(vxm(combine, work), {acc, sums[k]});
     return acc;
   };
-  auto leaf = [&](Builder &b, const TensorView &from, int64_t row, int64_t vec, const TensorView &maps,
-                  int64_t map) {
-    int node = b.add(sxm(Opcode::Distribute, from.dtype, 0, eastOf(ctx, from)),
-                     {b.read(from, row, vec), b.read(maps, map, 0)});
-    if (from.dtype != work)
-      node = b.add(vxm(Opcode::Cvt, from.dtype, work), {node});
-    return node;
-  };
-  int64_t prev = 0;
-  for (int64_t r = 0; r < in.rows; ++r) {
-    Builder b(ctx, *T, r, 0);
-    std::vector<int> leaves;
-    if (!s) {
-      for (int64_t j = 0; j < n; ++j)
-        leaves.push_back(leaf(b, in, r, 0, *maps1, j));
-    } else {
-      for (int64_t v = 0; v < vpr; ++v) {
-        int64_t valid = std::min<int64_t>(lanes, n - v * lanes);
-        int64_t base = v == vpr - 1 ? lastMaps : fullMaps;
-        for (int64_t j = 0; j * s < valid; ++j)
-          leaves.push_back(leaf(b, in, r, v, *maps1, base + j));
+  // Rows pipeline: each row's tree no earlier than the previous one's
+  // first cycle. A bundled tree that finds no cycle (at the VXM, the values
+  // of several bundles in one cycle can take every stream of a direction)
+  // falls back to a plain chain for the rest of the step.
+  auto runStep = [&](auto leavesOf, const std::vector<TensorView> &maps) -> llvm::Error {
+    int64_t prev = 0;
+    size_t bundleSize = size_t(kBundle);
+    for (int64_t r = 0; r < in.rows; ++r) {
+      std::vector<Leaf> leaves = leavesOf(r);
+      for (;;) {
+        Builder b(ctx, *T, r, 0);
+        if (auto p = b.finish(step(b, leaves, maps, bundleSize), prev)) {
+          prev = p->firstCycle;
+          break;
+        }
+        if (bundleSize == 1)
+          return cannotPlace(op);
+        bundleSize = 1;
       }
     }
-    auto p = b.finish(chain(b, std::move(leaves)), prev);
-    if (!p)
-      return cannotPlace(op);
-    prev = p->firstCycle;
-  }
+    return llvm::Error::success();
+  };
+  auto firstLeaves = [&](int64_t r) {
+    std::vector<Leaf> leaves;
+    if (!s) {
+      for (int64_t j = 0; j < n; ++j)
+        leaves.push_back({&in, r, 0, j});
+      return leaves;
+    }
+    for (int64_t v = 0; v < vpr; ++v) {
+      int64_t valid = std::min<int64_t>(lanes, n - v * lanes);
+      int64_t base = v == vpr - 1 ? lastMaps : fullMaps;
+      for (int64_t j = 0; j * s < valid; ++j)
+        leaves.push_back({&in, r, v, base + j});
+    }
+    return leaves;
+  };
+  if (auto e = runStep(firstLeaves, *maps1))
+    return e;
   if (s) {
     // Second step, in place: a row's tree reads its partial before writing.
-    prev = 0;
-    for (int64_t r = 0; r < in.rows; ++r) {
-      Builder b(ctx, *T, r, 0);
-      std::vector<int> leaves;
+    auto secondLeaves = [&](int64_t r) {
+      std::vector<Leaf> leaves;
       for (unsigned j = 0; j < s; ++j)
-        leaves.push_back(leaf(b, *T, r, 0, *maps2, j));
-      auto p = b.finish(chain(b, std::move(leaves)), prev);
-      if (!p)
-        return cannotPlace(op);
-      prev = p->firstCycle;
-    }
+        leaves.push_back({&*T, r, 0, j});
+      return leaves;
+    };
+    if (auto e = runStep(secondLeaves, maps2))
+      return e;
   }
   return *T;
 }
