@@ -127,7 +127,7 @@ void putU16(std::vector<uint8_t> &out, unsigned value) {
 } // namespace
 
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                                       Combine how, DType work) {
+                                       Combine how, DType work, const LaneFinish *finish) {
   const unsigned lanes = ctx.chip().lanes;
   auto T = ctx.scratch(op, work, in.rows, lanes);
   if (!T)
@@ -243,14 +243,18 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // first cycle. A bundled tree that finds no cycle (at the VXM, the values
   // of several bundles in one cycle can take every stream of a direction)
   // falls back to a plain chain for the rest of the step.
-  auto runStep = [&](auto leavesOf, const std::vector<TensorView> &maps) -> llvm::Error {
+  auto runStep = [&](auto leavesOf, const std::vector<TensorView> &maps, bool last) -> llvm::Error {
     int64_t prev = 0;
     size_t bundleSize = size_t(kBundle);
+    const bool finishing = last && finish;
     for (int64_t r = 0; r < in.rows; ++r) {
       std::vector<Leaf> leaves = leavesOf(r);
       for (;;) {
-        Builder b(ctx, *T, r, 0);
-        if (auto p = b.finish(step(b, leaves, maps, bundleSize), prev)) {
+        Builder b(ctx, finishing ? *finish->dest : *T, r, 0);
+        int value = step(b, leaves, maps, bundleSize);
+        if (finishing)
+          value = finish->value(b, value);
+        if (auto p = b.finish(value, prev)) {
           prev = p->firstCycle;
           break;
         }
@@ -276,7 +280,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     }
     return leaves;
   };
-  if (auto e = runStep(firstLeaves, *maps1))
+  if (auto e = runStep(firstLeaves, *maps1, !s))
     return e;
   if (s) {
     // Second step, in place: a row's tree reads its partial before writing.
@@ -286,7 +290,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
         leaves.push_back({&*T, r, 0, j});
       return leaves;
     };
-    if (auto e = runStep(secondLeaves, maps2))
+    if (auto e = runStep(secondLeaves, maps2, true))
       return e;
   }
   return *T;
@@ -427,6 +431,20 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     auto [outRows, outCols] = LoweringContext::rowsAndCols(op.type());
     if (outRows * outCols != in.rows)
       return unsupported(op, "this reduction's result layout");
+    if (outCols == 1 && !argmax) {
+      // keep = true (or one row): row r's result is row r's vector, which
+      // the reduction's last step writes, finished.
+      auto out = ctx.define(&op);
+      if (!out)
+        return out.takeError();
+      LaneFinish fin{*out, [&](Builder &b, int value) { return finishValue(b, value); }};
+      auto T = acrossLanes(op, ctx, in, how, work, &fin);
+      if (!T)
+        return T.takeError();
+      ctx.releaseScratch(*T);
+      ctx.notePath(op, 0);
+      return llvm::Error::success();
+    }
     auto T = argmax ? argmaxLanes(op, ctx, in, work) : acrossLanes(op, ctx, in, how, work);
     if (!T)
       return T.takeError();

@@ -4,6 +4,7 @@
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace lpu::scheduler::reduce {
@@ -22,8 +23,17 @@ backend::Opcode combineOpcode(Combine how);
 /// permute with a constant map: zeros for a sum, the row's lane 0 for
 /// max/min), then the vector is folded onto itself by SXM rotates and VXM
 /// combines, a radix-4 (or the lane count's other factors) step per tree.
+class Builder;
+/// Where acrossLanes' last step writes instead of its scratch (row r into
+/// row r of `dest`), with the work that finishes a row's value on the way
+/// (mean's division, the result type): no separate pass for them.
+struct LaneFinish {
+  const TensorView *dest;
+  std::function<int(Builder &, int)> value;
+};
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                                       Combine how, backend::DType work);
+                                       Combine how, backend::DType work,
+                                       const LaneFinish *finish = nullptr);
 
 /// An instruction with just an opcode and a dtype.
 backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType type2 = backend::DType::Bool);
