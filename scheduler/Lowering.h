@@ -125,6 +125,18 @@ LoweringFn loweringFor(ir::OpKind kind);
 // The op families (scheduler/lower/).
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
+/// Epilogues: elementwise work on a producer's result computed in the
+/// producer's own vector trees, so the result never goes to SRAM and back.
+/// The materialized elementwise op whose fusion group is `producer`'s only
+/// use and reads it once per vector, with every other operand in SRAM (view
+/// ops lowered early if needed); null when there is none. The driver skips
+/// an op that already has its view.
+const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx);
+/// Adds `root`'s group for vector (row, vec) to `tree`, node `value` being
+/// `producer`'s vector; returns the result's node and adds the views it
+/// reads to `reads`.
+int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, int value, int64_t row,
+                  int64_t vec, LoweringContext &ctx, std::vector<const TensorView *> &reads);
 /// The MXM planes as lowerMatmul and lowerConv drive them (lower/Matmul.cpp):
 /// jobs go to the planes in turn, each plane with one queue for iw, mm and
 /// acc and the next for lw; `ctx.planes` keeps each plane's ordering.

@@ -214,8 +214,8 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       break;
     }
     default: {
-      if (!ctx.materialized(&op))
-        break;
+      if (!ctx.materialized(&op) || ctx.hasView(&op))
+        break; // computed in its users' trees, or in its producer's (epilogue)
       LoweringFn lower = loweringFor(op.kind());
       if (!lower)
         return unsupported(op);

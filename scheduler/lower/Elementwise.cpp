@@ -104,6 +104,10 @@ public:
         inputs.push_back(build(tree, *operand, row, vec));
         continue;
       }
+      if (operand == substitute_) {
+        inputs.push_back(substituteNode_);
+        continue;
+      }
       const TensorView &v = ctx_.view(operand);
       read_.push_back(&v);
       int n = tree.read(v.slices(), v.address(row, vec));
@@ -116,8 +120,43 @@ public:
   }
 
   std::vector<const TensorView *> read_;
+  /// A value already in the tree (node substituteNode_) stands for the
+  /// operand substitute_ (a producer's result: an epilogue).
+  const ir::Op *substitute_ = nullptr;
+  int substituteNode_ = -1;
+
+  /// How often `op`'s tree reads `value`; false when an operand other than
+  /// `value` has no view and cannot be given one now (a view op of a value
+  /// that has one is lowered early: it places nothing).
+  bool countUses(const ir::Op &op, const ir::Op &value, int &uses) {
+    for (const ir::Op *operand : op.operands()) {
+      if (inGroup(*operand)) {
+        if (!countUses(*operand, value, uses))
+          return false;
+      } else if (operand == &value) {
+        ++uses;
+      } else if (!ensureView(*operand)) {
+        return false;
+      }
+    }
+    return true;
+  }
 
 private:
+  bool ensureView(const ir::Op &op) {
+    if (ctx_.hasView(&op))
+      return true;
+    if (!aliasesOperand(op, ctx_.chip().lanes) || !ensureView(*op.operand(0)))
+      return false;
+    LoweringFn lower = loweringFor(op.kind());
+    if (!lower)
+      return false;
+    if (auto e = lower(op, ctx_)) {
+      llvm::consumeError(std::move(e));
+      return false;
+    }
+    return ctx_.hasView(&op);
+  }
   bool inGroup(const ir::Op &op) const {
     return &op != &root_ && !ctx_.materialized(&op) && ir::isElementwise(op.kind());
   }
@@ -126,6 +165,37 @@ private:
 };
 
 } // namespace
+
+const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx) {
+  if (ctx.returned.count(&producer))
+    return nullptr;
+  const ir::Op *user = &producer;
+  do {
+    auto it = ctx.users.find(user);
+    if (it == ctx.users.end() || it->second.size() != 1 || !ir::isElementwise(it->second[0]->kind()))
+      return nullptr;
+    user = it->second[0];
+  } while (!ctx.materialized(user));
+  GroupTrees trees(*user, ctx);
+  if (auto e = trees.check(*user)) {
+    llvm::consumeError(std::move(e));
+    return nullptr;
+  }
+  int uses = 0;
+  if (!trees.countUses(*user, producer, uses) || uses != 1)
+    return nullptr;
+  return user;
+}
+
+int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, int value, int64_t row,
+                  int64_t vec, LoweringContext &ctx, std::vector<const TensorView *> &reads) {
+  GroupTrees trees(root, ctx);
+  trees.substitute_ = &producer;
+  trees.substituteNode_ = value;
+  int out = trees.build(tree, root, row, vec);
+  reads.insert(reads.end(), trees.read_.begin(), trees.read_.end());
+  return out;
+}
 
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   GroupTrees trees(op, ctx);

@@ -72,6 +72,16 @@ int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
   return tree.add(acc, {}, int(mmQueue(p)));
 }
 
+namespace {
+/// The node of a tree's accumulator read.
+int accNode(const WorkTree &tree) {
+  for (size_t n = 0; n < tree.nodes.size(); ++n)
+    if (tree.nodes[n].instr.op == Opcode::AccRead)
+      return int(n);
+  return 0;
+}
+} // namespace
+
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
@@ -90,7 +100,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     rowsA *= as[i];
   int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
   const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
-  auto out = ctx.define(&op);
+  // Elementwise work on the result (a bias, an activation) runs in the
+  // accumulator reads' trees, and its result is what gets written.
+  const ir::Op *epilogue = epilogueRoot(op, ctx);
+  auto out = ctx.define(epilogue ? epilogue : &op);
   if (!out)
     return out.takeError();
   TensorView &C = **out;
@@ -147,25 +160,34 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           WorkTree tree;
           tree.write(C.slices(), C.address(crow, j), -1);
           int value = mxm.accRead(tree, p, m);
-          if (C.dtype == DType::F16) {
+          if (op.type().dtype == DType::F16) {
             Instr cvt;
             cvt.op = Opcode::Cvt;
             cvt.dtype = DType::F32;
             cvt.dtype2 = DType::F16;
             value = tree.add(cvt, {value});
           }
+          std::vector<const TensorView *> reads;
+          if (epilogue)
+            value = buildEpilogue(tree, *epilogue, op, value, crow, j, ctx, reads);
           tree.nodes[0].inputs = {value};
-          std::optional<Placement> placed = ctx.placer().place(
-              std::move(tree), std::max(mmDone[size_t(m)], C.storage->block.writableFrom));
+          tree.nodes[0].notBefore = C.storage->block.writableFrom;
+          // The acc no earlier than the row's last mm has landed.
+          tree.nodes[size_t(accNode(tree))].notBefore = mmDone[size_t(m)];
+          std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
           if (!placed)
             return cannotPlace(op);
           Placement pl = *placed;
           st.accFree[size_t(m)] = pl.firstCycle + 1;
           ctx.written(C, crow, j, pl.doneCycle - 1);
+          for (const TensorView *v : reads)
+            ctx.read(*v, pl.doneCycle);
         }
       }
   // No result before one install and one matmul have completed.
   ctx.notePath(op, iwLatency + mmLatency);
+  if (epilogue)
+    ctx.notePath(*epilogue, 0);
   return llvm::Error::success();
 }
 
