@@ -1,7 +1,7 @@
 // Reductions on the chip (reduce_sum, reduce_mean, reduce_max, reduce_min).
-// Over the last axis a row's vectors are combined elementwise on the VXM
-// and the vector is then folded across its lanes with SXM rotates (see
-// acrossLanes); the result holds the row's value in every lane. Over
+// Over the last axis a row is folded across its lanes in one or two steps
+// of SXM distributes and VXM combines (see acrossLanes); the result holds
+// the row's value in every lane. Over
 // leading axes the reduced rows are combined vector by vector on the VXM in
 // the reference's order (row-major over the reduced indices), so sums are
 // bit-exact there. Floats are reduced in f32 and rounded once at the end.

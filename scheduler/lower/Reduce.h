@@ -18,11 +18,9 @@ backend::Opcode combineOpcode(Combine how);
 /// in `work` (f32 for floats, the input's own type for integers). The
 /// result is scratch SRAM [rows, 1 vector] of `work` whose every lane holds
 /// the row's result (so it serves as a lane broadcast too); the caller
-/// releases it with ctx.releaseScratch(). The row's vectors are first
-/// combined elementwise (the last one's padding lanes masked by an SXM
-/// permute with a constant map: zeros for a sum, the row's lane 0 for
-/// max/min), then the vector is folded onto itself by SXM rotates and VXM
-/// combines, a radix-4 (or the lane count's other factors) step per tree.
+/// releases it with ctx.releaseScratch(). One or two steps, each an SXM
+/// distribute per leaf (constant lane maps that also drop the lanes past
+/// the row's end) and VXM combines (docs/scheduler.md, "Reductions").
 class Builder;
 /// Where acrossLanes' last step writes instead of its scratch (row r into
 /// row r of `dest`), with the work that finishes a row's value on the way
