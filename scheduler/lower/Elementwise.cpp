@@ -79,6 +79,13 @@ llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
   return in;
 }
 
+bool sharesSlice(const TensorView &a, const TensorView &b) {
+  for (uint16_t s : a.slices())
+    if (std::find(b.slices().begin(), b.slices().end(), s) != b.slices().end())
+      return true;
+  return false;
+}
+
 class GroupTrees {
 public:
   GroupTrees(const ir::Op &root, LoweringContext &ctx) : root_(root), ctx_(ctx) {}
@@ -99,6 +106,7 @@ public:
   int build(WorkTree &tree, const ir::Op &op, int64_t row, int64_t vec) {
     Instr in = *vxmInstr(op);
     std::vector<int> inputs;
+    std::vector<std::pair<const TensorView *, uint32_t>> direct; // sibling reads
     for (const ir::Op *operand : op.operands()) {
       if (inGroup(*operand)) {
         inputs.push_back(build(tree, *operand, row, vec));
@@ -114,6 +122,19 @@ public:
       // Per read: a bias or a constant far from the VXM may be read before
       // the other operand is ready.
       tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
+      // Two different vectors of tensors sharing a slice, read for one
+      // instruction, would need its read port in one cycle: the later
+      // operand comes through a VXM copy, a cycle earlier.
+      uint32_t addr = v.address(row, vec);
+      for (const auto &[other, otherAddr] : direct)
+        if (sharesSlice(*other, v) && (otherAddr != addr || other->slices() != v.slices())) {
+          Instr copy;
+          copy.op = Opcode::Copy;
+          copy.dtype = v.dtype;
+          n = tree.add(copy, {n});
+          break;
+        }
+      direct.push_back({&v, addr});
       inputs.push_back(n);
     }
     return tree.add(in, inputs);
