@@ -6,6 +6,7 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <cctype>
+#include <cstring>
 #include <set>
 
 namespace lpu::backend {
@@ -63,6 +64,111 @@ std::vector<int64_t> Bucket::concreteShape(const TensorPlacement &t) const {
     shape.push_back(v);
   }
   return shape;
+}
+
+bool isPermutation(llvm::ArrayRef<uint8_t> perm, size_t rank) {
+  if (perm.empty())
+    return true;
+  if (perm.size() != rank)
+    return false;
+  std::vector<bool> seen(rank, false);
+  for (uint8_t p : perm) {
+    if (p >= rank || seen[p])
+      return false;
+    seen[p] = true;
+  }
+  return true;
+}
+
+namespace {
+std::string listString(llvm::ArrayRef<uint8_t> values) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? "," : "") + std::to_string(values[i]);
+  return s;
+}
+} // namespace
+
+llvm::Expected<PlacementGeometry> placementGeometry(const TensorPlacement &t,
+                                                   llvm::ArrayRef<int64_t> shape, unsigned lanes,
+                                                   uint32_t memVectors) {
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  if (!isPermutation(t.perm, shape.size()))
+    return fail("has perm " + listString(t.perm) + ", not a permutation of its " +
+                llvm::Twine(shape.size()) + " dimensions");
+  PlacementGeometry g;
+  g.addr = t.addr;
+  g.planes = streamWidth(t.dtype);
+  for (size_t i = 0; i < shape.size(); ++i)
+    g.storedShape.push_back(shape[t.perm.empty() ? i : t.perm[i]]);
+  // Every product below stays under 2^63 once each factor is under 2^32.
+  const int64_t limit = int64_t(1) << 32;
+  bool overflow = false;
+  for (int64_t d : shape)
+    overflow |= d < 0 || d > limit;
+  g.cols = g.storedShape.empty() ? 1 : g.storedShape.back();
+  for (size_t i = 0; i + 1 < g.storedShape.size() && !overflow; ++i) {
+    g.rows *= g.storedShape[i];
+    overflow |= g.rows > limit;
+  }
+  if (overflow)
+    return fail("has a shape too large for any chip");
+  g.perRow = (g.cols + lanes - 1) / lanes;
+  if (t.chunkRows == 0) {
+    g.chunkRows = std::max<int64_t>(1, g.rows);
+    g.chunks = 1;
+  } else {
+    g.chunkRows = t.chunkRows;
+    g.chunks = std::max<int64_t>(1, (g.rows + g.chunkRows - 1) / g.chunkRows);
+  }
+  if (uint64_t(t.slices.size()) != uint64_t(g.chunks) * g.planes) {
+    std::string chunked = t.chunkRows == 0 ? std::string()
+                                           : " in " + std::to_string(g.chunks) + " chunks of " +
+                                                 std::to_string(t.chunkRows) + " rows";
+    return fail("of dtype " + tensor::dtypeName(t.dtype) + chunked + " needs " +
+                llvm::Twine(uint64_t(g.chunks) * g.planes) + " slices, has " +
+                llvm::Twine(t.slices.size()));
+  }
+  int64_t end = int64_t(t.addr) + std::min(g.chunkRows, g.rows) * g.perRow;
+  if (end > int64_t(memVectors))
+    return fail("does not fit in SRAM: addresses " + llvm::Twine(t.addr) + ".." + llvm::Twine(end) +
+                " of " + llvm::Twine(memVectors));
+  return g;
+}
+
+std::vector<uint8_t> permuteElements(llvm::ArrayRef<uint8_t> bytes, llvm::ArrayRef<int64_t> shape,
+                                     llvm::ArrayRef<uint8_t> perm, unsigned elemBytes, bool inverse) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == i;
+  if (identity)
+    return bytes.vec();
+  size_t rank = shape.size();
+  std::vector<int64_t> strides(rank, 1), stored(rank), index(rank, 0);
+  for (size_t i = rank; i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  for (size_t i = 0; i < rank; ++i)
+    stored[i] = shape[perm[i]];
+  std::vector<uint8_t> out(bytes.size());
+  int64_t count = int64_t(bytes.size() / elemBytes);
+  // Walk the stored order: element k of it is the logical element whose
+  // offset sums index[i] * strides[perm[i]].
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t logical = 0;
+    for (size_t i = 0; i < rank; ++i)
+      logical += index[i] * strides[perm[i]];
+    const uint8_t *from = bytes.data() + (inverse ? k : logical) * elemBytes;
+    uint8_t *to = out.data() + (inverse ? logical : k) * elemBytes;
+    std::memcpy(to, from, elemBytes);
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < stored[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -128,10 +234,6 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
         if (t.chip >= program.numChips)
           return error(tw + " is on chip " + llvm::Twine(t.chip) + " of " +
                        llvm::Twine(program.numChips));
-        if (t.slices.size() != streamWidth(t.dtype))
-          return error(tw + " of dtype " + tensor::dtypeName(t.dtype) + " needs " +
-                       llvm::Twine(streamWidth(t.dtype)) + " slices, has " +
-                       llvm::Twine(t.slices.size()));
         std::set<uint16_t> seen;
         for (uint16_t s : t.slices)
           if (s >= chip.memSlices || !seen.insert(s).second)
@@ -148,21 +250,10 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
           if (!found)
             return error(tw + " uses dimension '" + d.name + "' that the bucket does not define");
         }
-        std::vector<int64_t> shape = bucket.concreteShape(t);
-        int64_t rows = 1, cols = shape.empty() ? 1 : shape.back();
-        bool overflow = false;
-        for (int64_t d : shape)
-          overflow |= d < 0 || d > (int64_t(1) << 32);
-        for (size_t i = 0; i + 1 < shape.size() && !overflow; ++i)
-          overflow |= __builtin_mul_overflow(rows, shape[i], &rows) || rows > (int64_t(1) << 32);
-        if (overflow)
-          return error(tw + " has a shape too large for any chip");
-        int64_t perRow = (cols + chip.lanes - 1) / chip.lanes;
-        if (rows < 0 || cols < 0 || rows > int64_t(1) << 32 ||
-            int64_t(t.addr) + rows * perRow > int64_t(chip.memVectors))
-          return error(tw + " does not fit in SRAM: addresses " + llvm::Twine(t.addr) + ".." +
-                       llvm::Twine(int64_t(t.addr) + rows * perRow) + " of " +
-                       llvm::Twine(chip.memVectors));
+        auto geometry = placementGeometry(t, bucket.concreteShape(t), chip.lanes, chip.memVectors);
+        if (!geometry)
+          return error(tw + " " + llvm::toString(geometry.takeError()));
+        int64_t rows = geometry->rows, cols = geometry->cols;
         if (t.role == TensorRole::Constant &&
             t.data.size() != uint64_t(rows) * uint64_t(cols) * tensor::dtypeSize(t.dtype))
           return error(tw + " holds " + llvm::Twine(t.data.size()) + " bytes of data, its shape needs " +

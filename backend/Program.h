@@ -6,7 +6,10 @@
 
 #include "backend/Isa.h"
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/Error.h>
+
+#include <algorithm>
 
 #include <cstdint>
 #include <string>
@@ -62,6 +65,50 @@ struct TensorPlacement {
   std::vector<uint8_t> data;
   bool operator==(const TensorPlacement &) const = default;
 };
+
+/// Where the rows of a placed tensor are, for one concrete shape (a bucket's):
+/// the geometry TensorPlacement's comment describes.
+struct PlacementGeometry {
+  std::vector<int64_t> storedShape; // the concrete shape in perm's order
+  int64_t rows = 1, cols = 1;       // the stored R x C view
+  int64_t perRow = 1;               // vectors per row
+  int64_t chunkRows = 1;            // rows per chunk (all rows when unchunked)
+  int64_t chunks = 1;
+  unsigned planes = 1;              // slices per chunk: the dtype's bytes
+  uint32_t addr = 0;
+
+  int64_t chunkOf(int64_t row) const { return row / chunkRows; }
+  /// The vectors a chunk occupies from addr (the last chunk may be shorter).
+  int64_t chunkVectors(int64_t chunk) const {
+    return std::min(chunkRows, rows - chunk * chunkRows) * perRow;
+  }
+  /// The address of row `row`'s vector `vec`, inside its chunk's slices.
+  uint32_t address(int64_t row, int64_t vec) const {
+    return uint32_t(addr + (row - chunkOf(row) * chunkRows) * perRow + vec);
+  }
+  /// The slice of byte plane `byte` of row `row`.
+  uint16_t slice(const std::vector<uint16_t> &slices, int64_t row, unsigned byte) const {
+    return slices[size_t(chunkOf(row)) * planes + byte];
+  }
+};
+
+/// The geometry of `t` with concrete shape `shape` on a chip of `lanes`
+/// lanes and `memVectors` addresses per slice. Errors (naming nothing: the
+/// caller says which tensor): a perm that is not a permutation of the rank,
+/// a slice count that is not planes x chunks, a shape too large, rows past
+/// the end of a slice.
+llvm::Expected<PlacementGeometry> placementGeometry(const TensorPlacement &t,
+                                                   llvm::ArrayRef<int64_t> shape, unsigned lanes,
+                                                   uint32_t memVectors);
+
+/// Whether `perm` is empty or a permutation of 0..rank-1.
+bool isPermutation(llvm::ArrayRef<uint8_t> perm, size_t rank);
+
+/// `bytes`, a C-order tensor of `shape` with `elemBytes`-byte elements, with
+/// its dimensions put in `perm`'s order (stored dimension i is dimension
+/// perm[i]); `inverse` undoes that (from the stored order back to `shape`).
+std::vector<uint8_t> permuteElements(llvm::ArrayRef<uint8_t> bytes, llvm::ArrayRef<int64_t> shape,
+                                     llvm::ArrayRef<uint8_t> perm, unsigned elemBytes, bool inverse);
 
 struct Queue {
   UnitKind unit = UnitKind::Mem;

@@ -204,6 +204,10 @@ std::string writeProgramBinary(const Program &p) {
           w.u16(s);
         w.u32(t.addr);
         w.u8(uint8_t(t.layout));
+        w.u32(uint32_t(t.perm.size()));
+        for (uint8_t d : t.perm)
+          w.u8(d);
+        w.u32(t.chunkRows);
         if (t.role == TensorRole::Constant)
           w.str(llvm::StringRef(reinterpret_cast<const char *>(t.data.data()), t.data.size()));
       }
@@ -264,6 +268,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
   Reader r(payload);
   Program p;
   bool bad = false;
+  std::string placementProblem; // the first placement that cannot be right
   p.chipName = r.str();
   p.chipFingerprint = r.u64();
   p.topology = r.str();
@@ -285,7 +290,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         bad |= !isProgramIdentifier(d.name) || d.value < 0;
         b.dims.push_back(std::move(d));
       }
-      uint32_t nTensors = r.count(21);
+      uint32_t nTensors = r.count(29);
       for (uint32_t i = 0; i < nTensors && !r.failed(); ++i) {
         TensorPlacement t;
         uint8_t role = r.u8();
@@ -314,6 +319,23 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         uint8_t layout = r.u8();
         bad |= layout > uint8_t(Layout::Rows);
         t.layout = Layout::Rows;
+        uint32_t permSize = r.count(1);
+        for (uint32_t k = 0; k < permSize && !r.failed(); ++k)
+          t.perm.push_back(r.u8());
+        t.chunkRows = r.u32();
+        // The placement's shape against the rest waits for verifyProgram
+        // (it needs the chip); what needs no chip is checked here.
+        if (!r.failed() && placementProblem.empty()) {
+          unsigned planes = streamWidth(t.dtype);
+          if (!isPermutation(t.perm, t.shape.size()))
+            placementProblem = "tensor '" + t.name + "': its perm is not a permutation of its " +
+                               std::to_string(t.shape.size()) + " dimensions";
+          else if (t.slices.empty() || t.slices.size() % planes != 0 ||
+                   (t.chunkRows == 0 && t.slices.size() != planes))
+            placementProblem = "tensor '" + t.name + "': " + std::to_string(t.slices.size()) +
+                               " slices for a " + std::to_string(planes) + "-byte dtype" +
+                               (t.chunkRows ? " in chunks" : " in one chunk");
+        }
         if (t.role == TensorRole::Constant) {
           std::string data = r.str();
           t.data.assign(data.begin(), data.end());
@@ -351,6 +373,8 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
                 "stream, name or unused instruction field)");
   if (!r.atEnd())
     return fail("unexpected bytes after the last entry");
+  if (!placementProblem.empty())
+    return fail(placementProblem);
   return p;
 }
 

@@ -14,7 +14,7 @@
 
 namespace lpu::backend {
 
-inline constexpr uint32_t kProgramFormatVersion = 2;
+inline constexpr uint32_t kProgramFormatVersion = 3;
 inline constexpr char kProgramMagic[8] = {'L', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
 
 std::string writeProgramBinary(const Program &program);

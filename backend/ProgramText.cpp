@@ -130,6 +130,13 @@ std::string printProgramText(const Program &p) {
         for (size_t i = 0; i < t.slices.size(); ++i)
           out += (i ? "," : "") + std::to_string(t.slices[i]);
         out += " addr " + std::to_string(t.addr) + " layout " + layoutName(t.layout).str();
+        if (!t.perm.empty()) {
+          out += " perm ";
+          for (size_t i = 0; i < t.perm.size(); ++i)
+            out += (i ? "," : "") + std::to_string(t.perm[i]);
+        }
+        if (t.chunkRows)
+          out += " chunk " + std::to_string(t.chunkRows);
         if (t.role == TensorRole::Constant) {
           static const char hex[] = "0123456789abcdef";
           out += " data ";
@@ -235,16 +242,10 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
     if (key == "tensor") {
       if (!bucket || chip)
         return fail("'tensor' must come in a bucket before its first 'chip'");
-      // "layout rows" may be left out: rows is the default.
-      // A constant ends with "data HEX" (its bytes) after the layout.
-      bool hasData = words.size() == 15 && words[11] == "layout" && words[13] == "data";
-      bool hasLayout = (words.size() == 13 || hasData) && words[11] == "layout";
-      if ((words.size() != 11 && !hasLayout) || words[5] != "chip" || words[7] != "slices" ||
-          words[9] != "addr")
-        return fail("expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout "
-                    "rows]'");
-      if (hasLayout && words[12] != "rows")
-        return fail("unknown layout '" + words[12] + "' (expected rows)");
+      const char *usage = "expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A "
+                          "[layout rows] [perm P,..] [chunk ROWS] [data HEX]'";
+      if (words.size() < 5 || words.size() % 2 == 0)
+        return fail(usage);
       TensorPlacement t;
       if (words[1] == "input")
         t.role = TensorRole::Input;
@@ -256,19 +257,6 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
         t.role = TensorRole::Constant;
       else
         return fail("tensor role must be input, output, param or const, found '" + words[1] + "'");
-      if (hasData != (t.role == TensorRole::Constant))
-        return fail("a const tensor, and only a const, ends with 'data HEX' (its bytes)");
-      if (hasData) {
-        llvm::StringRef hex = words[14];
-        if (hex.size() % 2)
-          return fail("bad constant data: an odd number of hex digits");
-        for (size_t i = 0; i < hex.size(); i += 2) {
-          unsigned byte = 0;
-          if (hex.substr(i, 2).getAsInteger(16, byte))
-            return fail("bad constant data: '" + hex.substr(i, 2) + "' is not a hex byte");
-          t.data.push_back(uint8_t(byte));
-        }
-      }
       t.name = words[2].str();
       if (!isProgramToken(t.name))
         return fail("bad tensor name '" + words[2] + "'");
@@ -278,9 +266,67 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       t.dtype = *dt;
       if (!parseShape(words[4], t.shape))
         return fail("bad shape '" + words[4] + "'");
-      if (!parseNumber(words[6], t.chip) || !parseUIntList(words[8], t.slices) ||
-          !parseNumber(words[10], t.addr))
-        return fail("bad chip, slice list or address");
+      // The rest are KEY VALUE pairs in this order; "layout rows" may be left
+      // out (rows is the default), and so may perm (as declared) and chunk
+      // (one chunk). A constant ends with "data HEX" (its bytes).
+      static const char *const keys[] = {"chip", "slices", "addr", "layout", "perm", "chunk", "data"};
+      size_t next = 0;
+      bool seen[7] = {};
+      for (size_t i = 5; i + 1 < words.size(); i += 2) {
+        llvm::StringRef k = words[i], v = words[i + 1];
+        size_t at = next;
+        while (at < 7 && k != keys[at])
+          ++at;
+        if (at == 7)
+          return fail("unexpected '" + k + "' in a tensor line: " + usage);
+        next = at + 1;
+        seen[at] = true;
+        bool ok = true;
+        switch (at) {
+        case 0: ok = parseNumber(v, t.chip); break;
+        case 1: ok = parseUIntList(v, t.slices); break;
+        case 2: ok = parseNumber(v, t.addr); break;
+        case 3:
+          if (v != "rows")
+            return fail("unknown layout '" + v + "' (expected rows)");
+          break;
+        case 4: {
+          std::vector<uint16_t> perm;
+          ok = parseUIntList(v, perm);
+          for (uint16_t d : perm) {
+            ok &= d < 256;
+            t.perm.push_back(uint8_t(d));
+          }
+          if (!ok || !isPermutation(t.perm, t.shape.size()))
+            return fail("perm " + v + " is not a permutation of the " +
+                        llvm::Twine(t.shape.size()) + " dimensions of " + words[4]);
+          if (t.perm.empty())
+            return fail("perm " + v + ": a rank-0 tensor has no perm");
+          break;
+        }
+        case 5:
+          ok = parseNumber(v, t.chunkRows);
+          if (ok && t.chunkRows == 0)
+            return fail("chunk 0: a chunk holds at least one row (leave chunk out for one chunk)");
+          break;
+        case 6:
+          if (v.size() % 2)
+            return fail("bad constant data: an odd number of hex digits");
+          for (size_t b = 0; b < v.size(); b += 2) {
+            unsigned byte = 0;
+            if (v.substr(b, 2).getAsInteger(16, byte))
+              return fail("bad constant data: '" + v.substr(b, 2) + "' is not a hex byte");
+            t.data.push_back(uint8_t(byte));
+          }
+          break;
+        }
+        if (!ok)
+          return fail("bad " + k + " '" + v + "'");
+      }
+      if (!seen[0] || !seen[1] || !seen[2])
+        return fail(usage);
+      if (seen[6] != (t.role == TensorRole::Constant))
+        return fail("a const tensor, and only a const, ends with 'data HEX' (its bytes)");
       bucket->tensors.push_back(std::move(t));
       continue;
     }

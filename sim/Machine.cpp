@@ -30,51 +30,47 @@ llvm::Expected<std::unique_ptr<Machine>> Machine::create(const ChipDescription &
     m->chips_.push_back(std::make_unique<ChipSim>(chip, m->topology_, c, bucket.chips[c], chipOptions));
   // Placed tensors count as SRAM in use from the start.
   for (const TensorPlacement &t : bucket.tensors) {
-    std::vector<int64_t> shape = bucket.concreteShape(t);
-    int64_t cols = shape.empty() ? 1 : shape.back(), rows = 1;
-    for (size_t i = 0; i + 1 < shape.size(); ++i)
-      rows *= shape[i];
-    int64_t perRow = (cols + chip.lanes - 1) / chip.lanes;
-    for (uint16_t s : t.slices)
-      for (int64_t v = 0; v < rows * perRow; ++v)
-        m->chips_[t.chip]->markInUse(s, unsigned(t.addr + v));
+    auto g = placementGeometry(t, bucket.concreteShape(t), chip.lanes, chip.memVectors);
+    if (!g)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "tensor '" + t.name + "' " + llvm::toString(g.takeError()));
+    for (int64_t j = 0; j < g->chunks; ++j)
+      for (unsigned b = 0; b < g->planes; ++b)
+        for (int64_t v = 0; v < g->chunkVectors(j); ++v)
+          m->chips_[t.chip]->markInUse(t.slices[size_t(j) * g->planes + b], unsigned(t.addr + v));
   }
   return m;
 }
 
-namespace {
-struct Geometry {
-  int64_t rows, cols, perRow;
-};
-Geometry geometry(const std::vector<int64_t> &shape, unsigned lanes) {
-  Geometry g;
-  g.cols = shape.empty() ? 1 : shape.back();
-  g.rows = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i)
-    g.rows *= shape[i];
-  g.perRow = (g.cols + lanes - 1) / lanes;
+llvm::Expected<PlacementGeometry> Machine::geometry(const TensorPlacement &t) const {
+  auto g = placementGeometry(t, bucket_.concreteShape(t), chip_.lanes, chip_.memVectors);
+  if (!g)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "tensor '" + t.name + "' " + llvm::toString(g.takeError()));
   return g;
 }
-} // namespace
 
 llvm::Error Machine::writeTensor(const TensorPlacement &t, llvm::ArrayRef<uint8_t> bytes) {
-  Geometry g = geometry(bucket_.concreteShape(t), chip_.lanes);
-  unsigned w = streamWidth(t.dtype);
-  if (uint64_t(bytes.size()) != uint64_t(g.rows * g.cols * w))
+  auto g = geometry(t);
+  if (!g)
+    return g.takeError();
+  unsigned w = g->planes;
+  if (uint64_t(bytes.size()) != uint64_t(g->rows * g->cols * w))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "tensor '" + t.name + "' has " + llvm::Twine(bytes.size()) +
                                        " bytes, its placement holds " +
-                                       llvm::Twine(g.rows * g.cols * w));
+                                       llvm::Twine(g->rows * g->cols * w));
   ChipSim &chip = *chips_[t.chip];
   if (options_.timingOnly)
     return llvm::Error::success();
-  for (int64_t r = 0; r < g.rows; ++r)
-    for (int64_t v = 0; v < g.perRow; ++v) {
-      unsigned addr = unsigned(t.addr + r * g.perRow + v);
-      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g.cols - c0);
-      const uint8_t *src = bytes.data() + (r * g.cols + c0) * w;
+  std::vector<uint8_t> stored = permuteElements(bytes, bucket_.concreteShape(t), t.perm, w, false);
+  for (int64_t r = 0; r < g->rows; ++r)
+    for (int64_t v = 0; v < g->perRow; ++v) {
+      unsigned addr = g->address(r, v);
+      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g->cols - c0);
+      const uint8_t *src = stored.data() + (r * g->cols + c0) * w;
       for (unsigned b = 0; b < w; ++b) {
-        uint8_t *dst = chip.sramVector(t.slices[b], addr);
+        uint8_t *dst = chip.sramVector(g->slice(t.slices, r, b), addr);
         std::memset(dst, 0, chip_.lanes);
         for (int64_t i = 0; i < n; ++i)
           dst[i] = src[i * w + b];
@@ -83,25 +79,27 @@ llvm::Error Machine::writeTensor(const TensorPlacement &t, llvm::ArrayRef<uint8_
   return llvm::Error::success();
 }
 
-std::vector<uint8_t> Machine::readTensor(const TensorPlacement &t) {
-  Geometry g = geometry(bucket_.concreteShape(t), chip_.lanes);
-  unsigned w = streamWidth(t.dtype);
-  std::vector<uint8_t> bytes(size_t(g.rows * g.cols * w), 0);
+llvm::Expected<std::vector<uint8_t>> Machine::readTensor(const TensorPlacement &t) {
+  auto g = geometry(t);
+  if (!g)
+    return g.takeError();
+  unsigned w = g->planes;
+  std::vector<uint8_t> stored(size_t(g->rows * g->cols * w), 0);
   ChipSim &chip = *chips_[t.chip];
   if (options_.timingOnly)
-    return bytes;
-  for (int64_t r = 0; r < g.rows; ++r)
-    for (int64_t v = 0; v < g.perRow; ++v) {
-      unsigned addr = unsigned(t.addr + r * g.perRow + v);
-      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g.cols - c0);
-      uint8_t *dst = bytes.data() + (r * g.cols + c0) * w;
+    return stored;
+  for (int64_t r = 0; r < g->rows; ++r)
+    for (int64_t v = 0; v < g->perRow; ++v) {
+      unsigned addr = g->address(r, v);
+      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g->cols - c0);
+      uint8_t *dst = stored.data() + (r * g->cols + c0) * w;
       for (unsigned b = 0; b < w; ++b) {
-        const uint8_t *src = chip.sramVector(t.slices[b], addr);
+        const uint8_t *src = chip.sramVector(g->slice(t.slices, r, b), addr);
         for (int64_t i = 0; i < n; ++i)
           dst[i * w + b] = src[i];
       }
     }
-  return bytes;
+  return permuteElements(stored, bucket_.concreteShape(t), t.perm, w, true);
 }
 
 llvm::Error Machine::run() {

@@ -44,8 +44,9 @@ public:
   /// Places a tensor's bytes (C order, the placement's concrete shape in
   /// this bucket) into SRAM. A no-op for the data in timing-only runs.
   llvm::Error writeTensor(const backend::TensorPlacement &t, llvm::ArrayRef<uint8_t> bytes);
-  /// Reads a placed tensor back (C order).
-  std::vector<uint8_t> readTensor(const backend::TensorPlacement &t);
+  /// Reads a placed tensor back (C order). Errors: a placement that does
+  /// not fit this chip (which verifyProgram refuses first).
+  llvm::Expected<std::vector<uint8_t>> readTensor(const backend::TensorPlacement &t);
 
   /// Runs to the end. A schedule violation is returned as an error naming
   /// the chip, unit, queue, instruction index and cycle.
@@ -61,6 +62,8 @@ private:
   Machine(const backend::ChipDescription &chip, const backend::Bucket &bucket,
           backend::Topology topology, RunOptions options)
       : chip_(chip), bucket_(bucket), topology_(std::move(topology)), options_(options) {}
+
+  llvm::Expected<backend::PlacementGeometry> geometry(const backend::TensorPlacement &t) const;
 
   const backend::ChipDescription &chip_;
   const backend::Bucket &bucket_;

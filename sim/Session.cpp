@@ -91,7 +91,10 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
     if (t.role != TensorRole::Output || options.run.timingOnly)
       continue;
     std::vector<int64_t> full = bucket.concreteShape(t);
-    auto value = tensor::Tensor::fromBytes(t.dtype, full, (*machine)->readTensor(t));
+    auto bytes = (*machine)->readTensor(t);
+    if (!bytes)
+      return bytes.takeError();
+    auto value = tensor::Tensor::fromBytes(t.dtype, full, std::move(*bytes));
     if (!value)
       return value.takeError();
     std::vector<int64_t> shape;

@@ -19,6 +19,14 @@ std::string bucketLabel(const std::vector<backend::BucketDim> &dims) {
   return out.empty() ? "(no bucket sizes)" : out;
 }
 
+/// Issue cycles over cycles x queues: the fraction of the unit kind's
+/// issue slots the schedule uses.
+double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescription &chip,
+                       unsigned unit) {
+  unsigned queues = chip.queues[unit];
+  return s.cycles && queues ? double(s.busy[unit]) / (double(s.cycles) * queues) : 0.0;
+}
+
 } // namespace
 
 std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
@@ -72,9 +80,8 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
        << llvm::format(", ratio %.2f\n", s.lowerBound ? double(s.cycles) / s.lowerBound : 0.0);
     os << "  utilisation:";
     for (unsigned u = 0; u < backend::kNumUnitKinds; ++u) {
-      unsigned queues = chip.queues[u];
-      double util = s.cycles && queues ? double(s.busy[u]) / (double(s.cycles) * queues) : 0.0;
-      os << " " << backend::unitKindName(backend::UnitKind(u)) << llvm::format(" %.1f%%", 100 * util);
+      os << " " << backend::unitKindName(backend::UnitKind(u))
+         << llvm::format(" %.1f%%", 100 * unitUtilisation(s, chip, u));
     }
     os << "\n";
     os << "  SRAM: " << s.sramBytes << " bytes at the peak"
@@ -91,22 +98,28 @@ void printScheduleReportJson(const CompiledProgram &compiled,
     llvm::json::Object dims;
     for (const backend::BucketDim &d : b.dims)
       dims[d.name] = d.value;
-    llvm::json::Object busy;
-    for (unsigned u = 0; u < backend::kNumUnitKinds; ++u)
-      busy[backend::unitKindName(backend::UnitKind(u))] = s.busy[u];
+    llvm::json::Object busy, utilisation;
+    for (unsigned u = 0; u < backend::kNumUnitKinds; ++u) {
+      llvm::StringRef unit = backend::unitKindName(backend::UnitKind(u));
+      busy[unit] = s.busy[u];
+      utilisation[unit] = unitUtilisation(s, chip, u);
+    }
     buckets.push_back(llvm::json::Object{
         {"entry", b.entry},
         {"bucket", std::move(dims)},
         {"cycles", s.cycles},
         {"time_us", double(s.cycles) / chip.clockMHz},
         {"busy_cycles", std::move(busy)},
+        {"utilisation", std::move(utilisation)},
         {"sram_bytes", int64_t(s.sramBytes)},
         {"lower_bound", s.lowerBound},
         {"lower_bound_reason", s.lowerBoundReason},
         {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0}});
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                   {"chip", chip.name}, {"buckets", std::move(buckets)}}))
+                                   {"chip", chip.name},
+                                   {"clock_mhz", chip.clockMHz},
+                                   {"buckets", std::move(buckets)}}))
      << "\n";
 }
 

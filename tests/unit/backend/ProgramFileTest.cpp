@@ -19,12 +19,16 @@ Program sampleProgram(uint64_t fingerprint) {
   p.numChips = 8;
   Bucket b;
   b.dims = {{"n", 4}};
-  b.tensors.push_back({TensorRole::Input, "x", DType::F16, {{0, "n"}, {320, ""}}, 0, {0, 1}, 0, Layout::Rows, {}});
-  b.tensors.push_back({TensorRole::Param, "w.0", DType::I8, {{320, ""}}, 1, {5}, 7, Layout::Rows, {}});
-  b.tensors.push_back({TensorRole::Output, "y", DType::F32, {}, 0, {44, 45, 46, 47}, 100, Layout::Rows, {}});
+  b.tensors.push_back({TensorRole::Input, "x", DType::F16, {{0, "n"}, {320, ""}}, 0, {0, 1}, 0, Layout::Rows, {}, 0, {}});
+  b.tensors.push_back({TensorRole::Param, "w.0", DType::I8, {{320, ""}}, 1, {5}, 7, Layout::Rows, {}, 0, {}});
+  b.tensors.push_back({TensorRole::Output, "y", DType::F32, {}, 0, {44, 45, 46, 47}, 100, Layout::Rows, {}, 0, {}});
   // A constant carries its bytes (a splat row of two f16 2.0).
   b.tensors.push_back({TensorRole::Constant, "const0", DType::F16, {{2, ""}}, 0, {6, 7}, 0,
-                       Layout::Rows, {0x00, 0x40, 0x00, 0x40}});
+                       Layout::Rows, {}, 0, {0x00, 0x40, 0x00, 0x40}});
+  // A conv weight stored channels-last, its rows in three chunks of slices.
+  TensorPlacement conv{TensorRole::Param, "w.conv", DType::F16, {{4, ""}, {3, ""}, {3, ""}, {8, ""}}, 0,
+                       {10, 11, 12, 13, 14, 15}, 3, Layout::Rows, {0, 2, 3, 1}, 40, {}};
+  b.tensors.push_back(conv);
   b.chips.resize(8);
   Queue mem{UnitKind::Mem, 3, {}};
   Instr read;
@@ -132,7 +136,54 @@ TEST(ProgramFile, TextRoundTripIsIdentity) {
   EXPECT_NE(text.find("select f16 e12 w3 e6 -> w20"), std::string::npos);
   EXPECT_NE(text.find("gelu_tanh f32 e0 -> e4"), std::string::npos);
   EXPECT_NE(text.find("div i32 e0 w4 -> e8"), std::string::npos);
-  EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100 layout rows"), std::string::npos);
+  EXPECT_NE(text.find("tensor output y f32 [] chip 0 slices 44,45,46,47 addr 100 layout rows\n"), std::string::npos);
+  EXPECT_NE(text.find("tensor param w.conv f16 [4,3,3,8] chip 0 slices 10,11,12,13,14,15 addr 3 "
+                      "layout rows perm 0,2,3,1 chunk 40\n"),
+            std::string::npos);
+}
+
+// The optional parts of a tensor line may be left out, but not reordered.
+TEST(ProgramFile, TensorLineOptionalParts) {
+  const char *head = "lpu-program 1\ntarget g\nentry m\nbucket\n";
+  auto one = [&](const std::string &line) {
+    return parseProgramText(std::string(head) + line + "\nchip 0\n", "t");
+  };
+  auto p = one("tensor input x f16 [2,3] chip 0 slices 0,1,2,3 addr 4 chunk 1");
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  const TensorPlacement &t = p->entries[0].buckets[0].tensors[0];
+  EXPECT_EQ(t.chunkRows, 1u);
+  EXPECT_TRUE(t.perm.empty());
+  EXPECT_EQ(t.addr, 4u);
+  auto q = one("tensor input x f16 [2,3] chip 0 slices 0,1 addr 4 perm 1,0");
+  ASSERT_TRUE(bool(q)) << llvm::toString(q.takeError());
+  EXPECT_EQ(q->entries[0].buckets[0].tensors[0].perm, (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(q->entries[0].buckets[0].tensors[0].chunkRows, 0u);
+}
+
+TEST(ProgramFile, BadTensorLines) {
+  const char *head = "lpu-program 1\ntarget g\nentry m\nbucket\n";
+  auto err = [&](const std::string &line) {
+    return errorOf(parseProgramText(std::string(head) + line + "\n", "t"));
+  };
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 perm 0,0"),
+            "t:5: perm 0,0 is not a permutation of the 2 dimensions of [2,3]");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 perm 0,1,2"),
+            "t:5: perm 0,1,2 is not a permutation of the 2 dimensions of [2,3]");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 perm 0,999"),
+            "t:5: perm 0,999 is not a permutation of the 2 dimensions of [2,3]");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk 0"),
+            "t:5: chunk 0: a chunk holds at least one row (leave chunk out for one chunk)");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk x"), "t:5: bad chunk 'x'");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk 1 perm 1,0"),
+            "t:5: unexpected 'perm' in a tensor line: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N "
+            "slices S,.. addr A [layout rows] [perm P,..] [chunk ROWS] [data HEX]'");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr"),
+            "t:5: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout rows] "
+            "[perm P,..] [chunk ROWS] [data HEX]'");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 layout cols"),
+            "t:5: unknown layout 'cols' (expected rows)");
+  EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 data 00"),
+            "t:5: a const tensor, and only a const, ends with 'data HEX' (its bytes)");
 }
 
 TEST(ProgramFile, BinaryRoundTripIsIdentity) {
@@ -176,7 +227,7 @@ TEST(ProgramFile, ClearMessages) {
   std::string v = bin;
   v[8] = 9;
   EXPECT_EQ(errorOf(readProgramBinary(ref(v), "p.lpx")),
-            "p.lpx: not a valid program file: format version 9, this lpurun reads version 2 "
+            "p.lpx: not a valid program file: format version 9, this lpurun reads version 3 "
             "(recompile the program with this lpuc)");
   std::string c = bin;
   c.back() ^= 1;
@@ -192,20 +243,20 @@ TEST(ProgramFile, ClearMessages) {
   EXPECT_EQ(errorOf(parseProgramText("hello\n", "t")), "t:1: expected 'lpu-program 1' on the first line");
 }
 
-// Version 2 added the third input stream (select) to every instruction
-// record; a version 1 file is refused by its header, with a clear message.
-TEST(ProgramFile, Version1FilesAreRefused) {
-  EXPECT_EQ(kProgramFormatVersion, 2u);
+// Version 3 added a placement's perm and chunkRows to every tensor record;
+// a version 2 (or 1) file is refused by its header, with a clear message.
+TEST(ProgramFile, OlderVersionsAreRefused) {
+  EXPECT_EQ(kProgramFormatVersion, 3u);
   std::string bin = writeProgramBinary(sampleProgram(1));
-  EXPECT_EQ(bin[8], 2);
-  bin[8] = 1;
-  auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
-  EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")),
-            "old.lpx: not a valid program file: format version 1, this lpurun reads version 2 "
-            "(recompile the program with this lpuc)");
-  EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")),
-            "old.lpx: not a valid program file: format version 1, this lpurun reads version 2 "
-            "(recompile the program with this lpuc)");
+  EXPECT_EQ(bin[8], 3);
+  for (char old : {1, 2}) {
+    bin[8] = old;
+    auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
+    std::string message = "old.lpx: not a valid program file: format version " + std::to_string(old) +
+                          ", this lpurun reads version 3 (recompile the program with this lpuc)";
+    EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")), message);
+    EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")), message);
+  }
 }
 
 TEST(ProgramFile, SelectNeedsThreeStreams) {
@@ -261,6 +312,83 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
   Program big = p;
   big.entries[0].buckets[0].tensors[0].addr = 8190;
   expectError(big, "entry 'main' bucket 0: input 'x' does not fit in SRAM: addresses 8190..8194 of 8192");
+  // w.conv is stored [4,3,8,3]: 96 rows of one vector, in chunks of 40 rows.
+  Program chunks = p;
+  chunks.entries[0].buckets[0].tensors[4].chunkRows = 30;
+  expectError(chunks, "entry 'main' bucket 0: param 'w.conv' of dtype f16 in 4 chunks of 30 rows "
+                      "needs 8 slices, has 6");
+  Program high = p;
+  high.entries[0].buckets[0].tensors[4].addr = 8160;
+  expectError(high, "entry 'main' bucket 0: param 'w.conv' does not fit in SRAM: addresses "
+                    "8160..8200 of 8192");
+  high.entries[0].buckets[0].tensors[4].addr = 8152; // each chunk starts at addr
+  EXPECT_FALSE(bool(verifyProgram(high, *chip)));
+  Program perm = p;
+  perm.entries[0].buckets[0].tensors[4].perm = {0, 2, 2, 1};
+  expectError(perm, "entry 'main' bucket 0: param 'w.conv' has perm 0,2,2,1, not a permutation of "
+                    "its 4 dimensions");
+  Program shared = p;
+  shared.entries[0].buckets[0].tensors[4].slices[4] = 10;
+  expectError(shared, "entry 'main' bucket 0: param 'w.conv': slice 10 is out of range or repeated");
+  // A huge dimension is refused, not multiplied past int64.
+  Program huge = p;
+  huge.entries[0].buckets[0].tensors[4].shape[1].value = int64_t(1) << 40;
+  expectError(huge, "entry 'main' bucket 0: param 'w.conv' has a shape too large for any chip");
+}
+
+// The placement fields that need no chip are checked when the binary is read.
+TEST(ProgramFile, BadPlacementsInBinaries) {
+  auto refused = [](Program p) {
+    std::string bin = writeProgramBinary(p);
+    return errorOf(readProgramBinary(
+        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()), "b"));
+  };
+  Program perm = sampleProgram(1);
+  perm.entries[0].buckets[0].tensors[4].perm = {3, 2, 1, 9};
+  EXPECT_EQ(refused(perm), "b: not a valid program file: tensor 'w.conv': its perm is not a "
+                           "permutation of its 4 dimensions");
+  perm.entries[0].buckets[0].tensors[4].perm = {0, 1};
+  EXPECT_NE(refused(perm), "");
+  Program odd = sampleProgram(1);
+  odd.entries[0].buckets[0].tensors[4].slices.pop_back();
+  EXPECT_EQ(refused(odd), "b: not a valid program file: tensor 'w.conv': 5 slices for a 2-byte "
+                          "dtype in chunks");
+  Program unchunked = sampleProgram(1);
+  unchunked.entries[0].buckets[0].tensors[4].chunkRows = 0;
+  EXPECT_EQ(refused(unchunked), "b: not a valid program file: tensor 'w.conv': 6 slices for a "
+                                "2-byte dtype in one chunk");
+}
+
+// permuteElements against a transpose written out by hand, and back.
+TEST(ProgramFile, PermuteElements) {
+  const int64_t A = 2, B = 3, C = 4;
+  std::vector<uint8_t> x(A * B * C * 2);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = uint8_t(i * 37 + 11);
+  std::vector<uint8_t> perm = {2, 0, 1}; // stored [C, A, B]
+  std::vector<uint8_t> stored = permuteElements(x, {A, B, C}, perm, 2, false);
+  ASSERT_EQ(stored.size(), x.size());
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        for (int k = 0; k < 2; ++k)
+          ASSERT_EQ(stored[((c * A + a) * B + b) * 2 + k], x[((a * B + b) * C + c) * 2 + k]);
+  EXPECT_EQ(permuteElements(stored, {A, B, C}, perm, 2, true), x);
+  EXPECT_EQ(permuteElements(x, {A, B, C}, {}, 2, false), x);
+}
+
+// A chunked placement: which slice and address each row lands on.
+TEST(ProgramFile, PlacementGeometryOfChunks) {
+  TensorPlacement t{TensorRole::Param, "t", DType::F16, {{10, ""}, {700, ""}}, 0, {1, 2, 3, 4, 5, 6}, 100, Layout::Rows, {}, 4, {}};
+  auto g = placementGeometry(t, {10, 700}, 320, 8192);
+  ASSERT_TRUE(bool(g)) << llvm::toString(g.takeError());
+  EXPECT_EQ(g->perRow, 3);
+  EXPECT_EQ(g->chunks, 3);
+  EXPECT_EQ(g->chunkVectors(2), 6); // rows 8 and 9
+  EXPECT_EQ(g->address(5, 2), 100u + 1 * 3 + 2);
+  EXPECT_EQ(g->slice(t.slices, 5, 0), 3);
+  EXPECT_EQ(g->slice(t.slices, 9, 1), 6);
+  EXPECT_EQ(g->slice(t.slices, 3, 1), 2);
 }
 
 // A binary program that could not be printed and read back is refused:
