@@ -178,7 +178,9 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           if (!placed)
             return cannotPlace(op);
           Placement pl = *placed;
-          st.accFree[size_t(m)] = pl.firstCycle + 1;
+          // The acc has issued by the root's cycle (the tree's first cycle
+          // may be an epilogue's read of a bias, before it).
+          st.accFree[size_t(m)] = pl.rootCycle + 1;
           ctx.written(C, crow, j, pl.doneCycle - 1);
           for (const TensorView *v : reads)
             ctx.read(*v, pl.doneCycle);
