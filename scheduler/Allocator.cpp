@@ -17,53 +17,113 @@ void ScheduleError::log(llvm::raw_ostream &os) const {
 SramAllocator::SramAllocator(const backend::ChipDescription &chip)
     : chip_(chip), bySlice_(chip.memSlices) {}
 
+bool SramAllocator::isFree(const std::vector<uint16_t> &slices, uint32_t a, uint32_t vectors,
+                           int64_t &writable) const {
+  for (uint16_t s : slices)
+    for (int id : bySlice_[s]) {
+      const Live &l = blocks_[id];
+      if (l.block.addr >= a + vectors || l.block.addr + l.block.vectors <= a)
+        continue;
+      if (l.freeAfter == std::numeric_limits<int64_t>::max())
+        return false;
+      writable = std::max(writable, l.freeAfter + 1);
+    }
+  return true;
+}
+
+SramBlock SramAllocator::take(std::vector<uint16_t> slices, uint32_t a, uint32_t vectors,
+                              int64_t writable, SramOwner owner) {
+  SramBlock block{std::move(slices), a, vectors, writable, int(blocks_.size())};
+  blocks_.push_back({block, std::move(owner), std::numeric_limits<int64_t>::max()});
+  for (uint16_t s : block.slices)
+    bySlice_[s].push_back(block.id);
+  liveBytes_ += uint64_t(vectors) * block.slices.size() * chip_.lanes;
+  peakBytes_ = std::max(peakBytes_, liveBytes_);
+  return block;
+}
+
 llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vectors,
-                                                  SramOwner owner) {
+                                                  SramOwner owner, unsigned chunks) {
   const unsigned half = chip_.memSlices / 2;
   const unsigned groups = half / width; // slice groups per hemisphere
-  // Try every group, starting at the cursor so that tensors made one
-  // after another land in different slices; the first group with room wins
-  // (lowest address in it).
-  for (unsigned g = 0; g < 2 * groups && vectors <= chip_.memVectors; ++g) {
-    unsigned k = (cursor_ + g) % (2 * groups);
+  auto groupSlices = [&](unsigned k) {
     unsigned base = (k % 2 ? half : 0) + (k / 2) * width;
     std::vector<uint16_t> slices;
     for (unsigned b = 0; b < width; ++b)
       slices.push_back(uint16_t(base + b));
-    // Candidate addresses: 0 and the end of every live block in these slices.
+    return slices;
+  };
+  // Candidate addresses in `slices`: 0 and the end of every live block.
+  auto startsIn = [&](const std::vector<uint16_t> &slices) {
     std::vector<uint32_t> starts{0};
     for (uint16_t s : slices)
       for (int id : bySlice_[s])
         if (blocks_[id].freeAfter == std::numeric_limits<int64_t>::max())
           starts.push_back(blocks_[id].block.addr + blocks_[id].block.vectors);
     std::sort(starts.begin(), starts.end());
-    for (uint32_t a : starts) {
-      if (uint64_t(a) + vectors > chip_.memVectors)
-        break;
-      bool ok = true;
-      int64_t writable = 0;
-      for (uint16_t s : slices)
-        for (int id : bySlice_[s]) {
-          const Live &l = blocks_[id];
-          if (l.block.addr >= a + vectors || l.block.addr + l.block.vectors <= a)
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    return starts;
+  };
+  if (chunks <= 1) {
+    // Try every group, starting at the cursor so that tensors made one
+    // after another land in different slices; the first group with room
+    // wins (lowest address in it).
+    for (unsigned g = 0; g < 2 * groups && vectors <= chip_.memVectors; ++g) {
+      unsigned k = (cursor_ + g) % (2 * groups);
+      std::vector<uint16_t> slices = groupSlices(k);
+      for (uint32_t a : startsIn(slices)) {
+        if (uint64_t(a) + vectors > chip_.memVectors)
+          break;
+        int64_t writable = 0;
+        if (!isFree(slices, a, vectors, writable))
+          continue;
+        cursor_ = (k + 1) % (2 * groups);
+        return take(std::move(slices), a, vectors, writable, std::move(owner));
+      }
+    }
+  } else if (chunks <= groups && vectors <= chip_.memVectors) {
+    // Chunks share one address range: in each hemisphere (the cursor's
+    // first), the lowest address at which `chunks` groups are free, taken
+    // in cursor order so that successive tensors still spread.
+    for (unsigned h = 0; h < 2; ++h) {
+      unsigned hemi = (cursor_ + h) % 2;
+      std::vector<uint16_t> all;
+      for (unsigned k = hemi; k < 2 * groups; k += 2)
+        for (uint16_t s : groupSlices(k))
+          all.push_back(s);
+      for (uint32_t a : startsIn(all)) {
+        if (uint64_t(a) + vectors > chip_.memVectors)
+          break;
+        std::vector<uint16_t> slices;
+        int64_t writable = 0;
+        unsigned found = 0;
+        for (unsigned g = 0; g < 2 * groups && found < chunks; ++g) {
+          unsigned k = (cursor_ + g) % (2 * groups);
+          if (k % 2 != hemi)
             continue;
-          if (l.freeAfter == std::numeric_limits<int64_t>::max())
-            ok = false;
-          else
-            writable = std::max(writable, l.freeAfter + 1);
+          std::vector<uint16_t> group = groupSlices(k);
+          int64_t w = writable;
+          if (!isFree(group, a, vectors, w))
+            continue;
+          writable = w;
+          slices.insert(slices.end(), group.begin(), group.end());
+          ++found;
+          if (found == chunks)
+            cursor_ = (k + 1) % (2 * groups);
         }
-      if (!ok)
-        continue;
-      SramBlock block{slices, a, vectors, writable, int(blocks_.size())};
-      blocks_.push_back({block, std::move(owner), std::numeric_limits<int64_t>::max()});
-      for (uint16_t s : slices)
-        bySlice_[s].push_back(block.id);
-      cursor_ = (k + 1) % (2 * groups);
-      liveBytes_ += uint64_t(vectors) * width * chip_.lanes;
-      peakBytes_ = std::max(peakBytes_, liveBytes_);
-      return block;
+        if (found == chunks)
+          return take(std::move(slices), a, vectors, writable, std::move(owner));
+      }
     }
   }
+  if (chunks > groups)
+    return llvm::make_error<ScheduleError>(
+        ScheduleError::Kind::DoesNotFit,
+        owner.what + " does not fit in SRAM: its " + std::to_string(chunks) + " chunks of " +
+            std::to_string(vectors) + " vectors need " + std::to_string(chunks * width) +
+            " slices, more than the " + std::to_string(groups * width) +
+            " of a hemisphere (a tensor's byte planes stay in one hemisphere)",
+        owner.loc);
   if (vectors > chip_.memVectors)
     return llvm::make_error<ScheduleError>(
         ScheduleError::Kind::DoesNotFit,
@@ -87,7 +147,8 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
   return llvm::make_error<ScheduleError>(
       ScheduleError::Kind::DoesNotFit,
       owner.what + " does not fit in SRAM: it needs " +
-          std::to_string(uint64_t(vectors) * width * chip_.lanes) + " bytes (" +
+          std::to_string(uint64_t(vectors) * width * chunks * chip_.lanes) + " bytes (" +
+          (chunks > 1 ? std::to_string(chunks) + " chunks of " : std::string()) +
           std::to_string(width) + " byte planes of " + std::to_string(vectors) +
           " vectors) while " + std::to_string(liveBytes_) + " of the chip's " +
           std::to_string(chip_.sramBytes()) + " bytes are live",

@@ -1,6 +1,8 @@
 // Static SRAM allocation. A tensor takes the same address range in one
 // slice per byte plane, all in one hemisphere (its byte planes travel on one
-// stream group, in one direction). Space is reused once a tensor is dead:
+// stream group, in one direction). A tensor longer than a slice is cut into
+// chunks of rows, each chunk in its own slices at the same address range
+// (docs/program-file.md), all in one hemisphere. Space is reused once a tensor is dead:
 // a block freed at cycle C may be written again from C + 1, which the
 // allocation returns as `writableFrom`. Successive tensors go to different
 // slices so that operands read together do not share a read port.
@@ -19,9 +21,9 @@
 namespace lpu::scheduler {
 
 struct SramBlock {
-  std::vector<uint16_t> slices; // one per byte plane
+  std::vector<uint16_t> slices; // one per byte plane, per chunk (chunk 0's planes first)
   uint32_t addr = 0;
-  uint32_t vectors = 0;
+  uint32_t vectors = 0;         // in each chunk's slices
   int64_t writableFrom = 0;     // the first cycle a write may land in it
   int id = -1;                  // the allocator's handle
 };
@@ -36,9 +38,11 @@ class SramAllocator {
 public:
   explicit SramAllocator(const backend::ChipDescription &chip);
 
-  /// A block of `vectors` vectors per byte plane, `width` byte planes.
-  /// Fails (a DoesNotFit ScheduleError) when SRAM is full.
-  llvm::Expected<SramBlock> allocate(unsigned width, uint32_t vectors, SramOwner owner);
+  /// A block of `vectors` vectors per byte plane, `width` byte planes, in
+  /// `chunks` groups of slices (all at the same addresses, in one
+  /// hemisphere). Fails (a DoesNotFit ScheduleError) when SRAM is full.
+  llvm::Expected<SramBlock> allocate(unsigned width, uint32_t vectors, SramOwner owner,
+                                     unsigned chunks = 1);
   /// The block is dead after `lastRead`: its space may be written from
   /// lastRead + 1 on.
   void release(int id, int64_t lastRead);
@@ -47,6 +51,12 @@ public:
   uint64_t peakBytes() const { return peakBytes_; }
 
 private:
+  /// Whether [a, a + vectors) is free in `slices` (blocks freed earlier may
+  /// be overwritten: `writable` is raised to the first cycle that may).
+  bool isFree(const std::vector<uint16_t> &slices, uint32_t a, uint32_t vectors,
+              int64_t &writable) const;
+  SramBlock take(std::vector<uint16_t> slices, uint32_t a, uint32_t vectors, int64_t writable,
+                 SramOwner owner);
   struct Live {
     SramBlock block;
     SramOwner owner;

@@ -8,14 +8,104 @@
 
 namespace lpu::scheduler {
 
+// A view addresses its storage's vectors in order (storage row * the view's
+// vectors per row + vec), which a reshape keeping whole vectors regroups:
+// the chunk is found from that flat vector index.
 uint32_t TensorView::address(int64_t row, int64_t vec) const {
-  return uint32_t(storage->block.addr + storageRow(row) * vecsPerRow + vec);
+  int64_t flat = storageRow(row) * vecsPerRow + vec;
+  if (storage->chunkRows)
+    flat %= storage->chunkRows * storage->vecsPerRow;
+  return uint32_t(storage->block.addr + flat);
 }
 
-const std::vector<uint16_t> &TensorView::slices() const { return storage->block.slices; }
+int64_t TensorView::chunkOf(int64_t row) const {
+  if (!storage->chunkRows)
+    return 0;
+  return storageRow(row) * vecsPerRow / (storage->chunkRows * storage->vecsPerRow);
+}
+
+const std::vector<uint16_t> &TensorView::slices(int64_t row) const {
+  return storage->chunkSlices[size_t(chunkOf(row))];
+}
+
+const std::vector<uint16_t> &TensorView::allSlices() const { return storage->block.slices; }
+
+bool TensorView::chunked() const { return storage->chunkSlices.size() > 1; }
+
+int64_t TensorView::chunkRows() const {
+  return storage->chunkRows ? storage->chunkRows * storage->vecsPerRow / vecsPerRow : 0;
+}
 
 int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
   return storage->ready[size_t(storageRow(row) * vecsPerRow + vec)];
+}
+
+llvm::Expected<std::shared_ptr<Storage>>
+LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
+                                 int64_t align) {
+  const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors;
+  const unsigned width = tensor::dtypeSize(dtype);
+  // `want` chunks of nearly equal rows (so that each leaves room in its
+  // slices), a whole number of `align` rows each when that fits a slice.
+  int64_t chunkRows = 0, chunks = 1;
+  auto split = [&](int64_t want) {
+    chunkRows = (rows + want - 1) / want;
+    if (align > 1 && align * vpr <= slice)
+      chunkRows = (chunkRows + align - 1) / align * align;
+    if (chunkRows * vpr > slice)
+      chunkRows = std::max<int64_t>(1, slice / vpr / std::max<int64_t>(align, 1) * std::max<int64_t>(align, 1));
+    chunks = (rows + chunkRows - 1) / chunkRows;
+  };
+  // The fewest chunks that fit a slice. A single row longer than a slice
+  // cannot be chunked: the allocator says so.
+  split(vpr > slice ? 1 : (rows + slice / vpr - 1) / (slice / vpr));
+  if (vpr > slice)
+    chunkRows = rows, chunks = 1;
+  // Past a hemisphere's slices the allocator refuses; keep the count sane.
+  chunks = std::min<int64_t>(chunks, int64_t(1) << 30);
+  auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(chunkRows * vpr, UINT32_MAX)), owner,
+                              unsigned(chunks));
+  // No slice group has that much room at once: SRAM may still have it in
+  // pieces, at the same addresses of more slice groups. Cut the tensor into
+  // more, shorter chunks until it fits (the first error stands if none does).
+  const int64_t groups = chip_.memSlices / 2 / width;
+  for (int64_t want = chunks + 1; !block && want <= std::min(groups, rows) && vpr <= slice; ++want) {
+    int64_t before = chunks;
+    split(want);
+    if (chunks == before)
+      continue;
+    auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks));
+    if (retry) {
+      llvm::consumeError(block.takeError());
+      block = std::move(retry);
+    } else {
+      llvm::consumeError(retry.takeError());
+    }
+  }
+  if (!block)
+    return block.takeError();
+  if (chunks == 1)
+    chunkRows = 0;
+  auto storage = std::make_shared<Storage>();
+  storage->block = *block;
+  storage->vecsPerRow = vpr;
+  storage->chunkRows = chunkRows;
+  for (int64_t j = 0; j < chunks; ++j)
+    storage->chunkSlices.emplace_back(block->slices.begin() + j * width,
+                                      block->slices.begin() + (j + 1) * width);
+  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
+  return storage;
+}
+
+TensorView LoweringContext::viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
+                                   int64_t cols) {
+  TensorView view;
+  view.vecsPerRow = storage->vecsPerRow;
+  view.storage = std::move(storage);
+  view.dtype = dtype;
+  view.rows = rows;
+  view.cols = cols;
+  return view;
 }
 
 std::pair<int64_t, int64_t> LoweringContext::rowsAndCols(const ir::Type &type) {
@@ -45,24 +135,14 @@ bool LoweringContext::materialized(const ir::Op *op) const {
 
 llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir::Type &type) {
   auto [rows, cols] = rowsAndCols(type);
-  int64_t vpr = vecsPerRow(cols);
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
-  auto block = sram_.allocate(tensor::dtypeSize(type.dtype), uint32_t(rows * vpr),
-                              SramOwner{what, op->loc()});
-  if (!block)
-    return block.takeError();
-  auto storage = std::make_shared<Storage>();
-  storage->block = *block;
-  storage->vecsPerRow = vpr;
-  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
-  storage->persistent = persistentResult.count(op) > 0;
-  TensorView view;
-  view.storage = storage;
-  view.dtype = type.dtype;
-  view.rows = rows;
-  view.cols = cols;
-  view.vecsPerRow = vpr;
-  views_[op] = view;
+  // Rows per leading index stay in one chunk (a gather reads them together).
+  int64_t align = type.shape.size() >= 2 && type.shape[0] > 0 ? rows / type.shape[0] : 1;
+  auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align);
+  if (!storage)
+    return storage.takeError();
+  (*storage)->persistent = persistentResult.count(op) > 0;
+  views_[op] = viewOf(std::move(*storage), type.dtype, rows, cols);
   return &views_[op];
 }
 
@@ -75,23 +155,33 @@ void LoweringContext::read(const TensorView &view, int64_t cycle) {
 }
 
 llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType dtype, int64_t rows,
-                                                   int64_t cols) {
-  int64_t vpr = vecsPerRow(cols);
+                                                   int64_t cols, const std::vector<uint16_t> &avoid) {
   std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
-  auto block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr), SramOwner{what, op.loc()});
-  if (!block)
-    return block.takeError();
-  auto storage = std::make_shared<Storage>();
-  storage->block = *block;
-  storage->vecsPerRow = vpr;
-  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
-  TensorView view;
-  view.storage = storage;
-  view.dtype = dtype;
-  view.rows = rows;
-  view.cols = cols;
-  view.vecsPerRow = vpr;
-  return view;
+  auto shares = [&](const SramBlock &b) {
+    for (uint16_t s : b.slices)
+      if (std::find(avoid.begin(), avoid.end(), s) != avoid.end())
+        return true;
+    return false;
+  };
+  // Blocks in avoided slices are held while the allocator moves on, then
+  // given back as they were; past a round of every slice, settle.
+  std::vector<SramBlock> skipped;
+  auto giveBack = [&] {
+    for (const SramBlock &b : skipped)
+      sram_.release(b.id, b.writableFrom - 1);
+  };
+  for (int attempt = 0;; ++attempt) {
+    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+    if (!storage) {
+      giveBack();
+      return storage.takeError();
+    }
+    if (!shares((*storage)->block) || attempt >= int(chip_.memSlices)) {
+      giveBack();
+      return viewOf(std::move(*storage), dtype, rows, cols);
+    }
+    skipped.push_back((*storage)->block);
+  }
 }
 
 void LoweringContext::releaseScratch(const TensorView &view) {
@@ -111,51 +201,47 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
                                 std::to_string(cols),
                             data);
   if (auto it = constantViews_.find(key);
-      it != constantViews_.end() && !sharesAvoided(it->second.slices()))
+      it != constantViews_.end() && !sharesAvoided(it->second.allSlices()))
     return it->second;
-  int64_t vpr = vecsPerRow(cols);
   // A constant is loaded before the run starts: its space must be SRAM no
   // block written during the run has used (writableFrom 0), on no slice in
   // `avoid` (tensors read in the same cycles as it). Other space is skipped
   // (held meanwhile so the allocator moves on, then given back as it was).
+  // A constant longer than a slice is chunked like any tensor.
   std::vector<SramBlock> skipped;
-  llvm::Expected<SramBlock> block = llvm::make_error<llvm::StringError>("", llvm::inconvertibleErrorCode());
+  std::shared_ptr<Storage> storage;
   for (int attempt = 0;; ++attempt) {
-    llvm::consumeError(block.takeError());
-    block = sram_.allocate(tensor::dtypeSize(dtype), uint32_t(rows * vpr),
-                           SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
-    if (!block)
-      break;
+    auto got = allocateStorage(dtype, rows, cols,
+                               SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
+    if (!got) {
+      for (const SramBlock &b : skipped)
+        sram_.release(b.id, b.writableFrom - 1);
+      return got.takeError();
+    }
     // Past a few rounds of every slice, settle for a shared slice (the
     // placer then serialises the reads) but never for reused space.
-    bool clash = sharesAvoided(block->slices) && attempt < 2 * int(chip_.memSlices);
-    if (block->writableFrom == 0 && !clash)
+    const SramBlock &block = (*got)->block;
+    bool clash = sharesAvoided(block.slices) && attempt < 2 * int(chip_.memSlices);
+    if (block.writableFrom == 0 && !clash) {
+      storage = std::move(*got);
       break;
-    skipped.push_back(*block);
+    }
+    skipped.push_back(block);
   }
   for (const SramBlock &b : skipped)
     sram_.release(b.id, b.writableFrom - 1);
-  if (!block)
-    return block.takeError();
-  auto storage = std::make_shared<Storage>();
-  storage->block = *block;
-  storage->vecsPerRow = vpr;
-  storage->ready.assign(size_t(rows * vpr), 0);
+  std::fill(storage->ready.begin(), storage->ready.end(), 0);
   storage->persistent = true;
-  TensorView view;
-  view.storage = storage;
-  view.dtype = dtype;
-  view.rows = rows;
-  view.cols = cols;
-  view.vecsPerRow = vpr;
+  TensorView view = viewOf(storage, dtype, rows, cols);
   backend::TensorPlacement t;
   t.role = backend::TensorRole::Constant;
   t.dtype = dtype;
   t.shape = {backend::Dim{cols, ""}};
   if (rows != 1)
     t.shape.insert(t.shape.begin(), backend::Dim{rows, ""});
-  t.slices = block->slices;
-  t.addr = block->addr;
+  t.slices = storage->block.slices;
+  t.addr = storage->block.addr;
+  t.chunkRows = uint32_t(storage->chunkRows);
   t.data = std::move(data);
   constants.push_back(std::move(t));
   constantViews_[key] = view;

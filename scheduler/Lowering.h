@@ -21,7 +21,10 @@ namespace lpu::scheduler {
 
 /// A value in SRAM, seen in the "rows" layout: [rows, cols], vecsPerRow
 /// vectors per row, view row r stored at storage row rowMap[r] (a broadcast
-/// repeats storage rows without moving data; empty rowMap: identity).
+/// repeats storage rows without moving data; empty rowMap: identity). The
+/// storage may be cut into chunks of rows, each in its own slices at the
+/// same addresses (a tensor longer than a slice): a row's vectors are read
+/// and written in slices(row) at address(row, vec).
 struct TensorView {
   std::shared_ptr<struct Storage> storage;
   ir::DType dtype = ir::DType::F32;
@@ -29,8 +32,20 @@ struct TensorView {
   std::vector<int64_t> rowMap;
 
   int64_t storageRow(int64_t row) const { return rowMap.empty() ? row : rowMap[size_t(row)]; }
+  /// The address of vector `vec` of view row `row`, inside its chunk.
   uint32_t address(int64_t row, int64_t vec) const;
-  const std::vector<uint16_t> &slices() const;
+  /// The slices (one per byte plane) that hold view row `row`: its chunk's.
+  const std::vector<uint16_t> &slices(int64_t row) const;
+  /// Every slice the value occupies (all chunks): for ports to avoid and the
+  /// hemisphere (all chunks are in one).
+  const std::vector<uint16_t> &allSlices() const;
+  /// Whether the storage is cut into more than one chunk.
+  bool chunked() const;
+  /// The chunk of view row `row`.
+  int64_t chunkOf(int64_t row) const;
+  /// View rows per chunk when the view's rows are whole rows of the chunks
+  /// (0 for an unchunked value).
+  int64_t chunkRows() const;
   /// The first cycle a read of this vector may issue in (its write landed).
   int64_t readyAt(int64_t row, int64_t vec) const;
 };
@@ -39,6 +54,10 @@ struct TensorView {
 struct Storage {
   SramBlock block;
   int64_t vecsPerRow = 1;
+  /// Storage rows per chunk (0: one chunk) and each chunk's slices (one per
+  /// byte plane); the chunks share block.addr.
+  int64_t chunkRows = 0;
+  std::vector<std::vector<uint16_t>> chunkSlices;
   std::vector<int64_t> ready; // per vector: first cycle it may be read
   bool persistent = false;    // inputs, params, constants, outputs: never freed
   int64_t lastRead = 0;       // the last cycle any lowering read it
@@ -78,6 +97,15 @@ public:
 
   /// The shape of `type` seen as rows: [product of all but the last, last].
   static std::pair<int64_t, int64_t> rowsAndCols(const ir::Type &type);
+  /// SRAM for [rows, cols] of `dtype`: one block, or chunks of rows when a
+  /// byte plane is longer than a slice (chunk boundaries on multiples of
+  /// `align` rows when a chunk holds that many: a gather's rows per id).
+  /// Its `ready` is all unwritten.
+  llvm::Expected<std::shared_ptr<Storage>> allocateStorage(ir::DType dtype, int64_t rows, int64_t cols,
+                                                           SramOwner owner, int64_t align = 1);
+  /// A view of all of `storage` as [rows, cols].
+  static TensorView viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
+                           int64_t cols);
   int64_t vecsPerRow(int64_t cols) const { return (cols + chip_.lanes - 1) / chip_.lanes; }
 
   /// Critical path: `op`'s first vector cannot finish before its operands'
@@ -90,7 +118,9 @@ public:
 
   /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
   /// owned by `op`; give it back with releaseScratch() once placed.
-  llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols);
+  /// `avoid`: slices it should not share (read in the same trees as it).
+  llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
+                                     const std::vector<uint16_t> &avoid = {});
   void releaseScratch(const TensorView &view);
   /// A constant [rows, cols] of `dtype` that `op`'s lowering needs (lane
   /// maps, masks, divisors, iota values), stored with the program (`data`:

@@ -107,21 +107,13 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
       what += " '" + *name + "'";
     what += " " + op.type().str();
-    auto block = sram.allocate(tensor::dtypeSize(op.type().dtype), uint32_t(storedRows * vpr),
-                               SramOwner{what, op.loc()});
-    if (!block)
-      return block.takeError();
-    auto storage = std::make_shared<Storage>();
-    storage->block = *block;
-    storage->vecsPerRow = vpr;
-    storage->ready.assign(size_t(storedRows * vpr), 0);
-    storage->persistent = true;
-    TensorView view;
-    view.storage = storage;
-    view.dtype = op.type().dtype;
-    view.rows = rows;
-    view.cols = cols;
-    view.vecsPerRow = vpr;
+    int64_t align = op.type().shape.size() >= 2 && op.type().shape[0] > 0 ? rows / op.type().shape[0] : 1;
+    auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()}, align);
+    if (!storage)
+      return storage.takeError();
+    (*storage)->ready.assign(size_t(storedRows * vpr), 0);
+    (*storage)->persistent = true;
+    TensorView view = LoweringContext::viewOf(std::move(*storage), op.type().dtype, rows, cols);
     if (storedRows != rows)
       view.rowMap.assign(size_t(rows), 0);
     return view;
@@ -133,8 +125,9 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     t.name = std::move(name);
     t.dtype = type.dtype;
     t.shape = placementShape(type);
-    t.slices = view.slices();
+    t.slices = view.allSlices();
     t.addr = view.storage->block.addr;
+    t.chunkRows = uint32_t(view.chunkRows());
     return t;
   };
 

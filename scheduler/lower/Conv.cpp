@@ -44,7 +44,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const int64_t Og = O / groups;
 
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
-  std::vector<uint16_t> avoid = X.slices();
+  std::vector<uint16_t> avoid = X.allSlices();
   auto maps =
       ctx.constant(op, DType::I16, KW, lanes,
                    convmaps::laneMaps(KW, stride.w, dil.w, pad.w, W, Wo, lanes, false), avoid);
@@ -109,7 +109,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                   const int64_t m = ol * hRows + hl;
                   const int64_t wrow = (o * Cg + (c - g * Cg)) * KH + kh;
                   WorkTree tree = mxm.matmul(p, m);
-                  tree.nodes[0].inputs = {tree.read(Wt.slices(), Wt.address(wrow, 0))};
+                  tree.nodes[0].inputs = {tree.read(Wt.slices(wrow), Wt.address(wrow, 0))};
                   int64_t rootNotBefore =
                       std::max({iwCycle + iwLatency, st.lastMm + 1,
                                 mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
@@ -129,7 +129,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
               const int64_t m = ol * hRows + hl;
               const int64_t yrow = (n * O + g * Og + o0 + ol) * Ho + ho0 + hl;
               WorkTree tree;
-              tree.write(Y.slices(), Y.address(yrow, 0), -1);
+              tree.write(Y.slices(yrow), Y.address(yrow, 0), -1);
               int value = mxm.accRead(tree, p, m);
               Instr cvt;
               cvt.op = Opcode::Cvt;

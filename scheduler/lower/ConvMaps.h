@@ -52,8 +52,8 @@ inline int distribute(WorkTree &tree, const TensorView &data, int64_t row, const
   d.op = backend::Opcode::Distribute;
   d.dtype = data.dtype;
   d.unit = east ? 1 : 0;
-  int x = tree.read(data.slices(), data.address(row, 0));
-  int m = tree.read(maps.slices(), maps.address(mapRow, 0));
+  int x = tree.read(data.slices(row), data.address(row, 0));
+  int m = tree.read(maps.slices(mapRow), maps.address(mapRow, 0));
   return tree.add(d, {x, m});
 }
 

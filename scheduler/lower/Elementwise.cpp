@@ -79,9 +79,9 @@ llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
   return in;
 }
 
-bool sharesSlice(const TensorView &a, const TensorView &b) {
-  for (uint16_t s : a.slices())
-    if (std::find(b.slices().begin(), b.slices().end(), s) != b.slices().end())
+bool sharesSlice(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b) {
+  for (uint16_t s : a)
+    if (std::find(b.begin(), b.end(), s) != b.end())
       return true;
   return false;
 }
@@ -106,7 +106,7 @@ public:
   int build(WorkTree &tree, const ir::Op &op, int64_t row, int64_t vec) {
     Instr in = *vxmInstr(op);
     std::vector<int> inputs;
-    std::vector<std::pair<const TensorView *, uint32_t>> direct; // sibling reads
+    std::vector<std::pair<std::vector<uint16_t>, uint32_t>> direct; // sibling reads
     for (const ir::Op *operand : op.operands()) {
       if (inGroup(*operand)) {
         inputs.push_back(build(tree, *operand, row, vec));
@@ -118,7 +118,8 @@ public:
       }
       const TensorView &v = ctx_.view(operand);
       read_.push_back(&v);
-      int n = tree.read(v.slices(), v.address(row, vec));
+      const std::vector<uint16_t> &slices = v.slices(row);
+      int n = tree.read(slices, v.address(row, vec));
       // Per read: a bias or a constant far from the VXM may be read before
       // the other operand is ready.
       tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
@@ -126,15 +127,15 @@ public:
       // instruction, would need its read port in one cycle: the later
       // operand comes through a VXM copy, a cycle earlier.
       uint32_t addr = v.address(row, vec);
-      for (const auto &[other, otherAddr] : direct)
-        if (sharesSlice(*other, v) && (otherAddr != addr || other->slices() != v.slices())) {
+      for (const auto &[otherSlices, otherAddr] : direct)
+        if (sharesSlice(otherSlices, slices) && (otherAddr != addr || otherSlices != slices)) {
           Instr copy;
           copy.op = Opcode::Copy;
           copy.dtype = v.dtype;
           n = tree.add(copy, {n});
           break;
         }
-      direct.push_back({&v, addr});
+      direct.push_back({slices, addr});
       inputs.push_back(n);
     }
     return tree.add(in, inputs);
@@ -231,7 +232,7 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t r = 0; r < view.rows; ++r)
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
-      tree.write(view.slices(), view.address(r, v), -1);
+      tree.write(view.slices(r), view.address(r, v), -1);
       tree.nodes[0].notBefore = view.storage->block.writableFrom;
       trees.read_.clear();
       int value = trees.build(tree, op, r, v);
@@ -261,11 +262,11 @@ llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &
   for (int64_t r = 0; r < view.rows; ++r)
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
-      tree.write(view.slices(), view.address(r, v), -1);
+      tree.write(view.slices(r), view.address(r, v), -1);
       Instr copy;
       copy.op = Opcode::Copy;
       copy.dtype = type.dtype;
-      int value = tree.add(copy, {tree.read(src.slices(), src.address(r, v))});
+      int value = tree.add(copy, {tree.read(src.slices(r), src.address(r, v))});
       tree.nodes[0].inputs = {value};
       int64_t ready = std::max(src.readyAt(r, v), view.storage->block.writableFrom);
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));

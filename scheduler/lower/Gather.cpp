@@ -7,6 +7,14 @@
 // and its low 16 bits are the map of one `gather` per byte plane, which
 // reads the table's slice at `row address + map[i]` in every lane and
 // streams the bytes to the output's slice. Only bits move: bit-exact.
+//
+// A table longer than a slice is stored in chunks of rows, each in its own
+// slices at the same addresses; which chunk an id is in is only known at run
+// time. Per id, a first pass writes the id's address inside its chunk (id
+// mod ids-per-chunk, scaled) and, for every chunk but the first, whether the
+// id is in it (id div ids-per-chunk == j); then each output vector gathers
+// at that address from every chunk and keeps the right one (a chain of
+// selects on those flags).
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
@@ -15,6 +23,201 @@
 namespace lpu::scheduler {
 
 using namespace backend;
+
+namespace {
+
+/// Constant maps for the SXM: row k spreads lane k to every lane.
+llvm::Expected<TensorView> spreadMaps(const ir::Op &op, LoweringContext &ctx, const TensorView &ids) {
+  const int64_t lanes = ctx.chip().lanes;
+  int64_t spreadRows = std::min<int64_t>(lanes, std::max<int64_t>(ids.cols, 1));
+  std::vector<uint8_t> spread(size_t(spreadRows * lanes) * 2);
+  for (int64_t k = 0; k < spreadRows; ++k)
+    for (int64_t i = 0; i < lanes; ++i) {
+      uint16_t m = uint16_t(k);
+      std::memcpy(&spread[size_t((k * lanes + i) * 2)], &m, 2);
+    }
+  return ctx.constant(op, DType::I16, spreadRows, lanes, std::move(spread), ids.allSlices());
+}
+
+/// A constant [rows, lanes] i32 whose row k holds value(k) in every lane.
+llvm::Expected<TensorView> splatRows(const ir::Op &op, LoweringContext &ctx, int64_t rows,
+                                     int64_t (*value)(int64_t, int64_t), int64_t arg) {
+  const int64_t lanes = ctx.chip().lanes;
+  std::vector<uint8_t> data(size_t(rows * lanes) * 4);
+  for (int64_t k = 0; k < rows; ++k) {
+    int32_t v = int32_t(value(k, arg));
+    for (int64_t i = 0; i < lanes; ++i)
+      std::memcpy(&data[size_t((k * lanes + i) * 4)], &v, 4);
+  }
+  return ctx.constant(op, DType::I32, rows, lanes, std::move(data));
+}
+
+/// Adds to `tree` the id of output id `n` in every lane (i32): the ids'
+/// vector read and spread by the SXM.
+int spreadId(WorkTree &tree, const ChipDescription &chip, const TensorView &ids,
+             const TensorView &spread, int64_t n) {
+  const int64_t lanes = chip.lanes;
+  int64_t idRow = n / ids.cols, idCol = n % ids.cols;
+  Instr permute;
+  permute.op = Opcode::Permute;
+  permute.dtype = DType::I32;
+  permute.unit = chip.isEastSlice(ids.allSlices().front()) ? 1 : 0;
+  int idValue = tree.read(ids.slices(idRow), ids.address(idRow, idCol / lanes));
+  int map = tree.read(spread.slices(idCol % lanes), spread.address(idCol % lanes, 0));
+  return tree.add(permute, {idValue, map});
+}
+
+int vxm(WorkTree &tree, Opcode opcode, DType dtype, std::vector<int> inputs) {
+  Instr in;
+  in.op = opcode;
+  in.dtype = dtype;
+  return tree.add(in, std::move(inputs));
+}
+
+llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const TensorView &table,
+                               const TensorView &ids, int64_t perId) {
+  const ChipDescription &chip = ctx.chip();
+  const int64_t lanes = chip.lanes;
+  const int64_t vpr = table.vecsPerRow;
+  const int64_t chunks = int64_t(table.storage->chunkSlices.size());
+  const int64_t idsPerChunk = table.chunkRows() / std::max<int64_t>(perId, 1);
+
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  const int64_t idCount = view.rows / std::max<int64_t>(perId, 1);
+
+  auto spread = spreadMaps(op, ctx, ids);
+  if (!spread)
+    return spread.takeError();
+  auto perChunk = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, idsPerChunk);
+  if (!perChunk)
+    return perChunk.takeError();
+  std::optional<TensorView> scale;
+  if (vpr * perId > 1) {
+    auto v = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, vpr * perId);
+    if (!v)
+      return v.takeError();
+    scale = std::move(*v);
+  }
+  // Per id: its vector offset inside its chunk (i32; a gather takes the low
+  // 16 bits) and its chunk (i32; its low byte is compared). A tree of the
+  // second pass reads both, a chunk index, the output and the table: in
+  // slices of their own, so that no two of its reads need one port at once.
+  std::vector<uint16_t> avoid = table.allSlices();
+  avoid.insert(avoid.end(), view.allSlices().begin(), view.allSlices().end());
+  auto where = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
+  if (!where)
+    return where.takeError();
+  avoid.insert(avoid.end(), where->allSlices().begin(), where->allSlices().end());
+  auto which = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
+  if (!which)
+    return which.takeError();
+  avoid.insert(avoid.end(), which->allSlices().begin(), which->allSlices().end());
+  std::vector<uint8_t> indexData(size_t(chunks * lanes));
+  for (int64_t j = 0; j < chunks; ++j)
+    std::fill_n(indexData.begin() + j * lanes, lanes, uint8_t(j));
+  auto chunkIndex = ctx.constant(op, DType::I8, chunks, lanes, std::move(indexData), avoid);
+  if (!chunkIndex)
+    return chunkIndex.takeError();
+
+  // One vector's path: a first-pass tree, then a tree per chunk.
+  int64_t firstPass = -1, perChunkTree = -1;
+  int64_t prev = 0;
+  auto place = [&](WorkTree tree, int64_t ready, int64_t &length) -> llvm::Expected<Placement> {
+    std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+    if (!placed)
+      return cannotPlace(op);
+    prev = placed->firstCycle;
+    if (length < 0)
+      length = placed->doneCycle - placed->firstCycle;
+    return *placed;
+  };
+  int64_t unused = 0;
+  for (int64_t n = 0; n < idCount; ++n) {
+    int64_t idRow = n / ids.cols, idVec = (n % ids.cols) / lanes;
+    for (int k = 0; k < 2; ++k) {
+      const TensorView &dest = k == 0 ? *where : *which;
+      WorkTree tree;
+      tree.write(dest.slices(n), dest.address(n, 0), -1);
+      int id = spreadId(tree, chip, ids, *spread, n);
+      int per = tree.read(perChunk->slices(0), perChunk->address(0, 0));
+      int value = vxm(tree, k == 0 ? Opcode::Rem : Opcode::Div, DType::I32, {id, per});
+      if (k == 0 && scale)
+        value = vxm(tree, Opcode::Mul, DType::I32,
+                    {value, tree.read(scale->slices(0), scale->address(0, 0))});
+      tree.nodes[0].inputs = {value};
+      int64_t ready = std::max(dest.storage->block.writableFrom, ids.readyAt(idRow, idVec));
+      auto placed = place(std::move(tree), ready, k == 0 ? firstPass : unused);
+      if (!placed)
+        return placed.takeError();
+      ctx.read(ids, placed->doneCycle);
+      ctx.written(dest, n, 0, placed->doneCycle - 1);
+    }
+  }
+
+  // Any table row may be read: wait for all of it.
+  int64_t tableReady = 0;
+  for (int64_t t : table.storage->ready)
+    tableReady = std::max(tableReady, t);
+  // Chunk by chunk: every output vector's byte plane takes chunk j's bytes
+  // where the id is in chunk j, and keeps what it has elsewhere (chunk 0
+  // writes it first). Chunks outer, so that the trees of one chunk are
+  // independent and overlap.
+  const int64_t outVectors = idCount * perId * vpr;
+  const size_t planes = tensor::dtypeSize(view.dtype);
+  std::vector<int64_t> planeReady(size_t(outVectors) * planes, view.storage->block.writableFrom);
+  for (int64_t j = 0; j < chunks; ++j) {
+    const std::vector<uint16_t> &tableSlices = table.storage->chunkSlices[size_t(j)];
+    prev = 0;
+    for (int64_t n = 0; n < idCount; ++n)
+      for (int64_t a = 0; a < perId; ++a)
+        for (int64_t v = 0; v < vpr; ++v) {
+          const int64_t r = n * perId + a;
+          int64_t done = 0;
+          for (size_t b = 0; b < planes; ++b) {
+            int64_t &ready = planeReady[size_t(r * vpr + v) * planes + b];
+            const std::vector<uint16_t> &map = where->slices(n);
+            WorkTree tree;
+            tree.write({view.slices(r)[b]}, view.address(r, v), -1);
+            int offset = tree.read({map[0], map[1]}, where->address(n, 0));
+            Instr gather;
+            gather.op = Opcode::Gather;
+            gather.dtype = DType::I8; // one byte plane
+            gather.unit = tableSlices[b];
+            gather.addr = table.address(a, v); // row a of the id's chunk
+            int value = tree.add(gather, {offset, offset});
+            if (j > 0) {
+              int q = tree.read({which->slices(n)[0]}, which->address(n, 0));
+              int index = tree.read(chunkIndex->slices(j), chunkIndex->address(j, 0));
+              int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, index});
+              int kept = tree.read({view.slices(r)[b]}, view.address(r, v));
+              value = vxm(tree, Opcode::Select, DType::I8, {cond, value, kept});
+            }
+            tree.nodes[0].inputs = {value};
+            int64_t after = std::max({ready, tableReady, where->readyAt(n, 0), which->readyAt(n, 0)});
+            auto placed = place(std::move(tree), after, j == 1 ? perChunkTree : unused);
+            if (!placed)
+              return placed.takeError();
+            ready = placed->doneCycle;
+            done = std::max(done, placed->doneCycle);
+            ctx.read(table, placed->doneCycle);
+            ctx.read(*where, placed->doneCycle);
+            ctx.read(*which, placed->doneCycle);
+            ctx.read(view, placed->doneCycle);
+          }
+          if (j == chunks - 1)
+            ctx.written(view, r, v, done - 1);
+        }
+  }
+  ctx.notePath(op, std::max<int64_t>(firstPass, 0) + chunks * std::max<int64_t>(perChunkTree, 0));
+  ctx.releaseScratch(*where);
+  ctx.releaseScratch(*which);
+  return llvm::Error::success();
+}
+
+} // namespace
 
 llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
@@ -35,6 +238,11 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
   const int64_t perId = table.rows / std::max<int64_t>(tableType.shape[0], 1);
   const int64_t vpr = table.vecsPerRow;
+  if (table.chunked()) {
+    if (table.chunkRows() % std::max<int64_t>(perId, 1) != 0 || table.vecsPerRow != table.storage->vecsPerRow)
+      return unsupported(op, "a chunked table whose chunks split an id's rows");
+    return lowerChunkedGather(op, ctx, table, ids, perId);
+  }
   if (table.rows * vpr > 0xffff)
     return unsupported(op, "a table of more than 65535 vectors (the gather map is 16 bits)");
 
@@ -44,16 +252,7 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   TensorView &view = **out;
   const int64_t idCount = view.rows / std::max<int64_t>(perId, 1);
 
-  // Constant maps: row k spreads lane k to every lane.
-  int64_t spreadRows = std::min<int64_t>(lanes, std::max<int64_t>(ids.cols, 1));
-  std::vector<uint8_t> spread(size_t(spreadRows * lanes) * 2);
-  for (int64_t k = 0; k < spreadRows; ++k)
-    for (int64_t i = 0; i < lanes; ++i) {
-      uint16_t m = uint16_t(k);
-      std::memcpy(&spread[size_t((k * lanes + i) * 2)], &m, 2);
-    }
-  auto spreadView = ctx.constant(op, DType::I16, spreadRows, lanes,
-                                 std::move(spread), ids.slices());
+  auto spreadView = spreadMaps(op, ctx, ids);
   if (!spreadView)
     return spreadView.takeError();
   std::optional<TensorView> scale;
@@ -81,26 +280,26 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
       for (int64_t v = 0; v < vpr; ++v) {
         const int64_t r = n * perId + a;
         int64_t done = 0;
-        for (size_t b = 0; b < view.slices().size(); ++b) {
+        for (size_t b = 0; b < view.slices(r).size(); ++b) {
           WorkTree tree;
-          tree.write({view.slices()[b]}, view.address(r, v), -1);
+          tree.write({view.slices(r)[b]}, view.address(r, v), -1);
           Instr permute;
           permute.op = Opcode::Permute;
           permute.dtype = DType::I32;
-          permute.unit = chip.isEastSlice(ids.slices().front()) ? 1 : 0;
-          int idValue = tree.read(ids.slices(), ids.address(idRow, idVec));
-          int map = tree.read(spreadView->slices(), spreadView->address(idLane, 0));
+          permute.unit = chip.isEastSlice(ids.allSlices().front()) ? 1 : 0;
+          int idValue = tree.read(ids.slices(idRow), ids.address(idRow, idVec));
+          int map = tree.read(spreadView->slices(idLane), spreadView->address(idLane, 0));
           int offset = tree.add(permute, {idValue, map});
           if (scale) {
             Instr mul;
             mul.op = Opcode::Mul;
             mul.dtype = DType::I32;
-            offset = tree.add(mul, {offset, tree.read(scale->slices(), scale->address(0, 0))});
+            offset = tree.add(mul, {offset, tree.read(scale->slices(0), scale->address(0, 0))});
           }
           Instr gather;
           gather.op = Opcode::Gather;
           gather.dtype = DType::I8; // one byte plane
-          gather.unit = table.slices()[b];
+          gather.unit = table.slices(a)[b];
           gather.addr = table.address(a, v);
           // The map is the offset's low 16 bits (src1); src0 is unused.
           int bytes = tree.add(gather, {offset, offset});

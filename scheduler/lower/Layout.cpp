@@ -182,7 +182,7 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
   std::vector<uint16_t> inSlices;
   for (const ir::Op *operand : op.operands()) {
     ins.push_back(&ctx.view(operand));
-    for (uint16_t s : ins.back()->slices())
+    for (uint16_t s : ins.back()->allSlices())
       inSlices.push_back(s);
   }
   DType dtype = op.type().dtype;
@@ -257,14 +257,14 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
     for (int64_t v = 0; v < vpr; ++v) {
       const std::vector<Piece> &ps = pieces[size_t(r * vpr + v)];
       WorkTree tree;
-      tree.write(view.slices(), view.address(r, v), -1);
+      tree.write(view.slices(r), view.address(r, v), -1);
       int64_t ready = view.storage->block.writableFrom;
       int acc = -1;
       for (size_t j = 0; j < ps.size(); ++j) {
         const Piece &p = ps[j];
         const TensorView &in = *ins[size_t(p.operand)];
         ready = std::max(ready, in.readyAt(p.row, p.vec));
-        int data = tree.read(in.slices(), in.address(p.row, p.vec));
+        int data = tree.read(in.slices(p.row), in.address(p.row, p.vec));
         Instr move;
         int moved;
         if (p.identity) {
@@ -274,8 +274,8 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
         } else {
           move.op = Opcode::Distribute;
           move.dtype = dtype;
-          move.unit = chip.isEastSlice(in.slices().front()) ? 1 : 0;
-          int map = tree.read(maps->slices(), maps->address(p.map, 0));
+          move.unit = chip.isEastSlice(in.allSlices().front()) ? 1 : 0;
+          int map = tree.read(maps->slices(p.map), maps->address(p.map, 0));
           moved = tree.add(move, {data, map});
         }
         if (j == 0) {

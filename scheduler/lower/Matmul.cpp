@@ -128,7 +128,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           for (int64_t r = 0; r < rowsK; ++r) {
             int64_t brow = b * K + t * dim + r;
             WorkTree tree = mxm.loadWeights(p);
-            tree.nodes[0].inputs = {tree.read(B.slices(), B.address(brow, j))};
+            tree.nodes[0].inputs = {tree.read(B.slices(brow), B.address(brow, j))};
             std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
             if (!placed)
               return cannotPlace(op);
@@ -142,7 +142,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           for (int64_t m = 0; m < mRows; ++m) {
             int64_t arow = b * mPerBatch + m0 + m;
             WorkTree tree = mxm.matmul(p, m);
-            tree.nodes[0].inputs = {tree.read(A.slices(), A.address(arow, t))};
+            tree.nodes[0].inputs = {tree.read(A.slices(arow), A.address(arow, t))};
             int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
                                               t == 0 ? st.accFree[size_t(m)] : 0});
             std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
@@ -158,7 +158,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
         for (int64_t m = 0; m < mRows; ++m) {
           int64_t crow = b * mPerBatch + m0 + m;
           WorkTree tree;
-          tree.write(C.slices(), C.address(crow, j), -1);
+          tree.write(C.slices(crow), C.address(crow, j), -1);
           int value = mxm.accRead(tree, p, m);
           if (op.type().dtype == DType::F16) {
             Instr cvt;

@@ -37,7 +37,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
     return unsupported(op, "pooling of " + tensor::dtypeName(dtype).str());
 
   const TensorView &X = ctx.view(&xin);
-  std::vector<uint16_t> avoid = X.slices();
+  std::vector<uint16_t> avoid = X.allSlices();
   auto maps =
       ctx.constant(op, DType::I16, kernel.w, lanes,
                    convmaps::laneMaps(kernel.w, stride.w, 1, pad.w, W, Wo, lanes, isMax), avoid);
@@ -45,7 +45,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
     return maps.takeError();
   std::optional<TensorView> divisor;
   if (!isMax) {
-    for (uint16_t s : maps->slices())
+    for (uint16_t s : maps->allSlices())
       avoid.push_back(s);
     float d = float(kernel.h * kernel.w);
     std::vector<uint8_t> bytes(size_t(lanes) * 4);
@@ -69,7 +69,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
         const int64_t yrow = (n * C + c) * Ho + ho;
         const bool east = yrow % 2; // spread the rows over both SXMs
         WorkTree tree;
-        tree.write(Y.slices(), Y.address(yrow, 0), -1);
+        tree.write(Y.slices(yrow), Y.address(yrow, 0), -1);
         int64_t notBefore = Y.storage->block.writableFrom;
         int value = -1;
         for (int64_t kh = 0; kh < kernel.h; ++kh) {
@@ -106,7 +106,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
           Instr div;
           div.op = Opcode::Div;
           div.dtype = DType::F32;
-          value = tree.add(div, {value, tree.read(divisor->slices(), divisor->address(0, 0))});
+          value = tree.add(div, {value, tree.read(divisor->slices(0), divisor->address(0, 0))});
           if (dtype != DType::F32) {
             Instr cvt;
             cvt.op = Opcode::Cvt;

@@ -43,14 +43,14 @@ Opcode combineOpcode(Combine how) {
 }
 
 bool shareSlice(const TensorView &a, const TensorView &b) {
-  for (uint16_t s : a.slices())
-    if (std::find(b.slices().begin(), b.slices().end(), s) != b.slices().end())
+  for (uint16_t s : a.allSlices())
+    if (std::find(b.allSlices().begin(), b.allSlices().end(), s) != b.allSlices().end())
       return true;
   return false;
 }
 
 bool eastOf(const LoweringContext &ctx, const TensorView &view) {
-  return ctx.chip().isEastSlice(view.slices().front());
+  return ctx.chip().isEastSlice(view.allSlices().front());
 }
 
 
@@ -147,8 +147,8 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // kBundle copies, each on slices of its own.
   auto mapsNear = [&](const TensorView &data,
                       const std::vector<uint8_t> &bytes) -> llvm::Expected<std::vector<TensorView>> {
-    std::vector<uint16_t> avoid = in.slices();
-    avoid.insert(avoid.end(), T->slices().begin(), T->slices().end());
+    std::vector<uint16_t> avoid = in.allSlices();
+    avoid.insert(avoid.end(), T->allSlices().begin(), T->allSlices().end());
     const bool eastData = eastOf(ctx, data);
     for (unsigned sl = 0; sl < ctx.chip().memSlices; ++sl)
       if (ctx.chip().isEastSlice(sl) != eastData)
@@ -159,7 +159,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       auto c = ctx.constant(op, DType::I16, count, lanes, bytes, avoid);
       if (!c)
         return c.takeError();
-      avoid.insert(avoid.end(), c->slices().begin(), c->slices().end());
+      avoid.insert(avoid.end(), c->allSlices().begin(), c->allSlices().end());
       copies.push_back(*c);
     }
     return copies;
@@ -216,7 +216,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       for (size_t m = 0; m < bundleSize && k < leaves.size() && leaves[k].vec == leaves[k - m].vec;
            ++m, ++k) {
         const Leaf &l = leaves[k];
-        int node = b.add(sxm(Opcode::Distribute, l.from->dtype, 0, eastOf(ctx, *l.from)),
+        int node = b.add(sxm(Opcode::Distribute, l.from->dtype, 0, ctx.chip().isEastSlice(l.from->slices(l.row).front())),
                          {b.read(*l.from, l.row, l.vec), b.read(maps[m], l.map, 0)});
         if (l.from->dtype != work)
           node = b.add(vxm(Opcode::Cvt, l.from->dtype, work), {node});

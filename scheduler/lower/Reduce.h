@@ -50,12 +50,12 @@ class Builder {
 public:
   Builder(LoweringContext &ctx, const TensorView &dest, int64_t row, int64_t vec)
       : ctx_(ctx), dest_(dest), row_(row), vec_(vec) {
-    tree.write(dest.slices(), dest.address(row, vec), -1);
+    tree.write(dest.slices(row), dest.address(row, vec), -1);
     tree.nodes[0].notBefore = dest.storage->block.writableFrom;
   }
   int read(const TensorView &v, int64_t row, int64_t vec) {
     reads_.push_back(&v);
-    int n = tree.read(v.slices(), v.address(row, vec));
+    int n = tree.read(v.slices(row), v.address(row, vec));
     tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
     return n;
   }

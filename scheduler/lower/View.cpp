@@ -60,8 +60,9 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   if (op.kind() == ir::OpKind::Reshape) {
     if (cols == in.cols) {
       // Same rows, regrouped leading dimensions.
-    } else if (in.rowMap.empty() && cols % lanes == 0 && in.cols % lanes == 0) {
-      // Whole vectors in the same order.
+    } else if (in.rowMap.empty() && cols % lanes == 0 && in.cols % lanes == 0 &&
+               (!in.chunked() || (in.storage->chunkRows * in.storage->vecsPerRow) % out.vecsPerRow == 0)) {
+      // Whole vectors in the same order (each row inside one chunk).
     } else {
       return moveLanes(op, ctx); // lanes regroup (lower/Layout.cpp)
     }
