@@ -164,6 +164,18 @@ LoweringFn loweringFor(ir::OpKind kind);
 // The op families (scheduler/lower/).
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
+/// Epilogues: elementwise work on a producer's result computed in the
+/// producer's own vector trees, so the result never goes to SRAM and back.
+/// The materialized elementwise op whose fusion group is `producer`'s only
+/// use and reads it once per vector, with every other operand in SRAM (view
+/// ops lowered early if needed); null when there is none. The driver skips
+/// an op that already has its view.
+const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx);
+/// Adds `root`'s group for vector (row, vec) to `tree`, node `value` being
+/// `producer`'s vector; returns the result's node and adds the views it
+/// reads to `reads`.
+int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, int value, int64_t row,
+                  int64_t vec, LoweringContext &ctx, std::vector<const TensorView *> &reads);
 /// The MXM planes as lowerMatmul and lowerConv drive them (lower/Matmul.cpp):
 /// jobs go to the planes in turn, each plane with one queue for iw, mm and
 /// acc and the next for lw; `ctx.planes` keeps each plane's ordering.
@@ -175,6 +187,11 @@ public:
   int64_t iwLatency() const { return iwLatency_; }
   int64_t mmLatency() const { return mmLatency_; }
   PlaneState &state(unsigned p) { return ctx_.planes[p]; }
+  /// The plane of an op's `job`-th job: the planes in order of their last
+  /// matmul, least recently used first, so that an op's first job goes to a
+  /// plane that is idle (its weights can load while the previous op still
+  /// multiplies: parameters are in SRAM from cycle 0).
+  unsigned plane(unsigned job) const { return order_[job % count_]; }
   /// A tree for one `lw` of a weight row on plane `p` (node 0: the caller
   /// sets its input).
   WorkTree loadWeights(unsigned p) const;
@@ -192,6 +209,7 @@ private:
   LoweringContext &ctx_;
   unsigned count_;
   int64_t accRows_, iwLatency_, mmLatency_;
+  std::vector<unsigned> order_;
 };
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
@@ -206,6 +224,13 @@ llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
 /// Whether `op` is a view of its operand's storage (no data moves): the
 /// driver keeps the operand alive while the view is used.
 bool aliasesOperand(const ir::Op &op, unsigned lanes);
+/// Whether every lane of `op`'s stored vectors holds the row's one element
+/// (its last dimension is 1): last-axis reductions, splat constants, and
+/// elementwise work on such values.
+bool laneSplat(const ir::Op &op, unsigned lanes);
+/// A broadcast [.., 1] -> [.., D <= lanes] of a laneSplat value: its rows
+/// are the operand's stored vectors as they are, a view.
+bool splatAcrossLanes(const ir::Op &op, unsigned lanes);
 /// Assembles every output vector of a layout op from the lanes of its
 /// operands' vectors (SXM distribute, VXM or): any data movement.
 llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx);

@@ -261,6 +261,8 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   for (const Timed::Issue &is : timed.issues)
     timed.minOffset = std::min(timed.minOffset, is.offset);
   int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
+  for (const Timed::Issue &is : timed.issues)
+    root = std::max(root, tree.nodes[is.node].notBefore - is.offset);
   // A tree that cannot fit anywhere (two reads of one slice in one cycle)
   // fails the same way forever: give up after a generous search.
   const int64_t limit = root + kMaxSearch;
@@ -327,7 +329,12 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
   for (size_t vi = 0; vi < timed.values.size(); ++vi) {
     const Timed::Value &v = timed.values[vi];
     bool found = false;
-    for (int dir : {int(StreamRef::East), int(StreamRef::West)}) {
+    // A value used where it is made (VXM to VXM) may take either way:
+    // alternate, so that a tree with many of them in one cycle leaves
+    // streams in both directions for the values that must go one way.
+    const bool westFirst = !v.dirNeeded && vi % 2;
+    for (int dir : {int(westFirst ? StreamRef::West : StreamRef::East),
+                    int(westFirst ? StreamRef::East : StreamRef::West)}) {
       if (v.dirNeeded && v.dirNeeded != dir)
         continue;
       for (unsigned id = 0; !found && id + v.width <= chip_.streamsPerDirection; ++id) {

@@ -30,6 +30,9 @@ struct WorkNode {
   /// A fixed queue (MXM work: one queue per plane and purpose), or -1 to
   /// let the placer pick any free queue that may drive the unit.
   int queue = -1;
+  /// The earliest cycle this node may issue in (a read of a vector written
+  /// during the run); the tree's notBefore bounds every node.
+  int64_t notBefore = 0;
   // Filled by the placer:
   int64_t offset = 0; // issue cycle relative to the tree's root
 };

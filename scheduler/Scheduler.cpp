@@ -180,13 +180,18 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       // A splat: one stored row, every view row maps onto it. Through
       // ctx.constant: a constant is loaded before the run, so it must not
       // take SRAM that a block freed earlier is written in during the run.
+      // Stored over whole vectors, every lane the value, so that a value
+      // with one column computed from it stays the same in every lane
+      // (laneSplat: broadcasting it along the last axis is a view).
       auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
-      auto view = ctx.constant(op, op.type().dtype, 1, cols, splatBytes(op, cols));
+      int64_t stored = ctx.vecsPerRow(cols) * chip.lanes;
+      auto view = ctx.constant(op, op.type().dtype, 1, stored, splatBytes(op, stored));
       if (!view)
         return view.takeError();
       TensorView v = *view;
       v.rows = rows;
       v.perm = orderOf(op);
+      v.cols = cols;
       if (rows != 1)
         v.rowMap.assign(size_t(rows), 0);
       ctx.setView(&op, std::move(v));
@@ -232,8 +237,8 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       break;
     }
     default: {
-      if (!ctx.materialized(&op))
-        break;
+      if (!ctx.materialized(&op) || ctx.hasView(&op))
+        break; // computed in its users' trees, or in its producer's (epilogue)
       LoweringFn lower = storedOrderLowering(op, ctx);
       if (!lower)
         lower = loweringFor(op.kind());
@@ -297,8 +302,20 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     bound((writesPerSlice[s] + chip.memWritePorts - 1) / chip.memWritePorts,
           "MEM slice " + std::to_string(s) + " writes");
   }
-  for (const auto &[q, busy] : queueBusy)
-    bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
+  // MXM work names its plane's queue, so one queue's issue cycles bound
+  // the schedule; VXM work may go to any VXM queue, and MEM and SXM work to
+  // any queue of its hemisphere: those bound it only pooled.
+  std::map<std::pair<UnitKind, bool>, int64_t> pooled;
+  for (const auto &[q, busy] : queueBusy) {
+    if (q.unit == UnitKind::Mxm || q.unit == UnitKind::C2c)
+      bound(busy, "queue " + unitKindName(q.unit).str() + std::to_string(q.index));
+    else if (q.unit == UnitKind::Mem || q.unit == UnitKind::Sxm)
+      pooled[{q.unit, q.index >= chip.queues[unsigned(q.unit)] / 2}] += busy;
+  }
+  for (const auto &[side, busy] : pooled) {
+    int64_t half = chip.queues[unsigned(side.first)] / 2;
+    bound((busy + half - 1) / half, unitKindName(side.first).str() + (side.second ? " east" : " west"));
+  }
   unsigned vxmQueues = chip.queues[unsigned(UnitKind::Vxm)];
   bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
   bound(ctx.criticalPath, "critical path");

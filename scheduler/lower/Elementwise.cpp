@@ -79,6 +79,13 @@ llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
   return in;
 }
 
+bool sharesSlice(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b) {
+  for (uint16_t s : a)
+    if (std::find(b.begin(), b.end(), s) != b.end())
+      return true;
+  return false;
+}
+
 class GroupTrees {
 public:
   GroupTrees(const ir::Op &root, LoweringContext &ctx) : root_(root), ctx_(ctx) {}
@@ -99,23 +106,79 @@ public:
   int build(WorkTree &tree, const ir::Op &op, int64_t row, int64_t vec) {
     Instr in = *vxmInstr(op);
     std::vector<int> inputs;
+    std::vector<std::pair<std::vector<uint16_t>, uint32_t>> direct; // sibling reads
     for (const ir::Op *operand : op.operands()) {
       if (inGroup(*operand)) {
         inputs.push_back(build(tree, *operand, row, vec));
         continue;
       }
+      if (operand == substitute_) {
+        inputs.push_back(substituteNode_);
+        continue;
+      }
       const TensorView &v = ctx_.view(operand);
-      notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
       read_.push_back(&v);
-      inputs.push_back(tree.read(v.slices(row), v.address(row, vec)));
+      const std::vector<uint16_t> &slices = v.slices(row);
+      int n = tree.read(slices, v.address(row, vec));
+      // Per read: a bias or a constant far from the VXM may be read before
+      // the other operand is ready.
+      tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
+      // Two different vectors of tensors sharing a slice, read for one
+      // instruction, would need its read port in one cycle: the later
+      // operand comes through a VXM copy, a cycle earlier.
+      uint32_t addr = v.address(row, vec);
+      for (const auto &[otherSlices, otherAddr] : direct)
+        if (sharesSlice(otherSlices, slices) && (otherAddr != addr || otherSlices != slices)) {
+          Instr copy;
+          copy.op = Opcode::Copy;
+          copy.dtype = v.dtype;
+          n = tree.add(copy, {n});
+          break;
+        }
+      direct.push_back({slices, addr});
+      inputs.push_back(n);
     }
     return tree.add(in, inputs);
   }
 
-  int64_t notBefore_ = 0;
   std::vector<const TensorView *> read_;
+  /// A value already in the tree (node substituteNode_) stands for the
+  /// operand substitute_ (a producer's result: an epilogue).
+  const ir::Op *substitute_ = nullptr;
+  int substituteNode_ = -1;
+
+  /// How often `op`'s tree reads `value`; false when an operand other than
+  /// `value` has no view and cannot be given one now (a view op of a value
+  /// that has one is lowered early: it places nothing).
+  bool countUses(const ir::Op &op, const ir::Op &value, int &uses) {
+    for (const ir::Op *operand : op.operands()) {
+      if (inGroup(*operand)) {
+        if (!countUses(*operand, value, uses))
+          return false;
+      } else if (operand == &value) {
+        ++uses;
+      } else if (!ensureView(*operand)) {
+        return false;
+      }
+    }
+    return true;
+  }
 
 private:
+  bool ensureView(const ir::Op &op) {
+    if (ctx_.hasView(&op))
+      return true;
+    if (!aliasesOperand(op, ctx_.chip().lanes) || !ensureView(*op.operand(0)))
+      return false;
+    LoweringFn lower = loweringFor(op.kind());
+    if (!lower)
+      return false;
+    if (auto e = lower(op, ctx_)) {
+      llvm::consumeError(std::move(e));
+      return false;
+    }
+    return ctx_.hasView(&op);
+  }
   bool inGroup(const ir::Op &op) const {
     return &op != &root_ && !ctx_.materialized(&op) && ir::isElementwise(op.kind());
   }
@@ -124,6 +187,37 @@ private:
 };
 
 } // namespace
+
+const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx) {
+  if (ctx.returned.count(&producer))
+    return nullptr;
+  const ir::Op *user = &producer;
+  do {
+    auto it = ctx.users.find(user);
+    if (it == ctx.users.end() || it->second.size() != 1 || !ir::isElementwise(it->second[0]->kind()))
+      return nullptr;
+    user = it->second[0];
+  } while (!ctx.materialized(user));
+  GroupTrees trees(*user, ctx);
+  if (auto e = trees.check(*user)) {
+    llvm::consumeError(std::move(e));
+    return nullptr;
+  }
+  int uses = 0;
+  if (!trees.countUses(*user, producer, uses) || uses != 1)
+    return nullptr;
+  return user;
+}
+
+int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, int value, int64_t row,
+                  int64_t vec, LoweringContext &ctx, std::vector<const TensorView *> &reads) {
+  GroupTrees trees(root, ctx);
+  trees.substitute_ = &producer;
+  trees.substituteNode_ = value;
+  int out = trees.build(tree, root, row, vec);
+  reads.insert(reads.end(), trees.read_.begin(), trees.read_.end());
+  return out;
+}
 
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   GroupTrees trees(op, ctx);
@@ -139,11 +233,11 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
       tree.write(view.slices(r), view.address(r, v), -1);
-      trees.notBefore_ = view.storage->block.writableFrom;
+      tree.nodes[0].notBefore = view.storage->block.writableFrom;
       trees.read_.clear();
       int value = trees.build(tree, op, r, v);
       tree.nodes[0].inputs = {value};
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, trees.notBefore_));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), prev);
       if (!placed)
         return cannotPlace(op);
       Placement p = *placed;

@@ -186,7 +186,7 @@ bool aliasesOperand(const ir::Op &op, unsigned lanes) {
     return a == b || (a % lanes == 0 && b % lanes == 0);
   }
   case ir::OpKind::Broadcast:
-    return !to.empty() && !from.empty() && to.back() == from.back();
+    return !to.empty() && !from.empty() && (to.back() == from.back() || splatAcrossLanes(op, lanes));
   case ir::OpKind::Slice: {
     auto start = op.intsAttr("start"), limit = op.intsAttr("limit");
     return !from.empty() && start && limit && start->size() == from.size() &&

@@ -21,6 +21,10 @@ MxmPlanes::MxmPlanes(LoweringContext &ctx)
   if (ctx.planes.empty())
     for (unsigned p = 0; p < count_; ++p)
       ctx.planes.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows_), 0)});
+  for (unsigned p = 0; p < count_; ++p)
+    order_.push_back(p);
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](unsigned a, unsigned b) { return ctx.planes[a].lastMm < ctx.planes[b].lastMm; });
 }
 
 unsigned MxmPlanes::mmQueue(unsigned p) const {
@@ -68,6 +72,16 @@ int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
   return tree.add(acc, {}, int(mmQueue(p)));
 }
 
+namespace {
+/// The node of a tree's accumulator read.
+int accNode(const WorkTree &tree) {
+  for (size_t n = 0; n < tree.nodes.size(); ++n)
+    if (tree.nodes[n].instr.op == Opcode::AccRead)
+      return int(n);
+  return 0;
+}
+} // namespace
+
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
@@ -86,13 +100,16 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     rowsA *= as[i];
   int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
   const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
-  auto out = ctx.define(&op);
+  // Elementwise work on the result (a bias, an activation) runs in the
+  // accumulator reads' trees, and its result is what gets written.
+  const ir::Op *epilogue = epilogueRoot(op, ctx);
+  auto out = ctx.define(epilogue ? epilogue : &op);
   if (!out)
     return out.takeError();
   TensorView &C = **out;
 
   MxmPlanes mxm(ctx);
-  const unsigned planes = mxm.count(), dim = chip.mxmDim;
+  const unsigned dim = chip.mxmDim;
   const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
   const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
 
@@ -100,7 +117,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
-        unsigned p = job % planes;
+        unsigned p = mxm.plane(job);
         PlaneState &st = mxm.state(p);
         int64_t mRows = std::min(accRows, mPerBatch - m0);
         std::vector<int64_t> mmDone(size_t(mRows), 0);
@@ -143,25 +160,36 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           WorkTree tree;
           tree.write(C.slices(crow), C.address(crow, j), -1);
           int value = mxm.accRead(tree, p, m);
-          if (C.dtype == DType::F16) {
+          if (op.type().dtype == DType::F16) {
             Instr cvt;
             cvt.op = Opcode::Cvt;
             cvt.dtype = DType::F32;
             cvt.dtype2 = DType::F16;
             value = tree.add(cvt, {value});
           }
+          std::vector<const TensorView *> reads;
+          if (epilogue)
+            value = buildEpilogue(tree, *epilogue, op, value, crow, j, ctx, reads);
           tree.nodes[0].inputs = {value};
-          std::optional<Placement> placed = ctx.placer().place(
-              std::move(tree), std::max(mmDone[size_t(m)], C.storage->block.writableFrom));
+          tree.nodes[0].notBefore = C.storage->block.writableFrom;
+          // The acc no earlier than the row's last mm has landed.
+          tree.nodes[size_t(accNode(tree))].notBefore = mmDone[size_t(m)];
+          std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
           if (!placed)
             return cannotPlace(op);
           Placement pl = *placed;
-          st.accFree[size_t(m)] = pl.firstCycle + 1;
+          // The acc has issued by the root's cycle (the tree's first cycle
+          // may be an epilogue's read of a bias, before it).
+          st.accFree[size_t(m)] = pl.rootCycle + 1;
           ctx.written(C, crow, j, pl.doneCycle - 1);
+          for (const TensorView *v : reads)
+            ctx.read(*v, pl.doneCycle);
         }
       }
   // No result before one install and one matmul have completed.
   ctx.notePath(op, iwLatency + mmLatency);
+  if (epilogue)
+    ctx.notePath(*epilogue, 0);
   return llvm::Error::success();
 }
 

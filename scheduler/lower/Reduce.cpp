@@ -1,7 +1,7 @@
 // Reductions on the chip (reduce_sum, reduce_mean, reduce_max, reduce_min).
-// Over the last axis a row's vectors are combined elementwise on the VXM
-// and the vector is then folded across its lanes with SXM rotates (see
-// acrossLanes); the result holds the row's value in every lane. Over
+// Over the last axis a row is folded across its lanes in one or two steps
+// of SXM distributes and VXM combines (see acrossLanes); the result holds
+// the row's value in every lane. Over
 // leading axes the reduced rows are combined vector by vector on the VXM in
 // the reference's order (row-major over the reduced indices), so sums are
 // bit-exact there. Floats are reduced in f32 and rounded once at the end.
@@ -53,104 +53,245 @@ bool eastOf(const LoweringContext &ctx, const TensorView &view) {
   return ctx.chip().isEastSlice(view.allSlices().front());
 }
 
+
+
 namespace {
 
-/// The lane count's factors, 4s first: each is one folding step.
-std::vector<unsigned> foldFactors(unsigned lanes) {
-  std::vector<unsigned> out;
-  while (lanes % 4 == 0 && lanes > 4) {
-    out.push_back(4);
-    lanes /= 4;
+/// How a row of `n` elements (`vpr` vectors) is folded across lanes. One
+/// step: every leaf is an SXM `distribute` of a vector with a constant lane
+/// map, and the leaves meet on the VXM in a chain of combines. Each step
+/// costs a trip from the data to the SXM, to the VXM and back (about 100
+/// cycles on groqchip1), so there are at most two:
+///  - one step (`spacing == 0`): leaf j broadcasts lane j (map: all j);
+///  - two steps: leaf (v, j) of the first gives lane i < spacing element
+///    i + j * spacing of vector v, so lane i of the partial holds the
+///    elements congruent to i; the second broadcasts lanes 0..spacing-1 of
+///    the partial and combines them.
+/// Leaves of one vector go in bundles of kBundle, combined in a balanced
+/// tree, so their distributes issue in one cycle and share one read of the
+/// vector (their maps come from kBundle copies on different slices): a
+/// row's step reads its data once per bundle, which is what bounds the
+/// throughput over many rows.
+constexpr int64_t kBundle = 4;
+
+struct FoldPlan {
+  unsigned spacing = 0;
+  int64_t leaves1 = 0, leaves2 = 0;
+};
+
+FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t vpr, bool east) {
+  const int64_t lanes = chip.lanes;
+  auto dist = [](int64_t a, int64_t b) { return a > b ? a - b : b - a; };
+  // One step's fixed latency: out to the SXM, over to the VXM, back.
+  const int64_t trip = 2 * dist(chip.vxmPosition(), chip.sxmPosition(east)) + 16;
+  // The chain issues a combine every 2 cycles per bundle; with many rows
+  // the reads of the busiest operand (one per bundle) bound the throughput.
+  auto bundles = [](int64_t leaves) { return (leaves + kBundle - 1) / kBundle; };
+  auto cost = [&](int64_t steps, int64_t b1, int64_t b2) {
+    return steps * trip + 2 * (b1 + b2) + (rows - 1) * std::max(b1, b2);
+  };
+  FoldPlan best;
+  int64_t bestCost = std::numeric_limits<int64_t>::max();
+  if (vpr == 1) {
+    best.leaves1 = n;
+    bestCost = cost(1, bundles(n), 0);
   }
-  for (unsigned f = 2; lanes > 1; ++f)
-    while (lanes % f == 0) {
-      out.push_back(f);
-      lanes /= f;
+  const int64_t width = vpr == 1 ? n : lanes;
+  for (int64_t s = 2; s < width; ++s) {
+    // Only the last bundle of a tree may be partial: a shallower bundle
+    // before a full one would need the data's (or a map copy's) read port
+    // in the cycle a later bundle needs it. So a full vector's leaves fill
+    // whole bundles.
+    if (vpr > 1 && ((lanes + s - 1) / s) % kBundle != 0)
+      continue;
+    int64_t l1 = 0, b1 = 0;
+    for (int64_t v = 0; v < vpr; ++v) {
+      int64_t valid = std::min(lanes, n - v * lanes);
+      l1 += (valid + s - 1) / s;
+      b1 += bundles((valid + s - 1) / s);
     }
-  return out;
+    int64_t c = cost(2, b1, bundles(s));
+    if (c < bestCost) {
+      bestCost = c;
+      best = FoldPlan{unsigned(s), l1, s};
+    }
+  }
+  return best;
+}
+
+void putU16(std::vector<uint8_t> &out, unsigned value) {
+  out.push_back(uint8_t(value & 0xff));
+  out.push_back(uint8_t(value >> 8));
 }
 
 } // namespace
 
-/// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
-/// `fill` above.
-llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill) {
-  unsigned lanes = ctx.chip().lanes;
-  std::vector<uint8_t> bytes;
-  for (unsigned i = 0; i < lanes; ++i) {
-    uint16_t m = uint16_t(i < valid ? i : fill);
-    bytes.push_back(uint8_t(m & 0xff));
-    bytes.push_back(uint8_t(m >> 8));
-  }
-  return ctx.constant(op, DType::I16, 1, lanes, std::move(bytes));
-}
-
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                                       Combine how, DType work) {
+                                       Combine how, DType work, const LaneFinish *finish) {
   const unsigned lanes = ctx.chip().lanes;
   auto T = ctx.scratch(op, work, in.rows, lanes);
   if (!T)
     return T.takeError();
-  const int64_t vpr = in.vecsPerRow;
-  const unsigned lastValid = unsigned(in.cols - (vpr - 1) * int64_t(lanes));
-  const bool east = eastOf(ctx, in);
-  std::optional<TensorView> map;
-  if (lastValid < lanes) {
-    // Sum: padding lanes become 0 (distribute); max/min: lane 0's value.
-    auto m = laneMap(op, ctx, lastValid, how == Combine::Sum ? lanes : 0);
+  const int64_t vpr = in.vecsPerRow, n = in.cols;
+  const FoldPlan plan = planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in));
+  const unsigned s = plan.spacing;
+  // The lane maps, one vector each, as constants in the hemisphere of the
+  // data they go with (a map and its data meet at that side's SXM in one
+  // cycle; from the far hemisphere a map would take ~80 cycles longer):
+  // the broadcasts of lanes 0..B-1 (B = n for one step, the spacing for
+  // two; the second step's maps), and for two steps the first step's maps
+  // of a full vector and of the last one. A lane that must not count gives
+  // 0 for a sum (map 320) and a duplicate of a counted lane for max and min
+  // (which is harmless there).
+  const unsigned fill = how == Combine::Sum ? lanes : 0;
+  // kBundle copies, each on slices of its own.
+  auto mapsNear = [&](const TensorView &data,
+                      const std::vector<uint8_t> &bytes) -> llvm::Expected<std::vector<TensorView>> {
+    std::vector<uint16_t> avoid = in.allSlices();
+    avoid.insert(avoid.end(), T->allSlices().begin(), T->allSlices().end());
+    const bool eastData = eastOf(ctx, data);
+    for (unsigned sl = 0; sl < ctx.chip().memSlices; ++sl)
+      if (ctx.chip().isEastSlice(sl) != eastData)
+        avoid.push_back(uint16_t(sl));
+    const int64_t count = int64_t(bytes.size()) / (2 * lanes);
+    std::vector<TensorView> copies;
+    for (int64_t k = 0; k < kBundle; ++k) {
+      auto c = ctx.constant(op, DType::I16, count, lanes, bytes, avoid);
+      if (!c)
+        return c.takeError();
+      avoid.insert(avoid.end(), c->allSlices().begin(), c->allSlices().end());
+      copies.push_back(*c);
+    }
+    return copies;
+  };
+  auto broadcastMaps = [&](int64_t count) {
+    std::vector<uint8_t> bytes;
+    for (int64_t j = 0; j < count; ++j)
+      for (unsigned i = 0; i < lanes; ++i)
+        putU16(bytes, unsigned(j));
+    return bytes;
+  };
+  const int64_t lastValid = n - (vpr - 1) * int64_t(lanes);
+  std::vector<uint8_t> first;
+  auto firstStepMaps = [&](int64_t valid) {
+    for (int64_t j = 0; j * s < valid; ++j)
+      for (unsigned i = 0; i < lanes; ++i)
+        putU16(first, i < s && i + j * s < valid ? unsigned(i + j * s) : fill);
+  };
+  int64_t fullMaps = 0, lastMaps = 0;
+  if (s) {
+    if (vpr > 1) {
+      firstStepMaps(lanes);
+      lastMaps = (lanes + s - 1) / s;
+    }
+    firstStepMaps(lastValid);
+  } else {
+    first = broadcastMaps(n);
+  }
+  auto maps1 = mapsNear(in, first);
+  if (!maps1)
+    return maps1.takeError();
+  std::vector<TensorView> maps2;
+  if (s) {
+    auto m = mapsNear(*T, broadcastMaps(s));
     if (!m)
       return m.takeError();
-    map = *m;
+    maps2 = std::move(*m);
   }
   const Opcode combine = combineOpcode(how);
-  // Each row's vectors, combined elementwise.
-  int64_t prev = 0;
-  for (int64_t r = 0; r < in.rows; ++r) {
-    Builder b(ctx, *T, r, 0);
-    auto leaf = [&](int64_t v) {
-      int node = b.read(in, r, v);
-      if (v == vpr - 1 && map) {
-        if (shareSlice(in, *map))
-          node = b.add(vxm(Opcode::Copy, in.dtype), {node});
-        node = b.add(sxm(how == Combine::Sum ? Opcode::Distribute : Opcode::Permute, in.dtype, 0, east),
-                     {node, b.read(*map, 0, 0)});
+
+  // One tree per row and step: leaves distributed on the SXM next to their
+  // data, a bundle's leaves (of one vector, maps from copies 0..) combined
+  // in a balanced tree, the bundles in a chain on the VXM (the first
+  // through a copy, so that no two bundles read a map copy in one cycle).
+  struct Leaf {
+    const TensorView *from;
+    int64_t row, vec, map;
+  };
+  auto step = [&](Builder &b, const std::vector<Leaf> &leaves, const std::vector<TensorView> &maps,
+                  size_t bundleSize) {
+    std::vector<int> sums;
+    for (size_t k = 0; k < leaves.size();) {
+      std::vector<int> bundle;
+      for (size_t m = 0; m < bundleSize && k < leaves.size() && leaves[k].vec == leaves[k - m].vec;
+           ++m, ++k) {
+        const Leaf &l = leaves[k];
+        int node = b.add(sxm(Opcode::Distribute, l.from->dtype, 0, ctx.chip().isEastSlice(l.from->slices(l.row).front())),
+                         {b.read(*l.from, l.row, l.vec), b.read(maps[m], l.map, 0)});
+        if (l.from->dtype != work)
+          node = b.add(vxm(Opcode::Cvt, l.from->dtype, work), {node});
+        bundle.push_back(node);
       }
-      if (in.dtype != work)
-        node = b.add(vxm(Opcode::Cvt, in.dtype, work), {node});
-      return node;
-    };
-    int acc = leaf(0);
-    if (vpr > 1)
-      acc = b.add(vxm(Opcode::Copy, work), {acc}); // v0 and v1 read in different cycles
-    for (int64_t v = 1; v < vpr; ++v)
-      acc = b.add(vxm(combine, work), {acc, leaf(v)});
-    auto p = b.finish(acc, prev);
-    if (!p)
-      return cannotPlace(op);
-    prev = p->firstCycle;
-  }
-  // Fold the vector onto itself: a step of factor f adds the rotations by
-  // 0, s, 2s, .. (f-1)s, s = the lanes still apart / f; afterwards lanes s
-  // apart hold the same value. In place: a row's tree reads its vector
-  // before it writes it.
-  unsigned apart = lanes;
-  const bool eastT = eastOf(ctx, *T);
-  for (unsigned f : foldFactors(lanes)) {
-    unsigned s = apart / f;
-    prev = 0;
-    for (int64_t r = 0; r < in.rows; ++r) {
-      Builder b(ctx, *T, r, 0);
-      int acc = b.add(vxm(Opcode::Copy, work), {b.read(*T, r, 0)});
-      for (unsigned j = 1; j < f; ++j) {
-        int rot = b.add(sxm(Opcode::Rotate, work, j * s, eastT), {b.read(*T, r, 0)});
-        acc = b.add(vxm(combine, work), {acc, rot});
+      while (bundle.size() > 1) {
+        std::vector<int> next;
+        for (size_t i = 0; i + 1 < bundle.size(); i += 2)
+          next.push_back(b.add(vxm(combine, work), {bundle[i], bundle[i + 1]}));
+        if (bundle.size() % 2)
+          next.push_back(bundle.back());
+        bundle = std::move(next);
       }
-      auto p = b.finish(acc, prev);
-      if (!p)
-        return cannotPlace(op);
-      prev = p->firstCycle;
+      sums.push_back(bundle[0]);
     }
-    apart = s;
+    int acc = sums[0];
+    if (sums.size() > 1)
+      acc = b.add(vxm(Opcode::Copy, work), {acc});
+    for (size_t k = 1; k < sums.size(); ++k)
+      acc = b.add(vxm(combine, work), {acc, sums[k]});
+    return acc;
+  };
+  // Rows pipeline: each row's tree no earlier than the previous one's
+  // first cycle. A bundled tree that finds no cycle (at the VXM, the values
+  // of several bundles in one cycle can take every stream of a direction)
+  // falls back to a plain chain for the rest of the step.
+  auto runStep = [&](auto leavesOf, const std::vector<TensorView> &maps, bool last) -> llvm::Error {
+    int64_t prev = 0;
+    size_t bundleSize = size_t(kBundle);
+    const bool finishing = last && finish;
+    for (int64_t r = 0; r < in.rows; ++r) {
+      std::vector<Leaf> leaves = leavesOf(r);
+      for (;;) {
+        Builder b(ctx, finishing ? *finish->dest : *T, r, 0);
+        int value = step(b, leaves, maps, bundleSize);
+        if (finishing)
+          value = finish->value(b, value);
+        if (auto p = b.finish(value, prev)) {
+          prev = p->firstCycle;
+          break;
+        }
+        if (bundleSize == 1)
+          return cannotPlace(op);
+        bundleSize = 1;
+      }
+    }
+    return llvm::Error::success();
+  };
+  auto firstLeaves = [&](int64_t r) {
+    std::vector<Leaf> leaves;
+    if (!s) {
+      for (int64_t j = 0; j < n; ++j)
+        leaves.push_back({&in, r, 0, j});
+      return leaves;
+    }
+    for (int64_t v = 0; v < vpr; ++v) {
+      int64_t valid = std::min<int64_t>(lanes, n - v * lanes);
+      int64_t base = v == vpr - 1 ? lastMaps : fullMaps;
+      for (int64_t j = 0; j * s < valid; ++j)
+        leaves.push_back({&in, r, v, base + j});
+    }
+    return leaves;
+  };
+  if (auto e = runStep(firstLeaves, *maps1, !s))
+    return e;
+  if (s) {
+    // Second step, in place: a row's tree reads its partial before writing.
+    auto secondLeaves = [&](int64_t r) {
+      std::vector<Leaf> leaves;
+      for (unsigned j = 0; j < s; ++j)
+        leaves.push_back({&*T, r, 0, j});
+      return leaves;
+    };
+    if (auto e = runStep(secondLeaves, maps2, true))
+      return e;
   }
   return *T;
 }
@@ -290,6 +431,20 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     auto [outRows, outCols] = LoweringContext::rowsAndCols(op.type());
     if (outRows * outCols != in.rows)
       return unsupported(op, "this reduction's result layout");
+    if (outCols == 1 && !argmax) {
+      // keep = true (or one row): row r's result is row r's vector, which
+      // the reduction's last step writes, finished.
+      auto out = ctx.define(&op);
+      if (!out)
+        return out.takeError();
+      LaneFinish fin{*out, [&](Builder &b, int value) { return finishValue(b, value); }};
+      auto T = acrossLanes(op, ctx, in, how, work, &fin);
+      if (!T)
+        return T.takeError();
+      ctx.releaseScratch(*T);
+      ctx.notePath(op, 0);
+      return llvm::Error::success();
+    }
     auto T = argmax ? argmaxLanes(op, ctx, in, work) : acrossLanes(op, ctx, in, how, work);
     if (!T)
       return T.takeError();

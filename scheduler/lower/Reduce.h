@@ -4,6 +4,7 @@
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace lpu::scheduler::reduce {
@@ -17,13 +18,20 @@ backend::Opcode combineOpcode(Combine how);
 /// in `work` (f32 for floats, the input's own type for integers). The
 /// result is scratch SRAM [rows, 1 vector] of `work` whose every lane holds
 /// the row's result (so it serves as a lane broadcast too); the caller
-/// releases it with ctx.releaseScratch(). The row's vectors are first
-/// combined elementwise (the last one's padding lanes masked by an SXM
-/// permute with a constant map: zeros for a sum, the row's lane 0 for
-/// max/min), then the vector is folded onto itself by SXM rotates and VXM
-/// combines, a radix-4 (or the lane count's other factors) step per tree.
+/// releases it with ctx.releaseScratch(). One or two steps, each an SXM
+/// distribute per leaf (constant lane maps that also drop the lanes past
+/// the row's end) and VXM combines (docs/scheduler.md, "Reductions").
+class Builder;
+/// Where acrossLanes' last step writes instead of its scratch (row r into
+/// row r of `dest`), with the work that finishes a row's value on the way
+/// (mean's division, the result type): no separate pass for them.
+struct LaneFinish {
+  const TensorView *dest;
+  std::function<int(Builder &, int)> value;
+};
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                                       Combine how, backend::DType work);
+                                       Combine how, backend::DType work,
+                                       const LaneFinish *finish = nullptr);
 
 /// An instruction with just an opcode and a dtype.
 backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType type2 = backend::DType::Bool);
@@ -43,12 +51,13 @@ public:
   Builder(LoweringContext &ctx, const TensorView &dest, int64_t row, int64_t vec)
       : ctx_(ctx), dest_(dest), row_(row), vec_(vec) {
     tree.write(dest.slices(row), dest.address(row, vec), -1);
-    notBefore_ = dest.storage->block.writableFrom;
+    tree.nodes[0].notBefore = dest.storage->block.writableFrom;
   }
   int read(const TensorView &v, int64_t row, int64_t vec) {
-    notBefore_ = std::max(notBefore_, v.readyAt(row, vec));
     reads_.push_back(&v);
-    return tree.read(v.slices(row), v.address(row, vec));
+    int n = tree.read(v.slices(row), v.address(row, vec));
+    tree.nodes[size_t(n)].notBefore = v.readyAt(row, vec);
+    return n;
   }
   /// A read of `v` that meets a read of `other` at one consumer: through a
   /// VXM copy (a cycle earlier) when the two share a slice.
@@ -82,9 +91,6 @@ private:
   std::vector<const TensorView *> reads_;
 };
 
-/// A constant u16 lane map (stored as i16): lane i gets i below `valid`,
-/// `fill` from there on.
-llvm::Expected<TensorView> laneMap(const ir::Op &op, LoweringContext &ctx, unsigned valid, unsigned fill);
 
 /// Whether the SXM near `view`'s slices is the eastern one.
 bool eastOf(const LoweringContext &ctx, const TensorView &view);

@@ -1,10 +1,52 @@
 // Reshapes and broadcasts that move no data: a reshape that keeps the rows
 // (the last dimension, or whole vectors) is the same storage seen with
 // another shape; a broadcast that repeats whole rows reads the same stored
-// row again (MEM addressing, no copy).
+// row again (MEM addressing, no copy), and so does a broadcast along the
+// last axis of a value whose every lane already holds its row's element.
 #include "scheduler/Lowering.h"
 
 namespace lpu::scheduler {
+
+bool laneSplat(const ir::Op &op, unsigned lanes) {
+  const ir::Type &type = op.type();
+  if (LoweringContext::rowsAndCols(type).second != 1)
+    return false;
+  switch (op.kind()) {
+  case ir::OpKind::Constant:
+    return true; // the driver stores splats over whole vectors
+  case ir::OpKind::ReduceSum: case ir::OpKind::ReduceMean: case ir::OpKind::ReduceMax:
+  case ir::OpKind::ReduceMin: case ir::OpKind::Argmax: {
+    // Over the last axis the result is the folded vector (Reduce.cpp),
+    // every lane the row's value.
+    const std::vector<int64_t> &from = op.operand(0)->type().shape;
+    int64_t rank = int64_t(from.size());
+    std::vector<int64_t> axes = op.intsAttr("axes").value_or(std::vector<int64_t>{});
+    if (op.kind() == ir::OpKind::Argmax) {
+      int64_t axis = op.intAttr("axis").value_or(rank - 1);
+      axes = {axis < 0 ? axis + rank : axis};
+    }
+    return rank > 0 && axes.size() == 1 && axes[0] == rank - 1;
+  }
+  case ir::OpKind::Broadcast: case ir::OpKind::Reshape:
+    return aliasesOperand(op, lanes) && laneSplat(*op.operand(0), lanes);
+  default:
+    break;
+  }
+  if (!ir::isElementwise(op.kind()))
+    return false;
+  for (const ir::Op *operand : op.operands())
+    if (!laneSplat(*operand, lanes))
+      return false;
+  return true;
+}
+
+bool splatAcrossLanes(const ir::Op &op, unsigned lanes) {
+  if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1)
+    return false;
+  const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
+  return !to.empty() && !from.empty() && from.back() == 1 && to.back() <= int64_t(lanes) &&
+         laneSplat(*op.operand(0), lanes);
+}
 
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &src = *op.operand(0);
@@ -31,7 +73,7 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   // Broadcast: NumPy trailing alignment; only the leading dimensions may
   // grow, so every target row is a whole source row.
   const std::vector<int64_t> &to = op.type().shape, &from = src.type().shape;
-  if (to.empty() || from.empty() || to.back() != from.back())
+  if (to.empty() || from.empty() || (to.back() != from.back() && !splatAcrossLanes(op, lanes)))
     return moveLanes(op, ctx); // along the last dimension (lower/Layout.cpp)
   size_t lead = to.size() - from.size();
   std::vector<int64_t> map(static_cast<size_t>(rows), 0);

@@ -244,3 +244,27 @@ TEST(Placer, BusyQueuesAndPortsDelayTheWholeTreeExactly) {
   ASSERT_EQ(reads2.size(), 1u);
   EXPECT_EQ(reads2[0], reads0[0] + delay);
 }
+
+TEST(Placer, ANodeWaitsForItsOwnEarliestCycleOnly) {
+  // x (slices 0,1, far from the VXM) is ready from cycle 0, y (slices
+  // 44,45, next to it) only from cycle 100: y's read issues at 100 and x's
+  // earlier, as the distance asks, instead of both after 100.
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  WorkTree t = addTree(0);
+  t.nodes[2].notBefore = 100; // read y
+  auto placed = p.place(std::move(t), 0);
+  ASSERT_TRUE(placed);
+  // The first read of each (one per byte plane).
+  int64_t readX = INT64_MAX, readY = INT64_MAX;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list)
+      if (ti.instr.op == Opcode::Read) {
+        int64_t &r = ti.instr.unit < 2 ? readX : readY;
+        r = std::min(r, ti.cycle);
+      }
+  EXPECT_EQ(readY, 100);
+  EXPECT_LT(readX, 100);
+  EXPECT_EQ(placed->firstCycle, readX);
+}
