@@ -80,6 +80,30 @@ int accNode(const WorkTree &tree) {
       return int(n);
   return 0;
 }
+
+/// Whether the lanes past K of `lhs`'s rows are known to hold zeros: the
+/// program file guarantees it for inputs and parameters. Any other value's
+/// padding lanes hold whatever its lowering computed there (0 / 0 in a
+/// division by a splat is NaN), and the MXM multiplies all 320 lanes: a
+/// NaN times an unloaded weight row's 0 is still NaN.
+bool zeroPadded(const ir::Op &lhs) {
+  return lhs.kind() == ir::OpKind::Input || lhs.kind() == ir::OpKind::Param;
+}
+
+/// Zeros the lanes from `valid` on of `value` on its way to plane `p`: a
+/// shift up by the padding's width, then a rotation back. The SXM stands
+/// next to the MXM, so this costs no detour and no SRAM read of a mask.
+int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes) {
+  Instr shift;
+  shift.op = Opcode::Shift;
+  shift.dtype = DType::F16;
+  shift.count = lanes - valid;
+  shift.unit = p >= planes / 2 ? 1 : 0;
+  Instr rotate = shift;
+  rotate.op = Opcode::Rotate;
+  rotate.count = valid;
+  return tree.add(rotate, {tree.add(shift, {value})});
+}
 } // namespace
 
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
@@ -142,7 +166,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           for (int64_t m = 0; m < mRows; ++m) {
             int64_t arow = b * mPerBatch + m0 + m;
             WorkTree tree = mxm.matmul(p, m);
-            tree.nodes[0].inputs = {tree.read(A.slices(arow), A.address(arow, t))};
+            int x = tree.read(A.slices(arow), A.address(arow, t));
+            if (rowsK < int64_t(chip.lanes) && !zeroPadded(lhs))
+              x = zeroTail(tree, x, unsigned(rowsK), p, mxm.count(), chip.lanes);
+            tree.nodes[0].inputs = {x};
             int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
                                               t == 0 ? st.accFree[size_t(m)] : 0});
             std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
