@@ -43,7 +43,8 @@ SramBlock SramAllocator::take(std::vector<uint16_t> slices, uint32_t a, uint32_t
 }
 
 llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vectors,
-                                                  SramOwner owner, unsigned chunks) {
+                                                  SramOwner owner, unsigned chunks,
+                                                  const Accept &accept) {
   const unsigned half = chip_.memSlices / 2;
   const unsigned groups = half / width; // slice groups per hemisphere
   auto groupSlices = [&](unsigned k) {
@@ -53,12 +54,14 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       slices.push_back(uint16_t(base + b));
     return slices;
   };
-  // Candidate addresses in `slices`: 0 and the end of every live block.
+  // Candidate addresses in `slices`: 0 and the end of every live block
+  // (of every block when `accept` may refuse dead space, so that the space
+  // past it is tried too).
   auto startsIn = [&](const std::vector<uint16_t> &slices) {
     std::vector<uint32_t> starts{0};
     for (uint16_t s : slices)
       for (int id : bySlice_[s])
-        if (blocks_[id].freeAfter == std::numeric_limits<int64_t>::max())
+        if (accept || blocks_[id].freeAfter == std::numeric_limits<int64_t>::max())
           starts.push_back(blocks_[id].block.addr + blocks_[id].block.vectors);
     std::sort(starts.begin(), starts.end());
     starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
@@ -75,7 +78,7 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
         if (uint64_t(a) + vectors > chip_.memVectors)
           break;
         int64_t writable = 0;
-        if (!isFree(slices, a, vectors, writable))
+        if (!isFree(slices, a, vectors, writable) || (accept && !accept(slices, writable)))
           continue;
         cursor_ = (k + 1) % (2 * groups);
         return take(std::move(slices), a, vectors, writable, std::move(owner));
@@ -103,7 +106,7 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
             continue;
           std::vector<uint16_t> group = groupSlices(k);
           int64_t w = writable;
-          if (!isFree(group, a, vectors, w))
+          if (!isFree(group, a, vectors, w) || (accept && !accept(group, w)))
             continue;
           writable = w;
           slices.insert(slices.end(), group.begin(), group.end());

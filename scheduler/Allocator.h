@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <functional>
 #include <vector>
 
 namespace lpu::scheduler {
@@ -41,8 +42,11 @@ public:
   /// A block of `vectors` vectors per byte plane, `width` byte planes, in
   /// `chunks` groups of slices (all at the same addresses, in one
   /// hemisphere). Fails (a DoesNotFit ScheduleError) when SRAM is full.
+  /// `accept`, when given, must take a group of slices and the cycle its
+  /// space would be writable from, or the group is passed over there.
+  using Accept = std::function<bool(const std::vector<uint16_t> &slices, int64_t writable)>;
   llvm::Expected<SramBlock> allocate(unsigned width, uint32_t vectors, SramOwner owner,
-                                     unsigned chunks = 1);
+                                     unsigned chunks = 1, const Accept &accept = {});
   /// The block is dead after `lastRead`: its space may be written from
   /// lastRead + 1 on.
   void release(int id, int64_t lastRead);

@@ -42,7 +42,7 @@ int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
 
 llvm::Expected<std::shared_ptr<Storage>>
 LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
-                                 int64_t align) {
+                                 int64_t align, const SramAllocator::Accept &accept) {
   const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors;
   const unsigned width = tensor::dtypeSize(dtype);
   // `want` chunks of nearly equal rows (so that each leaves room in its
@@ -64,7 +64,7 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   // Past a hemisphere's slices the allocator refuses; keep the count sane.
   chunks = std::min<int64_t>(chunks, int64_t(1) << 30);
   auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(chunkRows * vpr, UINT32_MAX)), owner,
-                              unsigned(chunks));
+                              unsigned(chunks), accept);
   // No slice group has that much room at once: SRAM may still have it in
   // pieces, at the same addresses of more slice groups. Cut the tensor into
   // more, shorter chunks until it fits (the first error stands if none does).
@@ -74,7 +74,7 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
     split(want);
     if (chunks == before)
       continue;
-    auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks));
+    auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks), accept);
     if (retry) {
       llvm::consumeError(block.takeError());
       block = std::move(retry);
@@ -221,9 +221,23 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   // `avoid` (tensors read in the same cycles as it). Other space is skipped
   // (held meanwhile so the allocator moves on, then given back as it was).
   // A constant longer than a slice is chunked like any tensor.
-  std::vector<SramBlock> skipped;
+  // First the lowest such space anywhere (the allocator skips the rest):
+  // a lane map or divisor on a slice its data is read from in the same
+  // cycle makes a tree no cycle fits.
   std::shared_ptr<Storage> storage;
-  for (int attempt = 0;; ++attempt) {
+  {
+    auto got = allocateStorage(
+        dtype, rows, cols, SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()}, 1,
+        [&](const std::vector<uint16_t> &slices, int64_t writable) {
+          return writable == 0 && !sharesAvoided(slices);
+        });
+    if (got)
+      storage = std::move(*got);
+    else
+      llvm::consumeError(got.takeError());
+  }
+  std::vector<SramBlock> skipped;
+  for (int attempt = 0; !storage; ++attempt) {
     auto got = allocateStorage(dtype, rows, cols,
                                SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()});
     if (!got) {

@@ -111,7 +111,8 @@ public:
   /// `align` rows when a chunk holds that many: a gather's rows per id).
   /// Its `ready` is all unwritten.
   llvm::Expected<std::shared_ptr<Storage>> allocateStorage(ir::DType dtype, int64_t rows, int64_t cols,
-                                                           SramOwner owner, int64_t align = 1);
+                                                           SramOwner owner, int64_t align = 1,
+                                                           const SramAllocator::Accept &accept = {});
   /// A view of all of `storage` as [rows, cols].
   static TensorView viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
                            int64_t cols);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
+#include <map>
+#include <tuple>
 
 namespace lpu::scheduler {
 
@@ -263,8 +265,22 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
   for (const Timed::Issue &is : timed.issues)
     root = std::max(root, tree.nodes[is.node].notBefore - is.offset);
-  // A tree that cannot fit anywhere (two reads of one slice in one cycle)
-  // fails the same way forever: give up after a generous search.
+  // More MEM accesses of one slice's read (or write) ports at one offset
+  // than the slice has: no root cycle can ever fit the tree, so fail now
+  // instead of searching kMaxSearch cycles.
+  {
+    std::map<std::tuple<unsigned, bool, int64_t>, unsigned> uses;
+    for (const Timed::Issue &is : timed.issues) {
+      if (!isMemAccess(is.instr.op))
+        continue;
+      const bool write = is.instr.op == Opcode::Write || is.instr.op == Opcode::Scatter;
+      const unsigned n = ++uses[{unsigned(is.instr.unit), write, is.offset}];
+      if (n > (write ? chip_.memWritePorts : chip_.memReadPorts))
+        return std::nullopt;
+    }
+  }
+  // A tree that cannot fit anywhere for another reason fails the same way
+  // forever: give up after a generous search.
   const int64_t limit = root + kMaxSearch;
   while (!tryAt(tree, timed, root))
     if (++root > limit)

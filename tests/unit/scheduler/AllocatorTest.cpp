@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace lpu;
@@ -67,6 +68,43 @@ TEST(SramAllocator, ReusesDeadSpaceAfterItsLastRead) {
   // Writes into the reused block wait for the old tensor's last read.
   EXPECT_EQ(again->writableFrom, 1235);
   EXPECT_EQ(a.peakBytes(), peak);
+}
+
+TEST(SramAllocator, AcceptPassesOverRefusedGroupsAndReusedSpace) {
+  auto c = chip();
+  SramAllocator a(c);
+  // Every 2-slice group holds many dead blocks at its lowest addresses
+  // (space written during the run), with nothing live above them.
+  for (unsigned round = 0; round < 8; ++round)
+    for (unsigned g = 0; g < c.memSlices / 2; ++g) {
+      auto b = a.allocate(2, 1, {"t", {}});
+      ASSERT_TRUE(bool(b));
+      a.release(b->id, 100);
+    }
+  // Only never-written space, and none on slices 0..39 or in the east.
+  std::vector<uint16_t> refused;
+  for (uint16_t s = 0; s < 40; ++s)
+    refused.push_back(s);
+  auto accept = [&](const std::vector<uint16_t> &slices, int64_t writable) {
+    for (uint16_t s : slices)
+      if (std::find(refused.begin(), refused.end(), s) != refused.end() || c.isEastSlice(s))
+        return false;
+    return writable == 0;
+  };
+  for (int k = 0; k < 4; ++k) {
+    auto b = a.allocate(2, 1, {"map", {}}, 1, accept);
+    ASSERT_TRUE(bool(b));
+    EXPECT_EQ(b->writableFrom, 0);
+    for (uint16_t s : b->slices) {
+      EXPECT_FALSE(c.isEastSlice(s));
+      EXPECT_GE(s, 40);
+    }
+  }
+  // Nothing acceptable at all is the usual does-not-fit error.
+  auto none = a.allocate(2, 1, {"map", {}}, 1,
+                         [](const std::vector<uint16_t> &, int64_t) { return false; });
+  EXPECT_FALSE(bool(none));
+  llvm::consumeError(none.takeError());
 }
 
 TEST(SramAllocator, FullIsAnErrorNamingTheLargestLiveTensors) {
