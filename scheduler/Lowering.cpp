@@ -130,7 +130,25 @@ bool LoweringContext::materialized(const ir::Op *op) const {
   for (const ir::Op *u : it->second)
     if (u->fusionGroup() != group)
       return true;
-  return false;
+  // Inside its group, each use builds the op's whole tree again. That is
+  // cheap for a small tree, but a chain of values used twice (h = h * h + x
+  // in a loop) doubles at every step: past a few nodes a value with several
+  // uses goes to SRAM once instead.
+  int64_t uses = 0;
+  for (const ir::Op *u : it->second)
+    for (const ir::Op *operand : u->operands())
+      uses += operand == op;
+  return uses > 1 && inlineNodes(op) > kMaxRecomputedNodes;
+}
+
+int64_t LoweringContext::inlineNodes(const ir::Op *op) const {
+  if (auto it = inlineNodes_.find(op); it != inlineNodes_.end())
+    return it->second;
+  int64_t nodes = 1;
+  for (const ir::Op *operand : op->operands())
+    nodes += materialized(operand) ? 1 : inlineNodes(operand);
+  inlineNodes_[op] = nodes;
+  return nodes;
 }
 
 ir::Type LoweringContext::storedType(const ir::Type &type, const std::vector<uint8_t> &perm) {

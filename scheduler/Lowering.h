@@ -84,8 +84,12 @@ public:
 
   /// Whether `op`'s value lives in SRAM (has a view). Elementwise ops inside
   /// a fusion group whose every user is in the group do not: their users
-  /// recompute them in their own vector trees.
+  /// recompute them in their own vector trees (unless the value is used
+  /// more than once and its tree is larger than kMaxRecomputedNodes).
   bool materialized(const ir::Op *op) const;
+  /// The most instructions a value used more than once inside its fusion
+  /// group may take to recompute in each use (else it is materialized).
+  static constexpr int64_t kMaxRecomputedNodes = 8;
   const TensorView &view(const ir::Op *op) const { return views_.at(op); }
   bool hasView(const ir::Op *op) const { return views_.count(op); }
   void setView(const ir::Op *op, TensorView view) { views_[op] = std::move(view); }
@@ -154,6 +158,9 @@ private:
   Placer &placer_;
   SramAllocator &sram_;
   std::map<const ir::Op *, TensorView> views_;
+  /// The instructions of `op`'s vector tree built inline (memoized).
+  int64_t inlineNodes(const ir::Op *op) const;
+  mutable std::map<const ir::Op *, int64_t> inlineNodes_;
   std::map<std::pair<std::string, std::vector<uint8_t>>, TensorView> constantViews_;
 };
 
