@@ -68,18 +68,27 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   // No slice group has that much room at once: SRAM may still have it in
   // pieces, at the same addresses of more slice groups. Cut the tensor into
   // more, shorter chunks until it fits (the first error stands if none does).
+  // Chunks of whole `align` rows are tried first; when none fits, the
+  // alignment is dropped (it only lets a gather read an id's rows from one
+  // chunk, and a gather refuses a table whose chunks split them), since
+  // with `align` rows close to a slice no shorter chunk would be tried.
   const int64_t groups = chip_.memSlices / 2 / width;
-  for (int64_t want = chunks + 1; !block && want <= std::min(groups, rows) && vpr <= slice; ++want) {
-    int64_t before = chunks;
-    split(want);
-    if (chunks == before)
-      continue;
-    auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks), accept);
-    if (retry) {
-      llvm::consumeError(block.takeError());
-      block = std::move(retry);
-    } else {
-      llvm::consumeError(retry.takeError());
+  const bool aligned = align > 1;
+  for (int pass = 0; pass < (aligned ? 2 : 1) && !block && vpr <= slice; ++pass) {
+    if (pass == 1)
+      align = 1;
+    for (int64_t want = pass == 1 ? 2 : chunks + 1; !block && want <= std::min(groups, rows); ++want) {
+      int64_t before = chunkRows;
+      split(want);
+      if (chunkRows == before)
+        continue;
+      auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks), accept);
+      if (retry) {
+        llvm::consumeError(block.takeError());
+        block = std::move(retry);
+      } else {
+        llvm::consumeError(retry.takeError());
+      }
     }
   }
   if (!block)
