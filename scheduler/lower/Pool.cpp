@@ -18,6 +18,76 @@ namespace lpu::scheduler {
 using namespace backend;
 using convmaps::Pair;
 
+namespace {
+
+/// Folds vectors of one dtype on the VXM as they are added to a tree: max
+/// in that dtype, or an fp32 sum (each vector converted first); finish()
+/// divides a sum by a divisor vector and converts to the result type.
+class RowFold {
+public:
+  RowFold(WorkTree &tree, DType dtype, bool isMax)
+      : tree_(tree), dtype_(dtype), work_(isMax ? dtype : DType::F32), isMax_(isMax) {}
+
+  void add(int v) {
+    if (work_ != dtype_) {
+      Instr cvt;
+      cvt.op = Opcode::Cvt;
+      cvt.dtype = dtype_;
+      cvt.dtype2 = work_;
+      v = tree_.add(cvt, {v});
+    }
+    if (value_ < 0) {
+      // The first fold's operands would read the same slices in the same
+      // cycle: a copy delays one of them by its latency.
+      Instr copy;
+      copy.op = Opcode::Copy;
+      copy.dtype = work_;
+      value_ = tree_.add(copy, {v});
+      return;
+    }
+    Instr fold;
+    fold.op = isMax_ ? Opcode::Max : Opcode::Add;
+    fold.dtype = work_;
+    value_ = tree_.add(fold, {value_, v});
+  }
+
+  /// The result's node: for a sum, divided by `divisor`'s first vector.
+  int finish(const TensorView *divisor, DType outType) {
+    if (!isMax_) {
+      Instr div;
+      div.op = Opcode::Div;
+      div.dtype = DType::F32;
+      value_ = tree_.add(div, {value_, tree_.read(divisor->slices(0), divisor->address(0, 0))});
+    }
+    if (outType != work_) {
+      Instr cvt;
+      cvt.op = Opcode::Cvt;
+      cvt.dtype = work_;
+      cvt.dtype2 = outType;
+      value_ = tree_.add(cvt, {value_});
+    }
+    return value_;
+  }
+
+private:
+  WorkTree &tree_;
+  DType dtype_, work_;
+  bool isMax_;
+  int value_ = -1;
+};
+
+/// An f32 vector of `value` in every lane, stored with the program.
+llvm::Expected<TensorView> splatF32(const ir::Op &op, LoweringContext &ctx, float value,
+                                    const std::vector<uint16_t> &avoid) {
+  const unsigned lanes = ctx.chip().lanes;
+  std::vector<uint8_t> bytes(size_t(lanes) * 4);
+  for (unsigned j = 0; j < lanes; ++j)
+    std::memcpy(&bytes[size_t(j) * 4], &value, 4);
+  return ctx.constant(op, DType::F32, 1, lanes, bytes, avoid);
+}
+
+} // namespace
+
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &xin = *op.operand(0);
@@ -48,11 +118,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
   if (!isMax) {
     for (uint16_t s : maps->allSlices())
       avoid.push_back(s);
-    float d = float(kernel.h * kernel.w);
-    std::vector<uint8_t> bytes(size_t(lanes) * 4);
-    for (unsigned j = 0; j < lanes; ++j)
-      std::memcpy(&bytes[size_t(j) * 4], &d, 4);
-    auto v = ctx.constant(op, DType::F32, 1, lanes, bytes, avoid);
+    auto v = splatF32(op, ctx, float(kernel.h * kernel.w), avoid);
     if (!v)
       return v.takeError();
     divisor = *v;
@@ -72,50 +138,17 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
         WorkTree tree;
         tree.write(Y.slices(yrow), Y.address(yrow, 0), -1);
         int64_t notBefore = Y.storage->block.writableFrom;
-        int value = -1;
+        RowFold fold(tree, dtype, isMax);
         for (int64_t kh = 0; kh < kernel.h; ++kh) {
           const int64_t hi = ho * stride.h + kh - pad.h;
           if (hi < 0 || hi >= H)
             continue;
           const int64_t xrow = (n * C + c) * H + hi;
           notBefore = std::max(notBefore, X.readyAt(xrow, 0));
-          for (int64_t kw = 0; kw < kernel.w; ++kw) {
-            int v = convmaps::distribute(tree, X, xrow, *maps, kw, east);
-            if (work != dtype) {
-              Instr cvt;
-              cvt.op = Opcode::Cvt;
-              cvt.dtype = dtype;
-              cvt.dtype2 = work;
-              v = tree.add(cvt, {v});
-            }
-            if (value < 0) {
-              // The first fold's operands would read the same slices in
-              // the same cycle: a copy delays one of them by its latency.
-              Instr copy;
-              copy.op = Opcode::Copy;
-              copy.dtype = work;
-              value = tree.add(copy, {v});
-              continue;
-            }
-            Instr fold;
-            fold.op = isMax ? Opcode::Max : Opcode::Add;
-            fold.dtype = work;
-            value = tree.add(fold, {value, v});
-          }
+          for (int64_t kw = 0; kw < kernel.w; ++kw)
+            fold.add(convmaps::distribute(tree, X, xrow, *maps, kw, east));
         }
-        if (!isMax) {
-          Instr div;
-          div.op = Opcode::Div;
-          div.dtype = DType::F32;
-          value = tree.add(div, {value, tree.read(divisor->slices(0), divisor->address(0, 0))});
-          if (dtype != DType::F32) {
-            Instr cvt;
-            cvt.op = Opcode::Cvt;
-            cvt.dtype = DType::F32;
-            cvt.dtype2 = dtype;
-            value = tree.add(cvt, {value});
-          }
-        }
+        int value = fold.finish(divisor ? &*divisor : nullptr, dtype);
         tree.nodes[0].inputs = {value};
         auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
         if (!placed)
@@ -132,15 +165,6 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
 
 namespace {
 
-/// An f32 vector of `value` in every lane, stored with the program.
-llvm::Expected<TensorView> splatF32(const ir::Op &op, LoweringContext &ctx, float value,
-                                    const std::vector<uint16_t> &avoid) {
-  const unsigned lanes = ctx.chip().lanes;
-  std::vector<uint8_t> bytes(size_t(lanes) * 4);
-  for (unsigned j = 0; j < lanes; ++j)
-    std::memcpy(&bytes[size_t(j) * 4], &value, 4);
-  return ctx.constant(op, DType::F32, 1, lanes, bytes, avoid);
-}
 
 /// Folds the vectors (row, vec) of `X` for `rows` on the VXM in the given
 /// order into `tree`: max in `dtype`, or an fp32 sum (converted first);
@@ -148,46 +172,12 @@ llvm::Expected<TensorView> splatF32(const ir::Op &op, LoweringContext &ctx, floa
 /// `outType`. Returns the value's node; `notBefore` grows to the reads'.
 int foldRows(WorkTree &tree, const TensorView &X, const std::vector<int64_t> &rows, int64_t vec,
              bool isMax, const TensorView *divisor, DType outType, int64_t &notBefore) {
-  const DType dtype = X.dtype, work = isMax ? dtype : DType::F32;
-  int value = -1;
+  RowFold fold(tree, X.dtype, isMax);
   for (int64_t row : rows) {
     notBefore = std::max(notBefore, X.readyAt(row, vec));
-    int v = tree.read(X.slices(row), X.address(row, vec));
-    if (work != dtype) {
-      Instr cvt;
-      cvt.op = Opcode::Cvt;
-      cvt.dtype = dtype;
-      cvt.dtype2 = work;
-      v = tree.add(cvt, {v});
-    }
-    if (value < 0) {
-      // The first fold's operands would read the same slices in the same
-      // cycle: a copy delays one of them by its latency.
-      Instr copy;
-      copy.op = Opcode::Copy;
-      copy.dtype = work;
-      value = tree.add(copy, {v});
-      continue;
-    }
-    Instr fold;
-    fold.op = isMax ? Opcode::Max : Opcode::Add;
-    fold.dtype = work;
-    value = tree.add(fold, {value, v});
+    fold.add(tree.read(X.slices(row), X.address(row, vec)));
   }
-  if (!isMax) {
-    Instr div;
-    div.op = Opcode::Div;
-    div.dtype = DType::F32;
-    value = tree.add(div, {value, tree.read(divisor->slices(0), divisor->address(0, 0))});
-  }
-  if (outType != work) {
-    Instr cvt;
-    cvt.op = Opcode::Cvt;
-    cvt.dtype = work;
-    cvt.dtype2 = outType;
-    value = tree.add(cvt, {value});
-  }
-  return value;
+  return fold.finish(divisor, outType);
 }
 
 } // namespace
