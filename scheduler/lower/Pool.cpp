@@ -180,6 +180,28 @@ int foldRows(WorkTree &tree, const TensorView &X, const std::vector<int64_t> &ro
   return fold.finish(divisor, outType);
 }
 
+/// Places one tree that folds `rows`' vector `vec` of `X` (foldRows) and
+/// writes it as vector `vec` of `Y`'s row `yrow`, after the previous one
+/// (`prev`); the first placement sets `op`'s critical path.
+llvm::Error placeFold(const ir::Op &op, LoweringContext &ctx, const TensorView &X, const TensorView &Y,
+                      int64_t yrow, int64_t vec, const std::vector<int64_t> &rows, bool isMax,
+                      const TensorView *divisor, DType outType, int64_t &prev, bool &first) {
+  WorkTree tree;
+  tree.write(Y.slices(yrow), Y.address(yrow, vec), -1);
+  int64_t notBefore = Y.storage->block.writableFrom;
+  tree.nodes[0].inputs = {foldRows(tree, X, rows, vec, isMax, divisor, outType, notBefore)};
+  auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
+  if (!placed)
+    return cannotPlace(op);
+  prev = placed->firstCycle;
+  ctx.written(Y, yrow, vec, placed->doneCycle - 1);
+  ctx.read(X, placed->doneCycle);
+  if (first)
+    ctx.notePath(op, placed->doneCycle - placed->firstCycle);
+  first = false;
+  return llvm::Error::success();
+}
+
 } // namespace
 
 // Channels-last pooling: X is [N*H*W pixel rows, C], Y [N*Ho*Wo, C]. One
@@ -228,22 +250,10 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
               window.push_back((n * H + hi) * W + wi);
           }
         const int64_t yrow = (n * Ho + ho) * Wo + wo;
-        for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
-          WorkTree tree;
-          tree.write(Y.slices(yrow), Y.address(yrow, v), -1);
-          int64_t notBefore = Y.storage->block.writableFrom;
-          tree.nodes[0].inputs = {foldRows(tree, X, window, v, isMax,
-                                           divisor ? &*divisor : nullptr, dtype, notBefore)};
-          auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
-          if (!placed)
-            return cannotPlace(op);
-          prev = placed->firstCycle;
-          ctx.written(Y, yrow, v, placed->doneCycle - 1);
-          ctx.read(X, placed->doneCycle);
-          if (first)
-            ctx.notePath(op, placed->doneCycle - placed->firstCycle);
-          first = false;
-        }
+        for (int64_t v = 0; v < Y.vecsPerRow; ++v)
+          if (auto e = placeFold(op, ctx, X, Y, yrow, v, window, isMax, divisor ? &*divisor : nullptr,
+                                 dtype, prev, first))
+            return e;
       }
   return llvm::Error::success();
 }
@@ -284,22 +294,9 @@ llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
     rows.clear();
     for (int64_t i = 0; i < pixels; ++i)
       rows.push_back(n * pixels + i);
-    for (int64_t v = 0; v < Y.vecsPerRow; ++v) {
-      WorkTree tree;
-      tree.write(Y.slices(n), Y.address(n, v), -1);
-      int64_t notBefore = Y.storage->block.writableFrom;
-      tree.nodes[0].inputs = {
-          foldRows(tree, X, rows, v, false, &*divisor, op.type().dtype, notBefore)};
-      auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
-      if (!placed)
-        return cannotPlace(op);
-      prev = placed->firstCycle;
-      ctx.written(Y, n, v, placed->doneCycle - 1);
-      ctx.read(X, placed->doneCycle);
-      if (first)
-        ctx.notePath(op, placed->doneCycle - placed->firstCycle);
-      first = false;
-    }
+    for (int64_t v = 0; v < Y.vecsPerRow; ++v)
+      if (auto e = placeFold(op, ctx, X, Y, n, v, rows, false, &*divisor, op.type().dtype, prev, first))
+        return e;
   }
   return llvm::Error::success();
 }
