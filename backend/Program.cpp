@@ -24,6 +24,7 @@ llvm::StringRef tensorRoleName(TensorRole role) {
 llvm::StringRef layoutName(Layout layout) {
   switch (layout) {
   case Layout::Rows: return "rows";
+  case Layout::Packed: return "packed";
   }
   return "?";
 }
@@ -116,6 +117,8 @@ llvm::Expected<PlacementGeometry> placementGeometry(const TensorPlacement &t,
   if (overflow)
     return fail("has a shape too large for any chip");
   g.perRow = (g.cols + lanes - 1) / lanes;
+  g.packed = t.layout == Layout::Packed;
+  g.lanes = lanes;
   if (t.chunkRows == 0) {
     g.chunkRows = std::max<int64_t>(1, g.rows);
     g.chunks = 1;
@@ -131,7 +134,7 @@ llvm::Expected<PlacementGeometry> placementGeometry(const TensorPlacement &t,
                 llvm::Twine(uint64_t(g.chunks) * g.planes) + " slices, has " +
                 llvm::Twine(t.slices.size()));
   }
-  int64_t end = int64_t(t.addr) + std::min(g.chunkRows, g.rows) * g.perRow;
+  int64_t end = int64_t(t.addr) + g.chunkVectors(0);
   if (end > int64_t(memVectors))
     return fail("does not fit in SRAM: addresses " + llvm::Twine(t.addr) + ".." + llvm::Twine(end) +
                 " of " + llvm::Twine(memVectors));

@@ -25,8 +25,8 @@ enum class TensorRole : uint8_t { Input, Output, Param, Constant };
 llvm::StringRef tensorRoleName(TensorRole role); // "input", "output", "param", "const"
 
 /// How a tensor's elements map onto SRAM vectors (see TensorPlacement).
-enum class Layout : uint8_t { Rows };
-llvm::StringRef layoutName(Layout layout); // "rows"
+enum class Layout : uint8_t { Rows, Packed };
+llvm::StringRef layoutName(Layout layout); // "rows", "packed"
 
 /// A dimension of a placed tensor: a number, or a named bucket dimension
 /// (e.g. `n`), whose value in this bucket is in Bucket::dims.
@@ -49,6 +49,14 @@ struct Dim {
 /// larger than one slice's vectors is stored in chunks; a conv weight or an
 /// image is stored channels-last through `perm`. Lanes past the end of a
 /// row hold zeros.
+///
+/// Layout "packed": the same chunks, slices and perm, but inside a chunk
+/// the rows follow each other with no padding: element (r, c), r counted
+/// from the chunk's first row, is the chunk's flat element f = r * C + c,
+/// in vector addr + f / lanes, lane f % lanes. A chunk takes
+/// ceil(rows * C / lanes) vectors; only lanes past its last element hold
+/// zeros. A weight or an embedding table whose rows are not a whole number
+/// of vectors (768 columns on 320 lanes) takes no more SRAM than its bytes.
 struct TensorPlacement {
   TensorRole role = TensorRole::Input;
   std::string name;
@@ -76,15 +84,27 @@ struct PlacementGeometry {
   int64_t chunks = 1;
   unsigned planes = 1;              // slices per chunk: the dtype's bytes
   uint32_t addr = 0;
+  bool packed = false;              // Layout::Packed
+  unsigned lanes = 1;               // the chip's
 
   int64_t chunkOf(int64_t row) const { return row / chunkRows; }
   /// The vectors a chunk occupies from addr (the last chunk may be shorter).
   int64_t chunkVectors(int64_t chunk) const {
-    return std::min(chunkRows, rows - chunk * chunkRows) * perRow;
+    int64_t chunkRowCount = std::min(chunkRows, rows - chunk * chunkRows);
+    return packed ? (chunkRowCount * cols + lanes - 1) / lanes : chunkRowCount * perRow;
   }
-  /// The address of row `row`'s vector `vec`, inside its chunk's slices.
+  /// The address of row `row`'s vector `vec`, inside its chunk's slices
+  /// (rows layout only).
   uint32_t address(int64_t row, int64_t vec) const {
     return uint32_t(addr + (row - chunkOf(row) * chunkRows) * perRow + vec);
+  }
+  /// Where element (row, col) of the stored [rows, cols] view is, inside its
+  /// chunk's slices: {address, lane}, in either layout.
+  std::pair<uint32_t, unsigned> locate(int64_t row, int64_t col) const {
+    if (!packed)
+      return {address(row, col / lanes), unsigned(col % lanes)};
+    int64_t flat = (row - chunkOf(row) * chunkRows) * cols + col;
+    return {uint32_t(addr + flat / lanes), unsigned(flat % lanes)};
   }
   /// The slice of byte plane `byte` of row `row`.
   uint16_t slice(const std::vector<uint16_t> &slices, int64_t row, unsigned byte) const {

@@ -40,6 +40,20 @@ int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
   return storage->ready[size_t(storageRow(row) * vecsPerRow + vec)];
 }
 
+bool TensorView::packed() const { return storage && storage->packed; }
+
+TensorView::PackedSegment TensorView::segment(int64_t row, int64_t vec, unsigned lanes) const {
+  int64_t r = storageRow(row);
+  int64_t inChunk = storage->chunkRows > 0 ? r % storage->chunkRows : r;
+  int64_t flat = inChunk * cols + vec * int64_t(lanes);
+  PackedSegment s;
+  s.addr = uint32_t(storage->block.addr + flat / lanes);
+  s.lane = unsigned(flat % lanes);
+  s.valid = unsigned(std::min<int64_t>(lanes, cols - vec * int64_t(lanes)));
+  s.straddles = s.lane + s.valid > lanes;
+  return s;
+}
+
 llvm::Expected<std::shared_ptr<Storage>>
 LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
                                  int64_t align, const SramAllocator::Accept &accept) {

@@ -52,6 +52,23 @@ struct TensorView {
   int64_t chunkRows() const;
   /// The first cycle a read of this vector may issue in (its write landed).
   int64_t readyAt(int64_t row, int64_t vec) const;
+
+  /// Packed storage (Storage::packed, backend Layout::Packed): a chunk's
+  /// rows follow each other with no padding, so vector `vec` of a row (its
+  /// elements vec * lanes on) starts at some lane of some vector and may run
+  /// into the next one. Only a matmul's weights and a gather's table are
+  /// stored packed; every other lowering sees rows (address() and readyAt()
+  /// are for those).
+  bool packed() const;
+  struct PackedSegment {
+    uint32_t addr = 0;      // the vector the segment starts in, inside its chunk
+    unsigned lane = 0;      // the lane it starts at
+    unsigned valid = 0;     // its elements: min(lanes, cols - vec * lanes)
+    bool straddles = false; // lane + valid > lanes: it ends in vector addr + 1
+  };
+  /// Where vector `vec` of view row `row` is in packed storage (the row's
+  /// slices are slices(row), as for rows).
+  PackedSegment segment(int64_t row, int64_t vec, unsigned lanes) const;
 };
 
 /// One allocated block and what has been written to it.
@@ -64,6 +81,11 @@ struct Storage {
   std::vector<std::vector<uint16_t>> chunkSlices;
   std::vector<int64_t> ready; // per vector: first cycle it may be read
   bool persistent = false;    // inputs, params, constants, outputs: never freed
+  /// Layout::Packed: rows with no padding between them (vecsPerRow is then
+  /// the rows layout's count, for the lowerings' loops; `ready` has one
+  /// entry per stored vector). chunkRows * cols is a multiple of the lanes,
+  /// so a row starts at lane (row * cols) % lanes in every chunk.
+  bool packed = false;
   int64_t lastRead = 0;       // the last cycle any lowering read it
 };
 

@@ -44,7 +44,9 @@ int64_t latencyOf(const ChipDescription &chip, const Instr &in) {
 
 } // namespace
 
-llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip) {
+llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip,
+                                          const ScheduleOptions &options) {
+  (void)options; // packing: not yet
   Schedule schedule;
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
@@ -356,12 +358,13 @@ void nameBucketDims(Entry &entry) {
 } // namespace
 
 llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescription &chip,
-                                       std::vector<Schedule> *schedules) {
+                                       std::vector<Schedule> *schedules,
+                                       const ScheduleOptions &options) {
   Program program;
   program.chipName = chip.name;
   program.chipFingerprint = chip.fingerprint();
   for (const auto &fn : module.functions) {
-    auto schedule = scheduleFunction(*fn, chip);
+    auto schedule = scheduleFunction(*fn, chip, options);
     if (!schedule)
       return schedule.takeError();
     std::vector<BucketDim> dims;

@@ -12,15 +12,32 @@
 
 namespace lpu::scheduler {
 
+/// Which parameters are stored in the packed layout (backend Layout::Packed:
+/// no padding lanes between rows). Only parameters whose every use is a
+/// matmul's weights or a gather's table and whose rows are not a whole
+/// number of vectors qualify; reading them costs a second read and a lane
+/// rotation per vector that straddles two.
+enum class ParamPacking : uint8_t {
+  Auto,   // only when the function does not fit in SRAM with rows
+  Always, // every parameter that qualifies (tests)
+  Never,
+};
+
+struct ScheduleOptions {
+  ParamPacking packing = ParamPacking::Auto;
+};
+
 /// Schedules `fn`. Errors are ScheduleError values (an op not supported
 /// yet, SRAM full) carrying the source location to report.
 llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn,
-                                          const backend::ChipDescription &chip);
+                                          const backend::ChipDescription &chip,
+                                          const ScheduleOptions &options = {});
 
 /// Schedules every function of `module` (one bucket per function, grouped
 /// into entries by name in order) into a program for `chip`.
 llvm::Expected<backend::Program> compileModule(const ir::Module &module,
                                                const backend::ChipDescription &chip,
-                                               std::vector<Schedule> *schedules = nullptr);
+                                               std::vector<Schedule> *schedules = nullptr,
+                                               const ScheduleOptions &options = {});
 
 } // namespace lpu::scheduler
