@@ -111,9 +111,14 @@ llvm::Expected<PlacementGeometry> placementGeometry(const TensorPlacement &t,
     overflow |= d < 0 || d > limit;
   g.cols = g.storedShape.empty() ? 1 : g.storedShape.back();
   for (size_t i = 0; i + 1 < g.storedShape.size() && !overflow; ++i) {
-    g.rows *= g.storedShape[i];
-    overflow |= g.rows > limit;
+    // Checked before multiplying: 2^32 rows times 2^32 would pass 2^63.
+    int64_t d = g.storedShape[i];
+    overflow |= d != 0 && g.rows > limit / d;
+    g.rows *= overflow ? 1 : d;
   }
+  // rows * cols (a packed chunk's elements, a tensor's bytes) could still
+  // pass 2^63; 2^52 elements is far beyond any chip's SRAM.
+  overflow |= !overflow && g.cols > 0 && g.rows > (int64_t(1) << 52) / g.cols;
   if (overflow)
     return fail("has a shape too large for any chip");
   g.perRow = (g.cols + lanes - 1) / lanes;

@@ -174,6 +174,15 @@ TEST(PackedLayout, Verify) {
   rowChunks.entries[0].buckets[0].tensors[3].slices = {34, 35, 36, 37, 38, 39};
   llvm::Error rowsOk = verifyProgram(rowChunks, *chip);
   EXPECT_FALSE(bool(rowsOk)) << llvm::toString(std::move(rowsOk));
+  // Rows and columns each under 2^32 whose product passes 2^63 (a packed
+  // chunk's elements) are refused, not multiplied.
+  Program huge = p;
+  huge.entries[0].buckets[0].tensors[1].shape = {{int64_t(1) << 32, ""}, {int64_t(1) << 32, ""}};
+  huge.entries[0].buckets[0].tensors[1].perm.clear();
+  expectError(huge, "entry 'main' bucket 0: param 'conv' has a shape too large for any chip");
+  huge.entries[0].buckets[0].tensors[1].shape = {{int64_t(1) << 32, ""}, {int64_t(1) << 32, ""}, {1, ""}};
+  huge.entries[0].buckets[0].tensors[1].layout = Layout::Rows;
+  expectError(huge, "entry 'main' bucket 0: param 'conv' has a shape too large for any chip");
   // A packed constant holds exactly its elements' bytes.
   Program data = p;
   data.entries[0].buckets[0].tensors[2].data.push_back(0);
