@@ -172,6 +172,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     rowsA *= as[i];
   int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
   const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
+  // The policy packs only weights (scheduler/Scheduler.cpp, packable): A
+  // is read a row vector at a time as rows.
+  if (A.packed())
+    return unsupported(op, "a left operand stored packed");
   // Elementwise work on the result (a bias, an activation) runs in the
   // accumulator reads' trees, and its result is what gets written.
   const ir::Op *epilogue = epilogueRoot(op, ctx);
