@@ -235,6 +235,8 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   const TensorView &ids = ctx.view(&idsOp);
   if (!table.rowMap.empty())
     return unsupported(op, "a table that is a view of another tensor");
+  if (table.packed())
+    return unsupported(op, "a table stored packed (lpuc --pack-params=never keeps rows)");
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
   const int64_t perId = table.rows / std::max<int64_t>(tableType.shape[0], 1);
   const int64_t vpr = table.vecsPerRow;
