@@ -257,6 +257,15 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
         if (!geometry)
           return error(tw + " " + llvm::toString(geometry.takeError()));
         int64_t rows = geometry->rows, cols = geometry->cols;
+        // Code addresses a packed row by its flat position modulo the lanes
+        // (row r starts at lane (r * C) % lanes whatever its chunk), which
+        // holds only when every chunk ends on a vector boundary.
+        if (t.layout == Layout::Packed && t.chunkRows != 0 &&
+            uint64_t(t.chunkRows) * uint64_t(cols) % chip.lanes != 0)
+          return error(tw + " is packed in chunks of " + llvm::Twine(t.chunkRows) + " rows of " +
+                       llvm::Twine(cols) + " elements, " +
+                       llvm::Twine(uint64_t(t.chunkRows) * uint64_t(cols)) +
+                       " a chunk: not a multiple of the " + llvm::Twine(chip.lanes) + " lanes");
         if (t.role == TensorRole::Constant &&
             t.data.size() != uint64_t(rows) * uint64_t(cols) * tensor::dtypeSize(t.dtype))
           return error(tw + " holds " + llvm::Twine(t.data.size()) + " bytes of data, its shape needs " +
