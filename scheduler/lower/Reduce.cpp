@@ -188,7 +188,10 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   } else {
     first = broadcastMaps(n);
   }
-  auto maps1 = mapsNear(in, first);
+  // Only a group of lanes that runs past the row's end needs a first-step
+  // map (the others are rotations, below).
+  const bool partialGroups = !s || (vpr > 1 && lanes % s) || lastValid % s;
+  auto maps1 = partialGroups ? mapsNear(in, first) : std::vector<TensorView>{};
   if (!maps1)
     return maps1.takeError();
   std::vector<TensorView> maps2;
@@ -204,9 +207,16 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // data, a bundle's leaves (of one vector, maps from copies 0..) combined
   // in a balanced tree, the bundles in a chain on the VXM (the first
   // through a copy, so that no two bundles read a map copy in one cycle).
+  // A first-step leaf whose whole group of lanes lies inside the row
+  // (element i + j * s valid for every i < s) is an SXM `rotate` by j * s
+  // instead: lanes 0..s-1 get the same elements as the map would give them,
+  // and no map travels to the SXM (two streams and a map copy's read port
+  // per leaf). Its lanes from s on hold other sums (of lanes past the row's
+  // end too), which the second step never reads.
   struct Leaf {
     const TensorView *from;
     int64_t row, vec, map;
+    int64_t rotate = -1; // the rotation's count, or -1: a distribute by `map`
   };
   auto step = [&](Builder &b, const std::vector<Leaf> &leaves, const std::vector<TensorView> &maps,
                   size_t bundleSize) {
@@ -216,8 +226,12 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       for (size_t m = 0; m < bundleSize && k < leaves.size() && leaves[k].vec == leaves[k - m].vec;
            ++m, ++k) {
         const Leaf &l = leaves[k];
-        int node = b.add(sxm(Opcode::Distribute, l.from->dtype, 0, ctx.chip().isEastSlice(l.from->slices(l.row).front())),
-                         {b.read(*l.from, l.row, l.vec), b.read(maps[m], l.map, 0)});
+        const bool east = ctx.chip().isEastSlice(l.from->slices(l.row).front());
+        int node = l.rotate >= 0
+                       ? b.add(sxm(Opcode::Rotate, l.from->dtype, unsigned(l.rotate), east),
+                               {b.read(*l.from, l.row, l.vec)})
+                       : b.add(sxm(Opcode::Distribute, l.from->dtype, 0, east),
+                               {b.read(*l.from, l.row, l.vec), b.read(maps[m], l.map, 0)});
         if (l.from->dtype != work)
           node = b.add(vxm(Opcode::Cvt, l.from->dtype, work), {node});
         bundle.push_back(node);
@@ -275,8 +289,11 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     for (int64_t v = 0; v < vpr; ++v) {
       int64_t valid = std::min<int64_t>(lanes, n - v * lanes);
       int64_t base = v == vpr - 1 ? lastMaps : fullMaps;
-      for (int64_t j = 0; j * s < valid; ++j)
-        leaves.push_back({&in, r, v, base + j});
+      for (int64_t j = 0; j * s < valid; ++j) {
+        // out[i] = in[(i - count) mod lanes]: lane i gets element i + j * s.
+        int64_t rotate = (j + 1) * s <= valid ? (lanes - j * s % lanes) % lanes : -1;
+        leaves.push_back({&in, r, v, base + j, rotate});
+      }
     }
     return leaves;
   };
