@@ -15,6 +15,11 @@
 // id is in it (id div ids-per-chunk == j); then each output vector gathers
 // at that address from every chunk and keeps the right one (a chain of
 // selects on those flags).
+//
+// A packed table (rows with no padding) is read the same way, with maps
+// computed per id: a row's vector starts inside a stored vector, so the
+// gather reads each lane from the vector that holds that lane's element
+// and an SXM permute puts the elements in order (lowerPackedGather).
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
@@ -311,26 +316,36 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   // the last, 2r + 1 for the last) and permute maps (likewise); per id its
   // chunk. A second-pass tree reads one of each, a chunk index, the output
   // and the table: in slices of their own.
+  // Every tree of every chunk reads a gather map (and, chunked, the chunk
+  // and a chunk index): one slice's read port would bound the op at one
+  // tree a cycle, so byte planes alternate between two copies of those
+  // (scratch[k] for k < copies: gather maps, then the permute maps, then
+  // the chunks).
+  const size_t planes = tensor::dtypeSize(view.dtype);
+  const size_t copies = std::min<size_t>(planes, 2);
   std::vector<uint16_t> apart = table.allSlices();
   apart.insert(apart.end(), view.allSlices().begin(), view.allSlices().end());
   std::vector<TensorView> scratch;
-  for (int k = 0; k < (chunked ? 3 : 2); ++k) {
-    auto s = ctx.scratch(op, DType::I32, k < 2 ? 2 * idCount * perId : idCount, lanes, apart);
+  for (size_t k = 0; k < 1 + (chunked ? 2 : 1) * copies; ++k) {
+    auto s = ctx.scratch(op, DType::I32, k <= copies ? 2 * idCount * perId : idCount, lanes, apart);
     if (!s)
       return s.takeError();
     apart.insert(apart.end(), s->allSlices().begin(), s->allSlices().end());
     scratch.push_back(std::move(*s));
   }
-  const TensorView &gmaps = scratch[0], &pmaps = scratch[1];
-  std::optional<TensorView> chunkIndex;
-  if (chunked) {
+  const TensorView &pmaps = scratch[copies];
+  auto gmaps = [&](size_t b) -> const TensorView & { return scratch[b % copies]; };
+  auto chunkOf = [&](size_t b) -> const TensorView & { return scratch[copies + 1 + b % copies]; };
+  std::vector<TensorView> chunkIndex;
+  for (size_t c = 0; chunked && c < copies; ++c) {
     std::vector<uint8_t> indexData(size_t(chunks * lanes));
     for (int64_t j = 0; j < chunks; ++j)
       std::fill_n(indexData.begin() + j * lanes, lanes, uint8_t(j));
     auto v = ctx.constant(op, DType::I8, chunks, lanes, std::move(indexData), apart);
     if (!v)
       return v.takeError();
-    chunkIndex = std::move(*v);
+    apart.insert(apart.end(), v->allSlices().begin(), v->allSlices().end());
+    chunkIndex.push_back(std::move(*v));
   }
 
   // The critical path: the first id's longest first-pass tree, then its
@@ -350,8 +365,8 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   // A first-pass tree writes one of: a gather map, a permute map (of row
   // a, for the vectors before the last or the last), the id's chunk.
   enum Kind { GatherMap, PermuteMap, Chunk };
-  auto firstTree = [&](int64_t n, Kind kind, int64_t a, bool last) -> llvm::Error {
-    const TensorView &dest = kind == Chunk ? scratch[2] : kind == GatherMap ? gmaps : pmaps;
+  auto firstTree = [&](int64_t n, Kind kind, int64_t a, bool last, size_t copy) -> llvm::Error {
+    const TensorView &dest = kind == Chunk ? chunkOf(copy) : kind == GatherMap ? gmaps(copy) : pmaps;
     const int64_t row = kind == Chunk ? n : 2 * (n * perId + a) + (last ? 1 : 0);
     WorkTree tree;
     tree.write(dest.slices(row), dest.address(row, 0), -1);
@@ -381,15 +396,16 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
     return llvm::Error::success();
   };
   for (int64_t n = 0; n < idCount; ++n) {
-    if (chunked)
-      if (llvm::Error e = firstTree(n, Chunk, 0, false))
+    for (size_t c = 0; chunked && c < copies; ++c)
+      if (llvm::Error e = firstTree(n, Chunk, 0, false, c))
         return e;
     for (int64_t a = 0; a < perId; ++a)
       for (Kind kind : {GatherMap, PermuteMap})
         for (bool last : {false, true})
-          if (last || vpr > 1)
-            if (llvm::Error e = firstTree(n, kind, a, last))
-              return e;
+          for (size_t c = 0; c < (kind == GatherMap ? copies : 1); ++c)
+            if (last || vpr > 1)
+              if (llvm::Error e = firstTree(n, kind, a, last, c))
+                return e;
   }
 
   // Any table row may be read: wait for all of it.
@@ -399,7 +415,6 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   // Chunk by chunk (as for rows): chunk j's bytes where the id is in chunk
   // j, over what the output vector holds; the last chunk's trees permute
   // the result into place (the maps are the same for every chunk).
-  const size_t planes = tensor::dtypeSize(view.dtype);
   std::vector<int64_t> planeReady(size_t(view.rows * vpr) * planes, view.storage->block.writableFrom);
   for (int64_t j = 0; j < chunks; ++j) {
     const std::vector<uint16_t> &tableSlices = table.storage->chunkSlices[size_t(j)];
@@ -414,8 +429,9 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
           WorkTree tree;
           tree.write({outSlice}, view.address(r, v), -1);
           // The maps are i32; gather and permute take their low 16 bits.
-          const std::vector<uint16_t> &g = gmaps.slices(mapRow);
-          int offset = tree.read({g[0], g[1]}, gmaps.address(mapRow, 0));
+          const TensorView &gmap = gmaps(b);
+          const std::vector<uint16_t> &g = gmap.slices(mapRow);
+          int offset = tree.read({g[0], g[1]}, gmap.address(mapRow, 0));
           Instr gather;
           gather.op = Opcode::Gather;
           gather.dtype = DType::I8; // one byte plane
@@ -423,9 +439,9 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
           gather.addr = uint32_t(table.storage->block.addr + v);
           int value = tree.add(gather, {offset, offset}); // the map is src1
           if (j > 0) {
-            const TensorView &which = scratch[2];
+            const TensorView &which = chunkOf(b);
             int q = tree.read({which.slices(n)[0]}, which.address(n, 0));
-            int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, read(tree, *chunkIndex, j)});
+            int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, read(tree, chunkIndex[b % copies], j)});
             int kept = tree.read({outSlice}, view.address(r, v));
             value = vxm(tree, Opcode::Select, DType::I8, {cond, value, kept});
           }
@@ -438,9 +454,9 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
             value = tree.add(permute, {value, tree.read({p[0], p[1]}, pmaps.address(mapRow, 0))});
           }
           tree.nodes[0].inputs = {value};
-          int64_t after = std::max({ready, tableReady, gmaps.readyAt(mapRow, 0), pmaps.readyAt(mapRow, 0)});
+          int64_t after = std::max({ready, tableReady, gmap.readyAt(mapRow, 0), pmaps.readyAt(mapRow, 0)});
           if (chunked)
-            after = std::max(after, scratch[2].readyAt(n, 0));
+            after = std::max(after, chunkOf(b).readyAt(n, 0));
           auto placed = place(std::move(tree), after);
           if (!placed)
             return placed.takeError();
