@@ -111,9 +111,14 @@ llvm::Expected<PlacementGeometry> placementGeometry(const TensorPlacement &t,
     overflow |= d < 0 || d > limit;
   g.cols = g.storedShape.empty() ? 1 : g.storedShape.back();
   for (size_t i = 0; i + 1 < g.storedShape.size() && !overflow; ++i) {
-    g.rows *= g.storedShape[i];
-    overflow |= g.rows > limit;
+    // Checked before multiplying: 2^32 rows times 2^32 would pass 2^63.
+    int64_t d = g.storedShape[i];
+    overflow |= d != 0 && g.rows > limit / d;
+    g.rows *= overflow ? 1 : d;
   }
+  // rows * cols (a packed chunk's elements, a tensor's bytes) could still
+  // pass 2^63; 2^52 elements is far beyond any chip's SRAM.
+  overflow |= !overflow && g.cols > 0 && g.rows > (int64_t(1) << 52) / g.cols;
   if (overflow)
     return fail("has a shape too large for any chip");
   g.perRow = (g.cols + lanes - 1) / lanes;
@@ -257,6 +262,15 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
         if (!geometry)
           return error(tw + " " + llvm::toString(geometry.takeError()));
         int64_t rows = geometry->rows, cols = geometry->cols;
+        // Code addresses a packed row by its flat position modulo the lanes
+        // (row r starts at lane (r * C) % lanes whatever its chunk), which
+        // holds only when every chunk ends on a vector boundary.
+        if (t.layout == Layout::Packed && t.chunkRows != 0 &&
+            uint64_t(t.chunkRows) * uint64_t(cols) % chip.lanes != 0)
+          return error(tw + " is packed in chunks of " + llvm::Twine(t.chunkRows) + " rows of " +
+                       llvm::Twine(cols) + " elements, " +
+                       llvm::Twine(uint64_t(t.chunkRows) * uint64_t(cols)) +
+                       " a chunk: not a multiple of the " + llvm::Twine(chip.lanes) + " lanes");
         if (t.role == TensorRole::Constant &&
             t.data.size() != uint64_t(rows) * uint64_t(cols) * tensor::dtypeSize(t.dtype))
           return error(tw + " holds " + llvm::Twine(t.data.size()) + " bytes of data, its shape needs " +

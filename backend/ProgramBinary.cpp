@@ -252,9 +252,12 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
   hr.u32();
   uint64_t size = hr.u64();
   uint64_t hash = hr.u64();
-  if (version != kProgramFormatVersion)
-    return fail("format version " + llvm::Twine(version) + ", this lpurun reads version " +
-                llvm::Twine(kProgramFormatVersion) + " (recompile the program with this lpuc)");
+  if (version < kOldestProgramFormatVersion || version > kProgramFormatVersion)
+    return fail("format version " + llvm::Twine(version) + ", this lpurun reads versions " +
+                llvm::Twine(kOldestProgramFormatVersion) + " to " + llvm::Twine(kProgramFormatVersion) +
+                " (recompile the program with this lpuc)");
+  // The newest layout the file's version may name.
+  const uint8_t maxLayout = uint8_t(version >= 4 ? Layout::Packed : Layout::Rows);
   llvm::ArrayRef<uint8_t> payload = bytes.slice(kHeaderSize);
   if (payload.size() < size)
     return fail("truncated: the header promises " + llvm::Twine(size) + " bytes of payload, found " +
@@ -317,8 +320,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
           t.slices.push_back(r.u16());
         t.addr = r.u32();
         uint8_t layout = r.u8();
-        bad |= layout > uint8_t(Layout::Rows);
-        t.layout = Layout::Rows;
+        t.layout = layout <= maxLayout ? Layout(layout) : Layout::Rows;
         uint32_t permSize = r.count(1);
         for (uint32_t k = 0; k < permSize && !r.failed(); ++k)
           t.perm.push_back(r.u8());
@@ -327,7 +329,11 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         // (it needs the chip); what needs no chip is checked here.
         if (!r.failed() && placementProblem.empty()) {
           unsigned planes = streamWidth(t.dtype);
-          if (!isPermutation(t.perm, t.shape.size()))
+          if (layout > maxLayout)
+            placementProblem = "tensor '" + t.name + "': unknown layout " + std::to_string(layout) +
+                               " (format version " + std::to_string(version) + " has 0 = rows" +
+                               (maxLayout >= 1 ? ", 1 = packed)" : ")");
+          else if (!isPermutation(t.perm, t.shape.size()))
             placementProblem = "tensor '" + t.name + "': its perm is not a permutation of its " +
                                std::to_string(t.shape.size()) + " dimensions";
           else if (t.slices.empty() || t.slices.size() % planes != 0 ||

@@ -14,7 +14,11 @@
 
 namespace lpu::backend {
 
-inline constexpr uint32_t kProgramFormatVersion = 3;
+/// Version 4 added Layout::Packed (layout byte 1). The payload is otherwise
+/// version 3's, so a version 3 file (rows only) still reads; a version 3
+/// reader refuses a version 4 file by its header.
+inline constexpr uint32_t kProgramFormatVersion = 4;
+inline constexpr uint32_t kOldestProgramFormatVersion = 3;
 inline constexpr char kProgramMagic[8] = {'L', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
 
 std::string writeProgramBinary(const Program &program);

@@ -243,7 +243,7 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       if (!bucket || chip)
         return fail("'tensor' must come in a bucket before its first 'chip'");
       const char *usage = "expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A "
-                          "[layout rows] [perm P,..] [chunk ROWS] [data HEX]'";
+                          "[layout rows|packed] [perm P,..] [chunk ROWS] [data HEX]'";
       if (words.size() < 5 || words.size() % 2 == 0)
         return fail(usage);
       TensorPlacement t;
@@ -267,7 +267,7 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       if (!parseShape(words[4], t.shape))
         return fail("bad shape '" + words[4] + "'");
       // The rest are KEY VALUE pairs in this order; "layout rows" may be left
-      // out (rows is the default), and so may perm (as declared) and chunk
+      // out (rows is the default; packed is always written), and so may perm (as declared) and chunk
       // (one chunk). A constant ends with "data HEX" (its bytes).
       static const char *const keys[] = {"chip", "slices", "addr", "layout", "perm", "chunk", "data"};
       size_t next = 0;
@@ -287,8 +287,12 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
         case 1: ok = parseUIntList(v, t.slices); break;
         case 2: ok = parseNumber(v, t.addr); break;
         case 3:
-          if (v != "rows")
-            return fail("unknown layout '" + v + "' (expected rows)");
+          if (v == "rows")
+            t.layout = Layout::Rows;
+          else if (v == "packed")
+            t.layout = Layout::Packed;
+          else
+            return fail("unknown layout '" + v + "' (expected rows or packed)");
           break;
         case 4: {
           std::vector<uint16_t> perm;

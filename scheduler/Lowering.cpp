@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <limits>
 
 namespace lpu::scheduler {
@@ -37,6 +38,19 @@ int64_t TensorView::chunkRows() const {
 }
 
 int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
+  if (storage->packed) {
+    // The stored vectors the segment covers, numbered by flat element
+    // (chunks end on vectors).
+    const int64_t lanes = storage->lanes;
+    int64_t flat = storageRow(row) * cols + vec * lanes;
+    int64_t first = flat / lanes;
+    int64_t last = std::min<int64_t>((flat + std::min(lanes, cols - vec * lanes) - 1) / lanes,
+                                     int64_t(storage->ready.size()) - 1);
+    int64_t ready = 0;
+    for (int64_t v = first; v <= last; ++v)
+      ready = std::max(ready, storage->ready[size_t(v)]);
+    return ready;
+  }
   return storage->ready[size_t(storageRow(row) * vecsPerRow + vec)];
 }
 
@@ -56,29 +70,52 @@ TensorView::PackedSegment TensorView::segment(int64_t row, int64_t vec, unsigned
 
 llvm::Expected<std::shared_ptr<Storage>>
 LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
-                                 int64_t align, const SramAllocator::Accept &accept) {
-  const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors;
+                                 int64_t align, const SramAllocator::Accept &accept, bool packed) {
+  const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors, lanes = chip_.lanes;
   const unsigned width = tensor::dtypeSize(dtype);
+  // Packed chunks start on a vector: their rows are a multiple of `unit`
+  // (lanes / gcd(cols, lanes)), so that a row starts at lane (row * cols) %
+  // lanes in every chunk. A tensor whose rows that makes impossible (a
+  // unit of rows longer than a slice while it needs chunks) keeps rows.
+  const int64_t unit = lanes / std::gcd(cols, lanes);
+  const int64_t rowsPerSliceRows = vpr > 0 ? slice / vpr : 0;
+  if (packed && rows * cols > slice * lanes && unit * cols > slice * lanes)
+    packed = false;
+  if (packed && cols % lanes == 0)
+    packed = false; // no padding to save: rows is the same bytes, simpler reads
+  const int64_t rowsPerSlice = packed ? slice * lanes / cols : rowsPerSliceRows;
+  auto vectorsOf = [&](int64_t chunkRows) {
+    return packed ? (chunkRows * cols + lanes - 1) / lanes : chunkRows * vpr;
+  };
+  if (packed)
+    align = std::lcm(std::max<int64_t>(align, 1), unit);
   // `want` chunks of nearly equal rows (so that each leaves room in its
   // slices), a whole number of `align` rows each when that fits a slice.
   int64_t chunkRows = 0, chunks = 1;
+  // Packed chunks never go below `unit` (an `align` longer than a slice is
+  // dropped to it; rows keep their old rule).
+  const int64_t minAlign = packed ? unit : 1;
   auto split = [&](int64_t want) {
+    const int64_t a = packed && align > rowsPerSlice ? minAlign : std::max<int64_t>(align, 1);
     chunkRows = (rows + want - 1) / want;
-    if (align > 1 && align * vpr <= slice)
-      chunkRows = (chunkRows + align - 1) / align * align;
-    if (chunkRows * vpr > slice)
-      chunkRows = std::max<int64_t>(1, slice / vpr / std::max<int64_t>(align, 1) * std::max<int64_t>(align, 1));
+    if (a > 1 && a <= rowsPerSlice)
+      chunkRows = (chunkRows + a - 1) / a * a;
+    if (chunkRows > rowsPerSlice)
+      chunkRows = std::max<int64_t>(1, rowsPerSlice / a * a);
+    if (packed && chunkRows > rows)
+      chunkRows = rows; // one chunk: its vectors, not those of `a` rows
     chunks = (rows + chunkRows - 1) / chunkRows;
   };
   // The fewest chunks that fit a slice. A single row longer than a slice
   // cannot be chunked: the allocator says so.
-  split(vpr > slice ? 1 : (rows + slice / vpr - 1) / (slice / vpr));
-  if (vpr > slice)
+  const bool rowTooLong = rowsPerSlice == 0;
+  split(rowTooLong ? 1 : (rows + rowsPerSlice - 1) / rowsPerSlice);
+  if (rowTooLong)
     chunkRows = rows, chunks = 1;
   // Past a hemisphere's slices the allocator refuses; keep the count sane.
   chunks = std::min<int64_t>(chunks, int64_t(1) << 30);
-  auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(chunkRows * vpr, UINT32_MAX)), owner,
-                              unsigned(chunks), accept);
+  auto block = sram_.allocate(width, uint32_t(std::min<int64_t>(vectorsOf(chunkRows), UINT32_MAX)),
+                              owner, unsigned(chunks), accept);
   // No slice group has that much room at once: SRAM may still have it in
   // pieces, at the same addresses of more slice groups. Cut the tensor into
   // more, shorter chunks until it fits (the first error stands if none does).
@@ -86,17 +123,18 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   // alignment is dropped (it only lets a gather read an id's rows from one
   // chunk, and a gather refuses a table whose chunks split them), since
   // with `align` rows close to a slice no shorter chunk would be tried.
+  // Packed chunks keep their `unit` of rows.
   const int64_t groups = chip_.memSlices / 2 / width;
-  const bool aligned = align > 1;
-  for (int pass = 0; pass < (aligned ? 2 : 1) && !block && vpr <= slice; ++pass) {
+  const bool aligned = align > minAlign;
+  for (int pass = 0; pass < (aligned ? 2 : 1) && !block && !rowTooLong; ++pass) {
     if (pass == 1)
-      align = 1;
+      align = minAlign;
     for (int64_t want = pass == 1 ? 2 : chunks + 1; !block && want <= std::min(groups, rows); ++want) {
       int64_t before = chunkRows;
       split(want);
       if (chunkRows == before)
         continue;
-      auto retry = sram_.allocate(width, uint32_t(chunkRows * vpr), owner, unsigned(chunks), accept);
+      auto retry = sram_.allocate(width, uint32_t(vectorsOf(chunkRows)), owner, unsigned(chunks), accept);
       if (retry) {
         llvm::consumeError(block.takeError());
         block = std::move(retry);
@@ -113,10 +151,15 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   storage->block = *block;
   storage->vecsPerRow = vpr;
   storage->chunkRows = chunkRows;
+  storage->packed = packed;
+  storage->lanes = lanes;
   for (int64_t j = 0; j < chunks; ++j)
     storage->chunkSlices.emplace_back(block->slices.begin() + j * width,
                                       block->slices.begin() + (j + 1) * width);
-  storage->ready.assign(size_t(rows * vpr), std::numeric_limits<int64_t>::max() / 4);
+  // Packed: every chunk but the last holds chunkRows * cols / lanes
+  // vectors exactly, so the stored vectors are numbered by flat element.
+  const int64_t stored = packed ? (rows * cols + lanes - 1) / lanes : rows * vpr;
+  storage->ready.assign(size_t(stored), std::numeric_limits<int64_t>::max() / 4);
   return storage;
 }
 

@@ -50,7 +50,8 @@ struct TensorView {
   /// View rows per chunk when the view's rows are whole rows of the chunks
   /// (0 for an unchunked value).
   int64_t chunkRows() const;
-  /// The first cycle a read of this vector may issue in (its write landed).
+  /// The first cycle a read of this vector may issue in (its write landed);
+  /// for packed storage, of every stored vector segment(row, vec) covers.
   int64_t readyAt(int64_t row, int64_t vec) const;
 
   /// Packed storage (Storage::packed, backend Layout::Packed): a chunk's
@@ -86,6 +87,7 @@ struct Storage {
   /// entry per stored vector). chunkRows * cols is a multiple of the lanes,
   /// so a row starts at lane (row * cols) % lanes in every chunk.
   bool packed = false;
+  int64_t lanes = 0;          // the chip's (packed storage's geometry)
   int64_t lastRead = 0;       // the last cycle any lowering read it
 };
 
@@ -135,10 +137,13 @@ public:
   /// SRAM for [rows, cols] of `dtype`: one block, or chunks of rows when a
   /// byte plane is longer than a slice (chunk boundaries on multiples of
   /// `align` rows when a chunk holds that many: a gather's rows per id).
-  /// Its `ready` is all unwritten.
+  /// Its `ready` is all unwritten. `packed`: Layout::Packed when the rows
+  /// leave padding (cols % lanes != 0) and chunks can start on vectors
+  /// (chunk rows a multiple of lanes / gcd(cols, lanes)); else rows.
   llvm::Expected<std::shared_ptr<Storage>> allocateStorage(ir::DType dtype, int64_t rows, int64_t cols,
                                                            SramOwner owner, int64_t align = 1,
-                                                           const SramAllocator::Accept &accept = {});
+                                                           const SramAllocator::Accept &accept = {},
+                                                           bool packed = false);
   /// A view of all of `storage` as [rows, cols].
   static TensorView viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
                            int64_t cols);

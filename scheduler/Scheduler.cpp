@@ -1,5 +1,6 @@
 #include "scheduler/Scheduler.h"
 
+#include "scheduler/Error.h"
 #include "scheduler/LayoutAssignment.h"
 #include "scheduler/Lowering.h"
 
@@ -44,9 +45,35 @@ int64_t latencyOf(const ChipDescription &chip, const Instr &in) {
 
 } // namespace
 
-llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip,
-                                          const ScheduleOptions &options) {
-  (void)options; // packing: not yet
+/// Whether parameter `op` may be stored packed: its rows leave padding
+/// lanes, it is stored as declared, and its every use reads it through a
+/// lowering that understands packed storage (a matmul's weights, a
+/// gather's table); any other reader sees rows.
+bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringContext &ctx,
+              unsigned lanes) {
+  if (op.kind() != ir::OpKind::Param || layouts.order.count(&op) || layouts.relayout.count(&op))
+    return false;
+  auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+  (void)rows;
+  if (cols % lanes == 0)
+    return false;
+  auto users = ctx.users.find(&op);
+  if (users == ctx.users.end() || users->second.empty())
+    return false;
+  for (const ir::Op *user : users->second)
+    for (size_t i = 0; i < user->operands().size(); ++i) {
+      if (user->operand(i) != &op)
+        continue;
+      bool weights = user->kind() == ir::OpKind::Matmul && i == 1;
+      bool table = user->kind() == ir::OpKind::Gather && i == 0;
+      if (!weights && !table)
+        return false;
+    }
+  return true;
+}
+
+/// One attempt: `pack` stores every packable parameter packed.
+llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip, bool pack) {
   Schedule schedule;
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
@@ -111,17 +138,19 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   std::vector<TensorPlacement> inputs, params, consts, outputs;
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
     auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
-    int64_t vpr = ctx.vecsPerRow(cols);
     std::string what = std::string(ir::mnemonic(op.kind()));
     if (auto name = op.stringAttr(op.kind() == ir::OpKind::Param ? "path" : "name"))
       what += " '" + *name + "'";
     what += " " + op.type().str();
     const ir::Type stored = LoweringContext::storedType(op.type(), orderOf(op));
     int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
-    auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()}, align);
+    const bool packed = pack && storedRows == rows && packable(op, layouts, ctx, chip.lanes);
+    auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()},
+                                       align, {}, packed);
     if (!storage)
       return storage.takeError();
-    (*storage)->ready.assign(size_t(storedRows * vpr), 0);
+    // In SRAM before the run: every stored vector is ready at 0.
+    (*storage)->ready.assign((*storage)->ready.size(), 0);
     (*storage)->persistent = true;
     TensorView view = LoweringContext::viewOf(std::move(*storage), op.type().dtype, rows, cols);
     view.perm = orderOf(op);
@@ -140,6 +169,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     t.addr = view.storage->block.addr;
     t.perm = view.perm;
     t.chunkRows = uint32_t(view.chunkRows());
+    t.layout = view.packed() ? Layout::Packed : Layout::Rows;
     return t;
   };
 
@@ -322,6 +352,31 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
   bound(ctx.criticalPath, "critical path");
   return schedule;
+}
+
+llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip,
+                                          const ScheduleOptions &options) {
+  if (options.packing != ParamPacking::Auto)
+    return scheduleOnce(fn, chip, options.packing == ParamPacking::Always);
+  // Rows first: reading packed weights costs a second read and lane moves
+  // per vector that straddles two. Only a function that does not fit in
+  // SRAM that way is scheduled again with its parameters packed (then that
+  // attempt's error is the one reported).
+  auto rows = scheduleOnce(fn, chip, false);
+  if (rows)
+    return rows;
+  bool doesNotFit = false;
+  llvm::Error err = llvm::handleErrors(rows.takeError(), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
+    if (e->kind == ScheduleError::Kind::DoesNotFit) {
+      doesNotFit = true;
+      return llvm::Error::success();
+    }
+    return llvm::Error(std::move(e));
+  });
+  if (!doesNotFit)
+    return err;
+  llvm::consumeError(std::move(err));
+  return scheduleOnce(fn, chip, true);
 }
 
 namespace {

@@ -50,6 +50,30 @@ llvm::Expected<PlacementGeometry> Machine::geometry(const TensorPlacement &t) co
   return g;
 }
 
+namespace {
+/// Calls fn(chunk, address, first, count) for every SRAM vector `g` holds:
+/// its lanes 0..count-1 hold the stored (perm-ordered, C-order) elements
+/// first..first+count-1 and the rest are zero. Whole runs of elements, so
+/// that placing BERT's 23M-element table costs a copy, not a locate() each.
+template <typename Fn> void forEachVector(const PlacementGeometry &g, Fn fn) {
+  const int64_t lanes = g.lanes;
+  if (g.packed) {
+    // A chunk's elements are contiguous in the stored order, and so are its
+    // vectors: flat element f of chunk j is at addr + f / lanes.
+    for (int64_t j = 0; j < g.chunks; ++j) {
+      int64_t first = j * g.chunkRows * g.cols;
+      int64_t elements = std::min(g.chunkRows, g.rows - j * g.chunkRows) * g.cols;
+      for (int64_t v = 0; v < g.chunkVectors(j); ++v)
+        fn(j, uint32_t(g.addr + v), first + v * lanes, std::min(lanes, elements - v * lanes));
+    }
+    return;
+  }
+  for (int64_t r = 0; r < g.rows; ++r)
+    for (int64_t v = 0; v < g.perRow; ++v)
+      fn(g.chunkOf(r), g.address(r, v), r * g.cols + v * lanes, std::min(lanes, g.cols - v * lanes));
+}
+} // namespace
+
 llvm::Error Machine::writeTensor(const TensorPlacement &t, llvm::ArrayRef<uint8_t> bytes) {
   auto g = geometry(t);
   if (!g)
@@ -64,18 +88,15 @@ llvm::Error Machine::writeTensor(const TensorPlacement &t, llvm::ArrayRef<uint8_
   if (options_.timingOnly)
     return llvm::Error::success();
   std::vector<uint8_t> stored = permuteElements(bytes, bucket_.concreteShape(t), t.perm, w, false);
-  for (int64_t r = 0; r < g->rows; ++r)
-    for (int64_t v = 0; v < g->perRow; ++v) {
-      unsigned addr = g->address(r, v);
-      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g->cols - c0);
-      const uint8_t *src = stored.data() + (r * g->cols + c0) * w;
-      for (unsigned b = 0; b < w; ++b) {
-        uint8_t *dst = chip.sramVector(g->slice(t.slices, r, b), addr);
-        std::memset(dst, 0, chip_.lanes);
-        for (int64_t i = 0; i < n; ++i)
-          dst[i] = src[i * w + b];
-      }
+  forEachVector(*g, [&](int64_t chunk, uint32_t addr, int64_t first, int64_t count) {
+    const uint8_t *src = stored.data() + first * w;
+    for (unsigned b = 0; b < w; ++b) {
+      uint8_t *dst = chip.sramVector(t.slices[size_t(chunk) * w + b], addr);
+      std::memset(dst, 0, chip_.lanes);
+      for (int64_t i = 0; i < count; ++i)
+        dst[i] = src[i * w + b];
     }
+  });
   return llvm::Error::success();
 }
 
@@ -88,17 +109,14 @@ llvm::Expected<std::vector<uint8_t>> Machine::readTensor(const TensorPlacement &
   ChipSim &chip = *chips_[t.chip];
   if (options_.timingOnly)
     return stored;
-  for (int64_t r = 0; r < g->rows; ++r)
-    for (int64_t v = 0; v < g->perRow; ++v) {
-      unsigned addr = g->address(r, v);
-      int64_t c0 = v * chip_.lanes, n = std::min<int64_t>(chip_.lanes, g->cols - c0);
-      uint8_t *dst = stored.data() + (r * g->cols + c0) * w;
-      for (unsigned b = 0; b < w; ++b) {
-        const uint8_t *src = chip.sramVector(g->slice(t.slices, r, b), addr);
-        for (int64_t i = 0; i < n; ++i)
-          dst[i * w + b] = src[i];
-      }
+  forEachVector(*g, [&](int64_t chunk, uint32_t addr, int64_t first, int64_t count) {
+    uint8_t *dst = stored.data() + first * w;
+    for (unsigned b = 0; b < w; ++b) {
+      const uint8_t *src = chip.sramVector(t.slices[size_t(chunk) * w + b], addr);
+      for (int64_t i = 0; i < count; ++i)
+        dst[i * w + b] = src[i];
     }
+  });
   return permuteElements(stored, bucket_.concreteShape(t), t.perm, w, true);
 }
 
@@ -166,6 +184,11 @@ llvm::Error Machine::run() {
   for (auto &c : chips_)
     cycles_ = std::max(cycles_, c->stats().lastCycle + 1);
   return llvm::Error::success();
+}
+
+llvm::MutableArrayRef<uint8_t> Machine::sramVector(unsigned chip, unsigned slice, unsigned addr) {
+  uint8_t *v = chips_.at(chip)->sramVector(slice, addr); // none in timing-only runs
+  return v ? llvm::MutableArrayRef<uint8_t>(v, chip_.lanes) : llvm::MutableArrayRef<uint8_t>();
 }
 
 RunReport Machine::report() const {

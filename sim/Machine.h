@@ -42,7 +42,9 @@ public:
          const backend::Bucket &bucket, RunOptions options);
 
   /// Places a tensor's bytes (C order, the placement's concrete shape in
-  /// this bucket) into SRAM. A no-op for the data in timing-only runs.
+  /// this bucket) into SRAM, in its layout (rows or packed, through its perm
+  /// and chunks); lanes past a row's (packed: a chunk's) last element are
+  /// zero. A no-op for the data in timing-only runs.
   llvm::Error writeTensor(const backend::TensorPlacement &t, llvm::ArrayRef<uint8_t> bytes);
   /// Reads a placed tensor back (C order). Errors: a placement that does
   /// not fit this chip (which verifyProgram refuses first).
@@ -51,6 +53,10 @@ public:
   /// Runs to the end. A schedule violation is returned as an error naming
   /// the chip, unit, queue, instruction index and cycle.
   llvm::Error run();
+
+  /// The `lanes` bytes of one SRAM vector (to check where a placement put
+  /// its elements); empty in timing-only runs.
+  llvm::MutableArrayRef<uint8_t> sramVector(unsigned chip, unsigned slice, unsigned addr);
 
   RunReport report() const;
   /// Chrome / Perfetto trace JSON: a process per chip, a thread per queue,

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace lpu::scheduler {
 
@@ -217,6 +218,253 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   return llvm::Error::success();
 }
 
+/// A table stored packed (docs/scheduler.md, "Gather"): rows follow each
+/// other with no padding, so output vector v of (id t, row a) is the
+/// elements from flat u + 320 v on, where u = (t mod ids per chunk) * A * C
+/// + a * C is the row's start inside its chunk, and they start at lane
+/// o = u mod 320 (the same for every v). A gather whose map in lane s is
+/// floor(u / 320) + (s < o) (floor((u + 319 - s) / 320), one div) reads,
+/// at address `chunk + v`, in lane s the element that belongs in output
+/// lane (s - o) mod 320; an SXM permute with map (l + o) mod 320 (= (u + l)
+/// mod 320) puts it there, and 320 past the row's end zeroes the padding.
+/// Both maps are computed per (id, row) from the id in a first pass; the
+/// last vector's have their own (the padding, and the gather map clamped to
+/// the chunk: its lanes past the row's end would read one vector beyond it,
+/// past the slice for a chunk that ends there).
+llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const TensorView &table,
+                              const TensorView &ids, int64_t perId) {
+  const ChipDescription &chip = ctx.chip();
+  const int64_t lanes = chip.lanes;
+  const int64_t cols = table.cols, vpr = table.vecsPerRow;
+  const bool chunked = table.chunked();
+  const int64_t chunks = int64_t(table.storage->chunkSlices.size());
+  const int64_t idsPerChunk = chunked ? table.chunkRows() / perId : 0;
+  // Every chunk's slices hold a block of this many vectors at block.addr.
+  const int64_t blockVectors =
+      chunked ? table.chunkRows() * cols / lanes : (table.rows * cols + lanes - 1) / lanes;
+  if (blockVectors > 0xffff)
+    return unsupported(op, "a table chunk of more than 65535 vectors (the gather map is 16 bits)");
+  const int64_t lastValid = cols - (vpr - 1) * lanes;
+
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  const int64_t idCount = view.rows / perId;
+
+  // The first pass's constants, apart from the ids and each other (one
+  // tree reads several of them).
+  std::vector<uint16_t> avoid = ids.allSlices();
+  auto keep = [&](llvm::Expected<TensorView> v) -> llvm::Expected<TensorView> {
+    if (v)
+      avoid.insert(avoid.end(), v->allSlices().begin(), v->allSlices().end());
+    return v;
+  };
+  auto spread = keep(spreadMaps(op, ctx, ids));
+  if (!spread)
+    return spread.takeError();
+  auto splat = [&](int64_t value) {
+    std::vector<uint8_t> data(size_t(lanes) * 4);
+    int32_t v = int32_t(value);
+    for (int64_t i = 0; i < lanes; ++i)
+      std::memcpy(&data[size_t(i * 4)], &v, 4);
+    return keep(ctx.constant(op, DType::I32, 1, lanes, std::move(data), avoid));
+  };
+  // Per lane i32 rows: `rowBias` row 2a is a * C + 319 - s (the gather
+  // map's numerator), row 2a + 1 is a * C + l (the permute map's);
+  // `bounds` row 0 the last vector's highest map, row 1 0 in its valid
+  // lanes and 320 past them (a max with it gives 320 there).
+  auto lanesRows = [&](int64_t rows, auto value) {
+    std::vector<uint8_t> data(size_t(rows * lanes) * 4);
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t i = 0; i < lanes; ++i) {
+        int32_t v = int32_t(value(k, i));
+        std::memcpy(&data[size_t((k * lanes + i) * 4)], &v, 4);
+      }
+    return keep(ctx.constant(op, DType::I32, rows, lanes, std::move(data), avoid));
+  };
+  std::optional<TensorView> perChunk;
+  if (chunked) {
+    auto v = splat(idsPerChunk);
+    if (!v)
+      return v.takeError();
+    perChunk = std::move(*v);
+  }
+  auto rowScale = splat(perId * cols);
+  if (!rowScale)
+    return rowScale.takeError();
+  auto laneCount = splat(lanes);
+  if (!laneCount)
+    return laneCount.takeError();
+  auto rowBias = lanesRows(2 * perId, [&](int64_t k, int64_t i) {
+    return (k / 2) * cols + (k % 2 == 0 ? lanes - 1 - i : i);
+  });
+  if (!rowBias)
+    return rowBias.takeError();
+  auto bounds = lanesRows(2, [&](int64_t k, int64_t i) {
+    return k == 0 ? blockVectors - vpr : (i < lastValid ? 0 : lanes);
+  });
+  if (!bounds)
+    return bounds.takeError();
+
+  // Per output row r = n * A + a: gather maps (row 2r for vectors before
+  // the last, 2r + 1 for the last) and permute maps (likewise); per id its
+  // chunk. A second-pass tree reads one of each, a chunk index, the output
+  // and the table: in slices of their own.
+  std::vector<uint16_t> apart = table.allSlices();
+  apart.insert(apart.end(), view.allSlices().begin(), view.allSlices().end());
+  std::vector<TensorView> scratch;
+  for (int k = 0; k < (chunked ? 3 : 2); ++k) {
+    auto s = ctx.scratch(op, DType::I32, k < 2 ? 2 * idCount * perId : idCount, lanes, apart);
+    if (!s)
+      return s.takeError();
+    apart.insert(apart.end(), s->allSlices().begin(), s->allSlices().end());
+    scratch.push_back(std::move(*s));
+  }
+  const TensorView &gmaps = scratch[0], &pmaps = scratch[1];
+  std::optional<TensorView> chunkIndex;
+  if (chunked) {
+    std::vector<uint8_t> indexData(size_t(chunks * lanes));
+    for (int64_t j = 0; j < chunks; ++j)
+      std::fill_n(indexData.begin() + j * lanes, lanes, uint8_t(j));
+    auto v = ctx.constant(op, DType::I8, chunks, lanes, std::move(indexData), apart);
+    if (!v)
+      return v.takeError();
+    chunkIndex = std::move(*v);
+  }
+
+  // The critical path: the first id's longest first-pass tree, then its
+  // first vector's tree of every chunk in turn.
+  int64_t firstPass = 0, prev = 0;
+  std::vector<int64_t> chunkPath(size_t(chunks), -1);
+  auto place = [&](WorkTree tree, int64_t ready) -> llvm::Expected<Placement> {
+    std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+    if (!placed)
+      return cannotPlace(op);
+    prev = placed->firstCycle;
+    return *placed;
+  };
+  auto read = [](WorkTree &tree, const TensorView &v, int64_t row) {
+    return tree.read(v.slices(row), v.address(row, 0));
+  };
+  // A first-pass tree writes one of: a gather map, a permute map (of row
+  // a, for the vectors before the last or the last), the id's chunk.
+  enum Kind { GatherMap, PermuteMap, Chunk };
+  auto firstTree = [&](int64_t n, Kind kind, int64_t a, bool last) -> llvm::Error {
+    const TensorView &dest = kind == Chunk ? scratch[2] : kind == GatherMap ? gmaps : pmaps;
+    const int64_t row = kind == Chunk ? n : 2 * (n * perId + a) + (last ? 1 : 0);
+    WorkTree tree;
+    tree.write(dest.slices(row), dest.address(row, 0), -1);
+    int x = spreadId(tree, chip, ids, *spread, n);
+    if (kind == Chunk) {
+      x = vxm(tree, Opcode::Div, DType::I32, {x, read(tree, *perChunk, 0)});
+    } else {
+      if (chunked)
+        x = vxm(tree, Opcode::Rem, DType::I32, {x, read(tree, *perChunk, 0)});
+      x = vxm(tree, Opcode::Mul, DType::I32, {x, read(tree, *rowScale, 0)});
+      x = vxm(tree, Opcode::Add, DType::I32, {x, read(tree, *rowBias, 2 * a + (kind == GatherMap ? 0 : 1))});
+      x = vxm(tree, kind == GatherMap ? Opcode::Div : Opcode::Rem, DType::I32, {x, read(tree, *laneCount, 0)});
+      if (last)
+        x = vxm(tree, kind == GatherMap ? Opcode::Min : Opcode::Max, DType::I32,
+                {x, read(tree, *bounds, kind == GatherMap ? 0 : 1)});
+    }
+    tree.nodes[0].inputs = {x};
+    int64_t idRow = n / ids.cols, idVec = (n % ids.cols) / lanes;
+    int64_t ready = std::max(dest.storage->block.writableFrom, ids.readyAt(idRow, idVec));
+    auto placed = place(std::move(tree), ready);
+    if (!placed)
+      return placed.takeError();
+    if (n == 0)
+      firstPass = std::max(firstPass, placed->doneCycle - placed->firstCycle);
+    ctx.read(ids, placed->doneCycle);
+    ctx.written(dest, row, 0, placed->doneCycle - 1);
+    return llvm::Error::success();
+  };
+  for (int64_t n = 0; n < idCount; ++n) {
+    if (chunked)
+      if (llvm::Error e = firstTree(n, Chunk, 0, false))
+        return e;
+    for (int64_t a = 0; a < perId; ++a)
+      for (Kind kind : {GatherMap, PermuteMap})
+        for (bool last : {false, true})
+          if (last || vpr > 1)
+            if (llvm::Error e = firstTree(n, kind, a, last))
+              return e;
+  }
+
+  // Any table row may be read: wait for all of it.
+  int64_t tableReady = 0;
+  for (int64_t t : table.storage->ready)
+    tableReady = std::max(tableReady, t);
+  // Chunk by chunk (as for rows): chunk j's bytes where the id is in chunk
+  // j, over what the output vector holds; the last chunk's trees permute
+  // the result into place (the maps are the same for every chunk).
+  const size_t planes = tensor::dtypeSize(view.dtype);
+  std::vector<int64_t> planeReady(size_t(view.rows * vpr) * planes, view.storage->block.writableFrom);
+  for (int64_t j = 0; j < chunks; ++j) {
+    const std::vector<uint16_t> &tableSlices = table.storage->chunkSlices[size_t(j)];
+    prev = 0;
+    for (int64_t r = 0; r < view.rows; ++r)
+      for (int64_t v = 0; v < vpr; ++v) {
+        const int64_t n = r / perId, mapRow = 2 * r + (v == vpr - 1 ? 1 : 0);
+        int64_t done = 0;
+        for (size_t b = 0; b < planes; ++b) {
+          int64_t &ready = planeReady[size_t(r * vpr + v) * planes + b];
+          const uint16_t outSlice = view.slices(r)[b];
+          WorkTree tree;
+          tree.write({outSlice}, view.address(r, v), -1);
+          // The maps are i32; gather and permute take their low 16 bits.
+          const std::vector<uint16_t> &g = gmaps.slices(mapRow);
+          int offset = tree.read({g[0], g[1]}, gmaps.address(mapRow, 0));
+          Instr gather;
+          gather.op = Opcode::Gather;
+          gather.dtype = DType::I8; // one byte plane
+          gather.unit = tableSlices[b];
+          gather.addr = uint32_t(table.storage->block.addr + v);
+          int value = tree.add(gather, {offset, offset}); // the map is src1
+          if (j > 0) {
+            const TensorView &which = scratch[2];
+            int q = tree.read({which.slices(n)[0]}, which.address(n, 0));
+            int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, read(tree, *chunkIndex, j)});
+            int kept = tree.read({outSlice}, view.address(r, v));
+            value = vxm(tree, Opcode::Select, DType::I8, {cond, value, kept});
+          }
+          if (j == chunks - 1) {
+            const std::vector<uint16_t> &p = pmaps.slices(mapRow);
+            Instr permute;
+            permute.op = Opcode::Permute;
+            permute.dtype = DType::I8;
+            permute.unit = chip.isEastSlice(outSlice) ? 1 : 0;
+            value = tree.add(permute, {value, tree.read({p[0], p[1]}, pmaps.address(mapRow, 0))});
+          }
+          tree.nodes[0].inputs = {value};
+          int64_t after = std::max({ready, tableReady, gmaps.readyAt(mapRow, 0), pmaps.readyAt(mapRow, 0)});
+          if (chunked)
+            after = std::max(after, scratch[2].readyAt(n, 0));
+          auto placed = place(std::move(tree), after);
+          if (!placed)
+            return placed.takeError();
+          if (chunkPath[size_t(j)] < 0)
+            chunkPath[size_t(j)] = placed->doneCycle - placed->firstCycle;
+          ready = placed->doneCycle;
+          done = std::max(done, placed->doneCycle);
+          ctx.read(table, placed->doneCycle);
+          for (const TensorView &s : scratch)
+            ctx.read(s, placed->doneCycle);
+          ctx.read(view, placed->doneCycle);
+        }
+        if (j == chunks - 1)
+          ctx.written(view, r, v, done - 1);
+      }
+  }
+  for (int64_t length : chunkPath)
+    firstPass += std::max<int64_t>(length, 0);
+  ctx.notePath(op, firstPass);
+  for (const TensorView &s : scratch)
+    ctx.releaseScratch(s);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
@@ -238,6 +486,11 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
   const int64_t perId = table.rows / std::max<int64_t>(tableType.shape[0], 1);
   const int64_t vpr = table.vecsPerRow;
+  if (table.packed()) {
+    if (perId < 1 || (table.chunked() && table.chunkRows() % perId != 0))
+      return unsupported(op, "a packed table whose chunks split an id's rows");
+    return lowerPackedGather(op, ctx, table, ids, perId);
+  }
   if (table.chunked()) {
     if (table.chunkRows() % std::max<int64_t>(perId, 1) != 0 || table.vecsPerRow != table.storage->vecsPerRow)
       return unsupported(op, "a chunked table whose chunks split an id's rows");

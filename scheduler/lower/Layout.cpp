@@ -81,7 +81,10 @@ int64_t logicalIndex(int64_t stored, const Shape &shape, const std::vector<uint8
 /// form the op cannot have (the verifier should have caught it).
 class SourceMap {
 public:
-  explicit SourceMap(const ir::Op &op) : op_(op), out_(op.type().shape) {
+  /// `out`: the shape whose elements are looked up (a broadcast may be
+  /// assembled only up to a smaller shape, see moveLanes).
+  explicit SourceMap(const ir::Op &op) : SourceMap(op, op.type().shape) {}
+  SourceMap(const ir::Op &op, Shape out) : op_(op), out_(std::move(out)) {
     for (const ir::Op *operand : op.operands())
       in_.push_back(operand->type().shape);
   }
@@ -202,7 +205,12 @@ bool aliasesOperand(const ir::Op &op, unsigned lanes) {
   }
 }
 
-llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
+namespace {
+
+/// Every vector of `op`'s result seen as `type` (op.type(), or for a
+/// broadcast the shape it is assembled up to) from the lanes of its
+/// operands' vectors; the result becomes `op`'s view.
+llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const int64_t lanes = chip.lanes;
   std::vector<const TensorView *> ins;
@@ -220,13 +228,13 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
   auto order = ctx.storedOrder.find(&op);
   const std::vector<uint8_t> outPerm =
       order == ctx.storedOrder.end() ? std::vector<uint8_t>{} : order->second;
-  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), outPerm));
+  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(type, outPerm));
   const int64_t vpr = ctx.vecsPerRow(cols);
 
   // Pass 1: the pieces of every output vector and the distinct lane maps.
   std::map<std::vector<uint16_t>, int64_t> mapIndex;
   std::vector<std::vector<Piece>> pieces(size_t(rows * vpr));
-  SourceMap source(op);
+  SourceMap source(op, type.shape);
   const int64_t maxMaps = chip.memVectors; // one slice's depth
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t v = 0; v < vpr; ++v) {
@@ -234,7 +242,7 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
       std::map<std::tuple<int, int64_t, int64_t>, std::vector<uint16_t>> byVector;
       std::vector<std::tuple<int, int64_t, int64_t>> order;
       for (int64_t i = 0; i < valid; ++i) {
-        Source s = source(logicalIndex(r * cols + v * lanes + i, op.type().shape, outPerm));
+        Source s = source(logicalIndex(r * cols + v * lanes + i, type.shape, outPerm));
         const TensorView &in = *ins[size_t(s.operand)];
         // An operand stored in another order (channels-last) is read in it.
         int64_t flat = storedIndex(s.flat, op.operand(size_t(s.operand))->type().shape, in.perm);
@@ -280,7 +288,7 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
     maps = std::move(*view);
   }
 
-  auto out = ctx.define(&op);
+  auto out = ctx.define(&op, type);
   if (!out)
     return out.takeError();
   TensorView &view = **out;
@@ -342,6 +350,61 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
         ctx.notePath(op, p.doneCycle - p.firstCycle);
       first = false;
     }
+  return llvm::Error::success();
+}
+
+/// The shape a broadcast along the last axis is assembled up to: its
+/// operand's with the target's last dimension ([1, C, 1, 1] -> [N, C, H, W]
+/// gives [1, C, 1, W], one row per channel). The target's other rows repeat
+/// those rows (a view), so the lanes move once per distinct row instead of
+/// once per row of a tensor that may be far larger. Nullopt when that
+/// saves no rows, or when the result is stored in another order (its rows
+/// are not whole rows of the declared order).
+std::optional<ir::Type> laneFilled(const ir::Op &op, const LoweringContext &ctx) {
+  if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1 || ctx.storedOrder.count(&op))
+    return std::nullopt;
+  const Shape &to = op.type().shape, &from = op.operand(0)->type().shape;
+  if (to.empty() || from.empty() || from.size() > to.size())
+    return std::nullopt;
+  ir::Type filled = op.type();
+  filled.shape = from;
+  filled.shape.back() = to.back();
+  if (LoweringContext::rowsAndCols(filled).first >= LoweringContext::rowsAndCols(op.type()).first)
+    return std::nullopt;
+  return filled;
+}
+
+} // namespace
+
+llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
+  std::optional<ir::Type> filled = laneFilled(op, ctx);
+  if (!filled)
+    return assembleLanes(op, op.type(), ctx);
+  if (auto e = assembleLanes(op, *filled, ctx))
+    return e;
+  // Target row r reads the filled row of its indices along the operand's
+  // dimensions (0 where the operand's is 1), as a row-repeating broadcast.
+  const Shape &to = op.type().shape, &from = op.operand(0)->type().shape;
+  const size_t lead = to.size() - from.size();
+  TensorView view = ctx.view(&op);
+  auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+  view.rows = rows;
+  view.cols = cols;
+  view.rowMap.assign(size_t(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = r, filledRow = 0, stride = 1;
+    for (size_t d = to.size() - 1; d-- > 0;) {
+      int64_t idx = rest % to[d];
+      rest /= to[d];
+      if (d >= lead) {
+        int64_t fd = from[d - lead];
+        filledRow += (fd == 1 ? 0 : idx) * stride;
+        stride *= fd;
+      }
+    }
+    view.rowMap[size_t(r)] = filledRow;
+  }
+  ctx.setView(&op, std::move(view));
   return llvm::Error::success();
 }
 

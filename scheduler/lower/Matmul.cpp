@@ -104,6 +104,54 @@ int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned pla
   rotate.count = valid;
   return tree.add(rotate, {tree.add(shift, {value})});
 }
+/// Weight row `brow`'s vector `j` from packed storage (docs/scheduler.md,
+/// "Packed parameters"), as the rows layout holds it: its `valid` elements
+/// from lane 0, zeros past them (so the product's padding lanes are what
+/// they are with rows). The segment starts at lane L of one stored vector
+/// and may end in the next; SXM shifts and rotations on plane `p`'s side
+/// move the bits (they never change them), a VXM `or` joins two halves.
+int packedWeight(WorkTree &tree, const TensorView &B, int64_t brow, int64_t j, unsigned p,
+                 unsigned planes, unsigned lanes) {
+  const TensorView::PackedSegment seg = B.segment(brow, j, lanes);
+  const std::vector<uint16_t> &slices = B.slices(brow);
+  const unsigned W = lanes, L = seg.lane, V = seg.valid;
+  auto sxm = [&](Opcode op, unsigned count, int value) {
+    if (count % W == 0)
+      return value;
+    Instr in;
+    in.op = op;
+    in.dtype = DType::F16;
+    in.count = count % W;
+    in.unit = p >= planes / 2 ? 1 : 0;
+    return tree.add(in, {value});
+  };
+  // Lanes below L zeroed, then the segment rotated down to lane 0: a
+  // rotation puts lane L at 0, a shift by L zeros what came from below L
+  // (it shifts the kept lanes back up), a rotation brings them down again.
+  auto lowPart = [&](int value) {
+    if (L == 0)
+      return value;
+    return sxm(Opcode::Rotate, W - L, sxm(Opcode::Shift, L, sxm(Opcode::Rotate, W - L, value)));
+  };
+  int first = tree.read(slices, seg.addr);
+  if (!seg.straddles) {
+    int low = lowPart(first);
+    // Zeros past V: shifted to the top (lanes below fill with zeros), and
+    // rotated back.
+    if (V < W)
+      low = sxm(Opcode::Rotate, V, sxm(Opcode::Shift, W - V, low));
+    return low;
+  }
+  // Straddling: W - L elements from the first vector, b = V - (W - L) from
+  // the second's low lanes, which a shift puts at the top (zeros below)
+  // and a rotation by V puts after the first part (zeros past V).
+  const unsigned b = V - (W - L);
+  int high = sxm(Opcode::Rotate, V, sxm(Opcode::Shift, W - b, tree.read(slices, seg.addr + 1)));
+  Instr join;
+  join.op = Opcode::Or;
+  join.dtype = DType::I16; // bitwise: the f16 bits as they are
+  return tree.add(join, {lowPart(first), high});
+}
 } // namespace
 
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
@@ -124,6 +172,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     rowsA *= as[i];
   int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
   const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
+  // The policy packs only weights (scheduler/Scheduler.cpp, packable): A
+  // is read a row vector at a time as rows.
+  if (A.packed())
+    return unsupported(op, "a left operand stored packed");
   // Elementwise work on the result (a bias, an activation) runs in the
   // accumulator reads' trees, and its result is what gets written.
   const ir::Op *epilogue = epilogueRoot(op, ctx);
@@ -152,7 +204,8 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           for (int64_t r = 0; r < rowsK; ++r) {
             int64_t brow = b * K + t * dim + r;
             WorkTree tree = mxm.loadWeights(p);
-            tree.nodes[0].inputs = {tree.read(B.slices(brow), B.address(brow, j))};
+            tree.nodes[0].inputs = {B.packed() ? packedWeight(tree, B, brow, j, p, mxm.count(), chip.lanes)
+                                               : tree.read(B.slices(brow), B.address(brow, j))};
             std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
             if (!placed)
               return cannotPlace(op);

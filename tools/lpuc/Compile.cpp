@@ -32,7 +32,8 @@ double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescript
 std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
                                               const CheckOptions &options,
                                               const backend::ChipDescription &chip,
-                                              const EmitIROptions &passes) {
+                                              const EmitIROptions &passes,
+                                              const scheduler::ScheduleOptions &schedule) {
   auto lowered = lowerProgram(module, diags, options);
   if (!lowered || !verifyLowered(*lowered, diags))
     return std::nullopt;
@@ -40,7 +41,7 @@ std::optional<CompiledProgram> compileProgram(const ast::Module &module, Diagnos
     return std::nullopt;
   CompiledProgram out;
   std::vector<scheduler::Schedule> schedules;
-  auto program = scheduler::compileModule(*lowered, chip, &schedules);
+  auto program = scheduler::compileModule(*lowered, chip, &schedules, schedule);
   if (!program) {
     bool reported = false;
     llvm::handleAllErrors(

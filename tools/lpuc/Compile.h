@@ -10,6 +10,7 @@
 #include "frontend/Diagnostics.h"
 #include "frontend/Lower.h"
 #include "scheduler/Schedule.h"
+#include "scheduler/Scheduler.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -31,12 +32,14 @@ struct CompiledProgram {
 };
 
 /// Compiles `module` for `chip`, running the passes `passes` names (the
-/// default pipeline unless told otherwise); nullopt after reporting errors
-/// to `diags`.
+/// default pipeline unless told otherwise) and scheduling with `schedule`
+/// (which parameters are stored packed); nullopt after reporting errors to
+/// `diags`.
 std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
                                               const CheckOptions &options,
                                               const backend::ChipDescription &chip,
-                                              const EmitIROptions &passes = {});
+                                              const EmitIROptions &passes = {},
+                                              const scheduler::ScheduleOptions &schedule = {});
 
 /// `lpuc --report`: per entry and bucket, the predicted cycles and time,
 /// per-unit utilisation, SRAM use, and the lower bound with the ratio.

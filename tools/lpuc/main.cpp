@@ -57,6 +57,13 @@ int main(int argc, char **argv) {
       "--report", report,
       "print per entry and bucket the predicted cycles and time, per-unit utilisation, SRAM "
       "use and the lower bound, before anything runs");
+  std::string packParams = "auto";
+  app.add_option("--pack-params", packParams,
+                 "store a matmul's weights and a gather's table whose rows are not a whole "
+                 "number of vectors with no padding between rows: auto (only when the model "
+                 "does not fit in SRAM otherwise), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   EmitIROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
                "with --emit=ir: also parse the printed IR back and check it prints the same")
@@ -115,6 +122,10 @@ int main(int argc, char **argv) {
   }
   (void)statsFlag;
   (void)reportFlag;
+  scheduler::ScheduleOptions scheduleOptions;
+  scheduleOptions.packing = packParams == "always"  ? scheduler::ParamPacking::Always
+                            : packParams == "never" ? scheduler::ParamPacking::Never
+                                                    : scheduler::ParamPacking::Auto;
   bool compile = !outputFile.empty() || emit == "asm" || report;
   std::optional<backend::ChipDescription> chip;
   if (compile) {
@@ -203,7 +214,7 @@ int main(int argc, char **argv) {
     if (emit == "ir")
       emitIR(*module, diags, checkOptions, irOut, irOptions);
     else if (compile)
-      compiled = compileProgram(*module, diags, checkOptions, *chip, irOptions);
+      compiled = compileProgram(*module, diags, checkOptions, *chip, irOptions, scheduleOptions);
     else
       result = checkProgram(*module, diags, checkOptions);
   }

@@ -176,12 +176,12 @@ TEST(ProgramFile, BadTensorLines) {
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk x"), "t:5: bad chunk 'x'");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk 1 perm 1,0"),
             "t:5: unexpected 'perm' in a tensor line: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N "
-            "slices S,.. addr A [layout rows] [perm P,..] [chunk ROWS] [data HEX]'");
+            "slices S,.. addr A [layout rows|packed] [perm P,..] [chunk ROWS] [data HEX]'");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr"),
-            "t:5: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout rows] "
+            "t:5: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout rows|packed] "
             "[perm P,..] [chunk ROWS] [data HEX]'");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 layout cols"),
-            "t:5: unknown layout 'cols' (expected rows)");
+            "t:5: unknown layout 'cols' (expected rows or packed)");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 data 00"),
             "t:5: a const tensor, and only a const, ends with 'data HEX' (its bytes)");
 }
@@ -227,7 +227,7 @@ TEST(ProgramFile, ClearMessages) {
   std::string v = bin;
   v[8] = 9;
   EXPECT_EQ(errorOf(readProgramBinary(ref(v), "p.lpx")),
-            "p.lpx: not a valid program file: format version 9, this lpurun reads version 3 "
+            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 4 "
             "(recompile the program with this lpuc)");
   std::string c = bin;
   c.back() ^= 1;
@@ -245,15 +245,16 @@ TEST(ProgramFile, ClearMessages) {
 
 // Version 3 added a placement's perm and chunkRows to every tensor record;
 // a version 2 (or 1) file is refused by its header, with a clear message.
+// Version 4 added the packed layout and nothing else, so version 3 reads.
 TEST(ProgramFile, OlderVersionsAreRefused) {
-  EXPECT_EQ(kProgramFormatVersion, 3u);
+  EXPECT_EQ(kProgramFormatVersion, 4u);
   std::string bin = writeProgramBinary(sampleProgram(1));
-  EXPECT_EQ(bin[8], 3);
+  EXPECT_EQ(bin[8], 4);
   for (char old : {1, 2}) {
     bin[8] = old;
     auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
     std::string message = "old.lpx: not a valid program file: format version " + std::to_string(old) +
-                          ", this lpurun reads version 3 (recompile the program with this lpuc)";
+                          ", this lpurun reads versions 3 to 4 (recompile the program with this lpuc)";
     EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")), message);
     EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")), message);
   }

@@ -18,8 +18,14 @@ Tolerances (docs/scheduler.md gives each op's and says why):
   - softmax ("Softmax"): atol 1e-6, rtol 1e-4, ulps 1.
   - elementwise work, max/min, data movement: --exact.
 
+With --lpuc-flag F (repeatable) lpuc compiles with F. With --same-as F the
+source is also compiled with F in place of the --lpuc-flag flags and run
+on the same inputs and weights, and both programs' outputs must agree bit
+for bit (a layout change that only moves bits, such as --pack-params,
+against the default: the matmul's arithmetic order is the same on both).
+
 usage: run_and_compare.py LPU TMPDIR [--exact] [--atol A] [--rtol R] [--ulps U]
-                          [--f16-ulps U]
+                          [--f16-ulps U] [--lpuc-flag F]... [--same-as F]
                           ENTRY[@DIM=N...][:NAME=SHAPE[,NAME=SHAPE...]] ...
 SHAPE is dtype x dims, e.g. float16x4x320; @DIM=N names the bucket the
 inputs must select. tests/lit/e2e/Inputs/check_example.py drives the same
@@ -46,10 +52,10 @@ def run(cmd):
     return r.stdout
 
 
-def compile_program(src, tmp):
-    """Writes TMP/prog.lpx and returns (its path, lpuc's --report --json)."""
-    lpx = f"{tmp}/prog.lpx"
-    report = json.loads(run(["lpuc", src, "-o", lpx, "--report", "--json"]))
+def compile_program(src, tmp, flags=(), name="prog"):
+    """Writes TMP/NAME.lpx and returns (its path, lpuc's --report --json)."""
+    lpx = f"{tmp}/{name}.lpx"
+    report = json.loads(run(["lpuc", src, "-o", lpx, "--report", "--json"] + list(flags)))
     return lpx, report
 
 
@@ -99,9 +105,12 @@ def random_input(rng, dtype, dims, int_high=None):
     return rng.standard_normal(dims).astype(dtype)
 
 
-def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_high=None):
+def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_high=None,
+                    same_as=None):
     """Runs each spec on both sides and checks outputs and cycles; prints
-    `ENTRY (DIMS): bit-exact|within tolerance, N cycles as predicted`."""
+    `ENTRY (DIMS): bit-exact|within tolerance, N cycles as predicted`.
+    same_as: another program (its path) whose outputs on the same inputs
+    must equal the simulator's bit for bit (`, bit-exact as the other`)."""
     tol = tol or MATMUL_TOLERANCE
     rng = np.random.default_rng(SEED)
     for spec in specs:
@@ -130,17 +139,31 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
                      f"lpuc predicted {bucket[0]['cycles']}")
         how = compare(f"{entry} ({dims})", np.load(f"{tmp}/{entry}_sim.npy"),
                       np.load(f"{tmp}/{entry}_ref.npy"), exact, tol)
+        if same_as:
+            run(["lpurun", same_as, "--entry", entry, "--random-weights", WEIGHTS_SEED,
+                 f"--output=out={tmp}/{entry}_other.npy"] + flags)
+            compare(f"{entry} ({dims}) against the other program",
+                    np.load(f"{tmp}/{entry}_sim.npy"), np.load(f"{tmp}/{entry}_other.npy"),
+                    True, tol)
+            how += ", bit-exact as the other"
         print(f"{entry} ({dims}): {how}, {cycles} cycles as predicted", flush=True)
 
 
-def parse_tolerance(args):
+def parse_tolerance(args, lpuc_flags=None):
     """Takes --exact and the tolerance flags out of args: (exact, tolerance,
-    the other arguments in order)."""
+    the other arguments in order). With `lpuc_flags` (a dict), --lpuc-flag
+    and --same-as too, into its "flags" (a list) and "same_as"."""
     exact, given, rest = False, {}, []
     i = 0
     while i < len(args):
         if args[i] == "--exact":
             exact = True
+        elif lpuc_flags is not None and args[i] == "--lpuc-flag":
+            lpuc_flags.setdefault("flags", []).append(args[i + 1])
+            i += 1
+        elif lpuc_flags is not None and args[i] == "--same-as":
+            lpuc_flags["same_as"] = args[i + 1]
+            i += 1
         elif args[i] in TOLERANCE_FLAGS:
             given[args[i][2:].replace("-", "_")] = float(args[i + 1])
             i += 1
@@ -154,9 +177,13 @@ def parse_tolerance(args):
 
 def main():
     src, tmp = sys.argv[1], sys.argv[2]
-    exact, tol, specs = parse_tolerance(sys.argv[3:])
-    lpx, predicted = compile_program(src, tmp)
-    run_and_compare(src, lpx, predicted, tmp, specs, exact, tol)
+    lpuc = {}
+    exact, tol, specs = parse_tolerance(sys.argv[3:], lpuc)
+    lpx, predicted = compile_program(src, tmp, lpuc.get("flags", []))
+    other = None
+    if "same_as" in lpuc:
+        other, _ = compile_program(src, tmp, [lpuc["same_as"]], "other")
+    run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, same_as=other)
 
 
 if __name__ == "__main__":
