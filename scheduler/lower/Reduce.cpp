@@ -253,31 +253,31 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       acc = b.add(vxm(combine, work), {acc, sums[k]});
     return acc;
   };
-  // Rows pipeline: each row's tree no earlier than the previous one's
-  // first cycle. A bundled tree that finds no cycle (at the VXM, the values
-  // of several bundles in one cycle can take every stream of a direction)
-  // falls back to a plain chain for the rest of the step.
-  auto runStep = [&](auto leavesOf, const std::vector<TensorView> &maps, bool last) -> llvm::Error {
+  // Rows pipeline: each row's tree of a step no earlier than the previous
+  // row's first cycle of that step. A bundled tree that finds no cycle (at
+  // the VXM, the values of several bundles in one cycle can take every
+  // stream of a direction) falls back to a plain chain for the rest of the
+  // step.
+  struct StepState {
     int64_t prev = 0;
     size_t bundleSize = size_t(kBundle);
+  };
+  auto placeRow = [&](int64_t r, const std::vector<Leaf> &leaves, const std::vector<TensorView> &maps,
+                      bool last, StepState &st) -> llvm::Error {
     const bool finishing = last && finish;
-    for (int64_t r = 0; r < in.rows; ++r) {
-      std::vector<Leaf> leaves = leavesOf(r);
-      for (;;) {
-        Builder b(ctx, finishing ? *finish->dest : *T, r, 0);
-        int value = step(b, leaves, maps, bundleSize);
-        if (finishing)
-          value = finish->value(b, value);
-        if (auto p = b.finish(value, prev)) {
-          prev = p->firstCycle;
-          break;
-        }
-        if (bundleSize == 1)
-          return cannotPlace(op);
-        bundleSize = 1;
+    for (;;) {
+      Builder b(ctx, finishing ? *finish->dest : *T, r, 0);
+      int value = step(b, leaves, maps, st.bundleSize);
+      if (finishing)
+        value = finish->value(b, value);
+      if (auto p = b.finish(value, st.prev)) {
+        st.prev = p->firstCycle;
+        return llvm::Error::success();
       }
+      if (st.bundleSize == 1)
+        return cannotPlace(op);
+      st.bundleSize = 1;
     }
-    return llvm::Error::success();
   };
   auto firstLeaves = [&](int64_t r) {
     std::vector<Leaf> leaves;
@@ -297,19 +297,32 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     }
     return leaves;
   };
-  if (auto e = runStep(firstLeaves, *maps1, !s))
-    return e;
-  if (s) {
-    // Second step, in place: a row's tree reads its partial before writing.
-    auto secondLeaves = [&](int64_t r) {
-      std::vector<Leaf> leaves;
-      for (unsigned j = 0; j < s; ++j)
-        leaves.push_back({&*T, r, 0, j});
-      return leaves;
-    };
-    if (auto e = runStep(secondLeaves, maps2, true))
+  // The second step works in place: a row's tree reads its partial before
+  // writing.
+  auto secondLeaves = [&](int64_t r) {
+    std::vector<Leaf> leaves;
+    for (unsigned j = 0; j < s; ++j)
+      leaves.push_back({&*T, r, 0, j});
+    return leaves;
+  };
+  // The steps' trees are placed in about the order of the cycles they take:
+  // a row's second step once the first step's rows have gone past the cycle
+  // its partial is written in. Placed after every row's first step, the
+  // second would find the tables full until the first ends; placed right
+  // after its own row's first step, it would take the cycles the next rows'
+  // first steps need (their reads of the data come a few cycles apart).
+  StepState one, two;
+  int64_t next = 0; // the next row whose second step is to be placed
+  for (int64_t r = 0; r < in.rows; ++r) {
+    if (auto e = placeRow(r, firstLeaves(r), *maps1, !s, one))
       return e;
+    for (; s && next <= r && T->readyAt(next, 0) <= one.prev; ++next)
+      if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
+        return e;
   }
+  for (; s && next < in.rows; ++next)
+    if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
+      return e;
   return *T;
 }
 
