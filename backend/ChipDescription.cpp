@@ -50,6 +50,9 @@ llvm::Error lineError(llvm::StringRef buffer, unsigned line, const llvm::Twine &
 } // namespace
 
 ChipDescription::Timing ChipDescription::timingOf(Opcode op, DType type) const {
+  size_t at = size_t(op) * kTimingDTypes + size_t(type);
+  if (at < timingTable_.size())
+    return timingTable_[at];
   auto it = timing.find({op, int(type)});
   if (it != timing.end())
     return it->second;
@@ -87,6 +90,16 @@ std::string ChipDescription::print() const {
 }
 
 uint64_t ChipDescription::fingerprint() const { return llvm::xxHash64(print()); }
+
+void ChipDescription::indexTimings() {
+  static_assert(std::size(tensor::kAllDTypes) <= kTimingDTypes);
+  timingTable_.clear(); // timingOf() below reads the map
+  std::vector<Timing> table(kNumOpcodes * kTimingDTypes);
+  for (unsigned op = 0; op < kNumOpcodes; ++op)
+    for (DType type : tensor::kAllDTypes)
+      table[op * kTimingDTypes + size_t(type)] = timingOf(Opcode(op), type);
+  timingTable_ = std::move(table);
+}
 
 llvm::Expected<ChipDescription> parseChipDescription(llvm::StringRef text,
                                                      llvm::StringRef bufferName) {
@@ -196,6 +209,7 @@ llvm::Expected<ChipDescription> parseChipDescription(llvm::StringRef text,
                  " queues must be even (half per hemisphere)");
   if (chip.c2cLinks % 2)
     return bad("c2c_links must be even");
+  chip.indexTimings();
   return chip;
 }
 

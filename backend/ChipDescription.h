@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace lpu::backend {
 
@@ -46,6 +47,16 @@ struct ChipDescription {
   std::map<std::pair<Opcode, int>, Timing> timing; // dtype -1 is "*"
 
   Timing timingOf(Opcode op, DType type) const;
+  /// Resolves `timing` into a flat table that timingOf() reads (the
+  /// scheduler asks for every instruction it tries). The parser calls it;
+  /// whoever changes `timing` afterwards must call it again.
+  void indexTimings();
+
+private:
+  static constexpr size_t kTimingDTypes = 8; // more than DType's values
+  std::vector<Timing> timingTable_;          // [op * kTimingDTypes + dtype]
+
+public:
 
   // Layout along the east-west axis (one position per slice column):
   // MXM(W) SXM/C2C(W) MEM(W)... VXM MEM(E)... SXM/C2C(E) MXM(E).

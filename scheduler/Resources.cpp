@@ -30,7 +30,7 @@ Resources::Resources(const ChipDescription &chip) : chip_(chip) {
     queues_[u].resize(chip.queues[u]);
   reads_.resize(chip.memSlices);
   writes_.resize(chip.memSlices);
-  streams_.assign(2, std::vector<std::map<int64_t, Emission>>(chip.streamsPerDirection));
+  streams_.assign(2, std::vector<StreamUse>(chip.streamsPerDirection));
 }
 
 bool Resources::queueFree(UnitKind unit, unsigned index, int64_t cycle, unsigned issue) const {
@@ -60,27 +60,46 @@ void Resources::setPort(unsigned slice, bool write, int64_t cycle, bool busy) {
 bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
   if (seg.emitCycle < 0)
     return false;
-  const auto &emissions = streams_[seg.dir - 1][id];
+  const StreamUse &use = streams_[seg.dir - 1][id];
   // One write of a stream per cycle, anywhere on the chip.
-  if (emissions.count(seg.emitCycle))
+  if (use.emitted.count(seg.emitCycle))
     return false;
   // Another value on the same diagonal whose span [emit, last read]
   // overlaps this one's: the later emission shadows the earlier value.
-  int64_t span = chip_.width();
-  int64_t diag = seg.diagonal();
-  for (auto it = emissions.lower_bound(seg.emitCycle - span);
-       it != emissions.end() && it->first <= seg.lastCycle; ++it)
-    if (it->second.diagonal == diag && it->second.lastCycle >= seg.emitCycle)
+  // (Two values on one diagonal are emitted less than a chip's width of
+  // cycles apart, so that is as far back as an earlier one may be.)
+  auto on = use.byDiagonal.find(seg.diagonal());
+  if (on == use.byDiagonal.end())
+    return true;
+  const int64_t span = chip_.width();
+  for (const Emission &e : on->second)
+    if (e.emitCycle >= seg.emitCycle - span && e.emitCycle <= seg.lastCycle &&
+        e.lastCycle >= seg.emitCycle)
       return false;
   return true;
 }
 
 void Resources::reserveStream(unsigned id, const StreamSegment &seg) {
-  streams_[seg.dir - 1][id][seg.emitCycle] = Emission{seg.diagonal(), seg.lastCycle};
+  StreamUse &use = streams_[seg.dir - 1][id];
+  use.emitted.insert(seg.emitCycle);
+  use.byDiagonal[seg.diagonal()].push_back(Emission{seg.emitCycle, seg.lastCycle});
 }
 
 void Resources::releaseStream(unsigned id, const StreamSegment &seg) {
-  streams_[seg.dir - 1][id].erase(seg.emitCycle);
+  StreamUse &use = streams_[seg.dir - 1][id];
+  if (!use.emitted.erase(seg.emitCycle))
+    return;
+  auto on = use.byDiagonal.find(seg.diagonal());
+  if (on == use.byDiagonal.end())
+    return;
+  std::vector<Emission> &list = on->second;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].emitCycle == seg.emitCycle) {
+      list.erase(list.begin() + std::ptrdiff_t(i));
+      break;
+    }
+  if (list.empty())
+    use.byDiagonal.erase(on);
 }
 
 } // namespace lpu::scheduler

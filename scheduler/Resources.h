@@ -8,7 +8,8 @@
 #include "backend/Isa.h"
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace lpu::scheduler {
@@ -62,14 +63,21 @@ public:
 
 private:
   struct Emission {
-    int64_t diagonal;
+    int64_t emitCycle;
     int64_t lastCycle;
+  };
+  /// The values put on one stream: their emission cycles (one write per
+  /// cycle), and by diagonal, since only a value on the same diagonal can
+  /// shadow another (a handful per diagonal, where a scan of every value
+  /// emitted within a chip's width of cycles took a fifth of a compile).
+  struct StreamUse {
+    std::unordered_set<int64_t> emitted;
+    std::unordered_map<int64_t, std::vector<Emission>> byDiagonal;
   };
   const backend::ChipDescription &chip_;
   std::vector<std::vector<CycleSet>> queues_;   // [unit][index]
   std::vector<std::vector<uint8_t>> reads_, writes_; // [slice][cycle]: accesses
-  // [dir - 1][id]: emission cycle -> the segment put on the stream then.
-  std::vector<std::vector<std::map<int64_t, Emission>>> streams_;
+  std::vector<std::vector<StreamUse>> streams_; // [dir - 1][id]
 };
 
 } // namespace lpu::scheduler

@@ -56,3 +56,18 @@ TEST(ChipDescription, UnknownChipIsAnError) {
   ASSERT_FALSE(bool(chip));
   EXPECT_NE(llvm::toString(chip.takeError()).find("unknown chip 'nosuchchip'"), std::string::npos);
 }
+
+TEST(ChipDescription, TimingTableFollowsTheRowsAndTheirChanges) {
+  auto chip = parseChipDescription("name x\ntiming mm f16 7 4\ntiming mm * 3 1\ntiming add * 2 1\n", "t");
+  ASSERT_TRUE(bool(chip)) << llvm::toString(chip.takeError());
+  EXPECT_EQ(chip->timingOf(Opcode::MatMul, DType::F16).latency, 7u);
+  EXPECT_EQ(chip->timingOf(Opcode::MatMul, DType::F16).issue, 4u);
+  EXPECT_EQ(chip->timingOf(Opcode::MatMul, DType::I8).latency, 3u); // the "*" row
+  EXPECT_EQ(chip->timingOf(Opcode::Add, DType::F32).latency, 2u);
+  EXPECT_EQ(chip->timingOf(Opcode::Exp, DType::F32).latency, 1u); // no row: the default
+  // A changed row counts once the table is rebuilt.
+  chip->timing[{Opcode::Add, int(DType::F32)}] = ChipDescription::Timing{5, 2};
+  chip->indexTimings();
+  EXPECT_EQ(chip->timingOf(Opcode::Add, DType::F32).latency, 5u);
+  EXPECT_EQ(chip->timingOf(Opcode::Add, DType::I32).latency, 2u);
+}

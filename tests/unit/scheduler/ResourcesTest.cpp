@@ -94,4 +94,25 @@ TEST(Resources, ShadowingOnTheSameDiagonal) {
   EXPECT_TRUE(r.streamFree(3, StreamSegment{StreamRef::West, 14, 86, 16}));
 }
 
+TEST(Resources, ReleasingOneValueOfADiagonalKeepsTheOthers) {
+  auto c = chip();
+  Resources r(c);
+  // Two values on diagonal -8 of e0, one after the other.
+  StreamSegment a{StreamRef::East, 10, 2, 12}, b{StreamRef::East, 14, 6, 20};
+  r.reserveStream(0, a);
+  r.reserveStream(0, b);
+  StreamSegment overA{StreamRef::East, 11, 3, 11}, overB{StreamRef::East, 16, 8, 17};
+  EXPECT_FALSE(r.streamFree(0, overA));
+  EXPECT_FALSE(r.streamFree(0, overB));
+  r.releaseStream(0, a);
+  EXPECT_TRUE(r.streamFree(0, overA));
+  EXPECT_FALSE(r.streamFree(0, overB)); // b is still on the stream
+  // Releasing a value that was never reserved changes nothing.
+  r.releaseStream(0, StreamSegment{StreamRef::East, 30, 22, 31});
+  EXPECT_FALSE(r.streamFree(0, overB));
+  r.releaseStream(0, b);
+  EXPECT_TRUE(r.streamFree(0, overB));
+  EXPECT_TRUE(r.streamFree(0, b));
+}
+
 } // namespace
