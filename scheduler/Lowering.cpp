@@ -269,6 +269,17 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
   };
   for (int attempt = 0;; ++attempt) {
     auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+    if (!storage && !skipped.empty()) {
+      // The space off the avoided slices ran out while the held blocks
+      // took the rest: give them back and settle for one of them (the
+      // placer then serialises the reads that share a port).
+      llvm::consumeError(storage.takeError());
+      giveBack();
+      skipped.clear();
+      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+      if (storage)
+        return viewOf(std::move(*storage), dtype, rows, cols);
+    }
     if (!storage) {
       giveBack();
       return storage.takeError();

@@ -132,3 +132,38 @@ TEST(PackedStorage, SegmentsAndReadiness) {
 }
 
 } // namespace
+
+// A lowering's scratch keeps off the slices it is told to avoid while SRAM
+// has room elsewhere; when the only room left is on them, it settles for
+// one (the placer serialises the reads) instead of reporting that SRAM is
+// full: BERT-base's packed embedding gather ran into that.
+TEST(Scratch, SettlesForAnAvoidedSliceWhenNothingElseHasRoom) {
+  Fixture f;
+  ir::Function fn("f");
+  const ir::Op *op = fn.append(ir::OpKind::Input, ir::Type{ir::DType::F16, {10, 320}}, {});
+  // Every slice pair full; then the last block freed and all but ten
+  // vectors of it taken again: those ten, on its slices, are the only
+  // room left.
+  std::vector<SramBlock> full;
+  const unsigned pairs = f.chip.memSlices / 2;
+  for (unsigned k = 0; k < pairs; ++k) {
+    auto b = f.sram.allocate(2, f.chip.memVectors, {"filler", {}});
+    ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
+    full.push_back(*b);
+  }
+  f.sram.release(full.back().id, -1);
+  const std::vector<uint16_t> room = full.back().slices;
+  auto rest = f.sram.allocate(2, f.chip.memVectors - 10, {"filler", {}});
+  ASSERT_TRUE(bool(rest)) << llvm::toString(rest.takeError());
+  ASSERT_EQ(rest->slices, room);
+  auto s = f.ctx.scratch(*op, ir::DType::F16, 10, 320, room);
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_EQ(s->allSlices(), room);
+  // With room elsewhere it keeps off them.
+  f.ctx.releaseScratch(*s);
+  f.sram.release(full.front().id, -1);
+  f.sram.release(rest->id, -1);
+  auto apart = f.ctx.scratch(*op, ir::DType::F16, 10, 320, room);
+  ASSERT_TRUE(bool(apart)) << llvm::toString(apart.takeError());
+  EXPECT_NE(apart->allSlices(), room);
+}
