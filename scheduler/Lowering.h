@@ -266,6 +266,11 @@ bool laneSplat(const ir::Op &op, unsigned lanes);
 /// A broadcast [.., 1] -> [.., D <= lanes] of a laneSplat value: its rows
 /// are the operand's stored vectors as they are, a view.
 bool splatAcrossLanes(const ir::Op &op, unsigned lanes);
+/// The row of a broadcast's operand (shape `from`, its dimensions aligned
+/// to the end of `to`) that row `row` of the result (shape `to`) repeats:
+/// the row's indices, 0 along the dimensions the operand has as 1.
+int64_t broadcastSourceRow(const std::vector<int64_t> &to, const std::vector<int64_t> &from,
+                           int64_t row);
 /// Assembles every output vector of a layout op from the lanes of its
 /// operands' vectors (SXM distribute, VXM or): any data movement.
 llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx);

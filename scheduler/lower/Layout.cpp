@@ -385,25 +385,13 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
   // Target row r reads the filled row of its indices along the operand's
   // dimensions (0 where the operand's is 1), as a row-repeating broadcast.
   const Shape &to = op.type().shape, &from = op.operand(0)->type().shape;
-  const size_t lead = to.size() - from.size();
   TensorView view = ctx.view(&op);
   auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
   view.rows = rows;
   view.cols = cols;
   view.rowMap.assign(size_t(rows), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t rest = r, filledRow = 0, stride = 1;
-    for (size_t d = to.size() - 1; d-- > 0;) {
-      int64_t idx = rest % to[d];
-      rest /= to[d];
-      if (d >= lead) {
-        int64_t fd = from[d - lead];
-        filledRow += (fd == 1 ? 0 : idx) * stride;
-        stride *= fd;
-      }
-    }
-    view.rowMap[size_t(r)] = filledRow;
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    view.rowMap[size_t(r)] = broadcastSourceRow(to, from, r);
   ctx.setView(&op, std::move(view));
   return llvm::Error::success();
 }

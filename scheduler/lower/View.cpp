@@ -48,6 +48,23 @@ bool splatAcrossLanes(const ir::Op &op, unsigned lanes) {
          laneSplat(*op.operand(0), lanes);
 }
 
+int64_t broadcastSourceRow(const std::vector<int64_t> &to, const std::vector<int64_t> &from,
+                           int64_t row) {
+  // Unravel the row over the target's leading dims, map each onto the source.
+  const size_t lead = to.size() - from.size();
+  int64_t rest = row, srcRow = 0, stride = 1;
+  for (size_t d = to.size() - 1; d-- > 0;) {
+    int64_t idx = rest % to[d];
+    rest /= to[d];
+    if (d >= lead) {
+      int64_t fd = from[d - lead];
+      srcRow += (fd == 1 ? 0 : idx) * stride;
+      stride *= fd;
+    }
+  }
+  return srcRow;
+}
+
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &src = *op.operand(0);
   const TensorView &in = ctx.view(&src);
@@ -75,22 +92,9 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   const std::vector<int64_t> &to = op.type().shape, &from = src.type().shape;
   if (to.empty() || from.empty() || (to.back() != from.back() && !splatAcrossLanes(op, lanes)))
     return moveLanes(op, ctx); // along the last dimension (lower/Layout.cpp)
-  size_t lead = to.size() - from.size();
   std::vector<int64_t> map(static_cast<size_t>(rows), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    // Unravel r over the target's leading dims, map each onto the source.
-    int64_t rest = r, srcRow = 0, stride = 1;
-    for (size_t d = to.size() - 1; d-- > 0;) {
-      int64_t idx = rest % to[d];
-      rest /= to[d];
-      if (d >= lead) {
-        int64_t fd = from[d - lead];
-        srcRow += (fd == 1 ? 0 : idx) * stride;
-        stride *= fd;
-      }
-    }
-    map[size_t(r)] = in.storageRow(srcRow);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    map[size_t(r)] = in.storageRow(broadcastSourceRow(to, from, r));
   out.rowMap = std::move(map);
   ctx.setView(&op, std::move(out));
   ctx.notePath(op, 0);
