@@ -70,7 +70,8 @@ TensorView::PackedSegment TensorView::segment(int64_t row, int64_t vec, unsigned
 
 llvm::Expected<std::shared_ptr<Storage>>
 LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
-                                 int64_t align, const SramAllocator::Accept &accept, bool packed) {
+                                 int64_t align, const SramAllocator::Accept &accept, bool packed,
+                                 int64_t minChunks) {
   const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors, lanes = chip_.lanes;
   const unsigned width = tensor::dtypeSize(dtype);
   // Packed chunks start on a vector: their rows are a multiple of `unit`
@@ -109,7 +110,7 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   // The fewest chunks that fit a slice. A single row longer than a slice
   // cannot be chunked: the allocator says so.
   const bool rowTooLong = rowsPerSlice == 0;
-  split(rowTooLong ? 1 : (rows + rowsPerSlice - 1) / rowsPerSlice);
+  split(rowTooLong ? 1 : std::max((rows + rowsPerSlice - 1) / rowsPerSlice, minChunks));
   if (rowTooLong)
     chunkRows = rows, chunks = 1;
   // Past a hemisphere's slices the allocator refuses; keep the count sane.
@@ -252,7 +253,8 @@ void LoweringContext::read(const TensorView &view, int64_t cycle) {
 }
 
 llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType dtype, int64_t rows,
-                                                   int64_t cols, const std::vector<uint16_t> &avoid) {
+                                                   int64_t cols, const std::vector<uint16_t> &avoid,
+                                                   int64_t align) {
   std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
   auto shares = [&](const SramBlock &b) {
     for (uint16_t s : b.slices)
@@ -268,7 +270,7 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
       sram_.release(b.id, b.writableFrom - 1);
   };
   for (int attempt = 0;; ++attempt) {
-    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align);
     if (!storage && !skipped.empty()) {
       // The space off the avoided slices ran out while the held blocks
       // took the rest: give them back and settle for one of them (the
@@ -276,7 +278,7 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
       llvm::consumeError(storage.takeError());
       giveBack();
       skipped.clear();
-      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()});
+      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align);
       if (storage)
         return viewOf(std::move(*storage), dtype, rows, cols);
     }

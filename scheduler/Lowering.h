@@ -140,10 +140,12 @@ public:
   /// Its `ready` is all unwritten. `packed`: Layout::Packed when the rows
   /// leave padding (cols % lanes != 0) and chunks can start on vectors
   /// (chunk rows a multiple of lanes / gcd(cols, lanes)); else rows.
+  /// `minChunks`: cut it into at least that many chunks (when it has the
+  /// rows), as a stripe at one address across that many slice groups.
   llvm::Expected<std::shared_ptr<Storage>> allocateStorage(ir::DType dtype, int64_t rows, int64_t cols,
                                                            SramOwner owner, int64_t align = 1,
                                                            const SramAllocator::Accept &accept = {},
-                                                           bool packed = false);
+                                                           bool packed = false, int64_t minChunks = 1);
   /// A view of all of `storage` as [rows, cols].
   static TensorView viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
                            int64_t cols);
@@ -160,8 +162,10 @@ public:
   /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
   /// owned by `op`; give it back with releaseScratch() once placed.
   /// `avoid`: slices it should not share (read in the same trees as it).
+  /// `align`: chunk boundaries on multiples of that many rows (as
+  /// allocateStorage), for a lowering that reads runs of rows together.
   llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
-                                     const std::vector<uint16_t> &avoid = {});
+                                     const std::vector<uint16_t> &avoid = {}, int64_t align = 1);
   void releaseScratch(const TensorView &view);
   /// A constant [rows, cols] of `dtype` that `op`'s lowering needs (lane
   /// maps, masks, divisors, iota values), stored with the program (`data`:

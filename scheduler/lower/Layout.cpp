@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 
 namespace lpu::scheduler {
@@ -433,6 +434,15 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   for (size_t d = p + 1; d + 1 < n; ++d)
     strideP *= from[d];
   auto shiftOf = [&](int64_t r) { return (r / strideP) % from[p] % lanes; };
+  // D keeps the rows one output vector reads (one index along every other
+  // axis, all along p) next to each other: input row r is D row dRow(r).
+  // Each run of from[p] rows then stays in one chunk of a long D, and the
+  // gather's offsets stay small.
+  const int64_t run = from[p];
+  auto dRow = [&](int64_t r) {
+    int64_t hi = r / (run * strideP), k = r / strideP % run, lo = r % strideP;
+    return (hi * strideP + lo) * run + k;
+  };
 
   // Per output vector: its base row, the column it takes, and its maps.
   struct OutVector {
@@ -452,7 +462,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       for (int64_t k = 0; k < valid; ++k) {
         Source s = source(o * cols + v * lanes + k);
         int64_t r = s.flat / inCols;
-        int64_t offset = (r - base) * inVpr;
+        int64_t offset = (dRow(r) - dRow(base)) * inVpr;
         size_t lane = size_t((cc + shiftOf(r)) % lanes);
         if (s.flat % inCols != c || offset < 0 || offset > 0xffff || taken[lane])
           return std::nullopt;
@@ -472,10 +482,15 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
     const OutVector &w = work[size_t(o * outVpr + v)];
     return std::min(inRows - 1, w.base + (std::min(lanes, cols - v * lanes) - 1) * strideP);
   };
-  auto rotated = ctx.scratch(op, in.dtype, inRows, inCols);
+  auto rotated = ctx.scratch(op, in.dtype, inRows, inCols, {}, run);
   if (!rotated)
     return rotated.takeError();
   TensorView D = std::move(*rotated);
+  if (strideP > 1) {
+    D.rowMap.resize(size_t(inRows));
+    for (int64_t r = 0; r < inRows; ++r)
+      D.rowMap[size_t(r)] = dRow(r);
+  }
   // A gather reads one slice: the rows of each output vector must lie in
   // one chunk of D (a D longer than a slice is cut into chunks of rows).
   for (int64_t o = 0; o < rows; ++o)
