@@ -68,6 +68,10 @@ public:
     return n;
   }
   int add(backend::Instr in, std::vector<int> inputs) { return tree.add(in, std::move(inputs)); }
+  /// Views an epilogue built into the tree reads (marked read once placed).
+  void alsoReads(const std::vector<const TensorView *> &views) {
+    reads_.insert(reads_.end(), views.begin(), views.end());
+  }
   /// Places the tree with `value` as what is written; nullopt: no cycle.
   std::optional<Placement> finish(int value, int64_t lowerBound) {
     if (tree.nodes[size_t(value)].instr.op == backend::Opcode::Read)

@@ -2,6 +2,9 @@
 // row's max (acrossLanes, left in every lane), e = exp(x - max) into f32
 // scratch, the row's sum of e (acrossLanes), then e / sum rounded once to
 // the result type. Only the sum's order differs from the reference's.
+// Elementwise work on the result (the cast back to f16 in attention) runs
+// in the last pass's trees, and e overwrites an f32 input that dies here:
+// attention's scores then take one f32 copy in SRAM instead of three.
 #include "scheduler/lower/Reduce.h"
 
 namespace lpu::scheduler {
@@ -24,7 +27,16 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   auto M = acrossLanes(op, ctx, in, Combine::Max, DType::F32);
   if (!M)
     return M.takeError();
-  auto E = ctx.scratch(op, DType::F32, in.rows, in.cols);
+  // In place: each e vector is written after the max of its row, which
+  // read the input vector it replaces, so nothing reads the old value
+  // later. Only when nothing else reads the input's storage.
+  auto users = ctx.users.find(&src);
+  const bool inPlace = inType == DType::F32 && in.rowMap.empty() && !in.packed() &&
+                       !in.storage->persistent && in.storage.use_count() == 1 &&
+                       !ctx.returned.count(&src) && users != ctx.users.end() &&
+                       users->second.size() == 1;
+  llvm::Expected<TensorView> E = inPlace ? llvm::Expected<TensorView>(in)
+                                         : ctx.scratch(op, DType::F32, in.rows, in.cols);
   if (!E)
     return E.takeError();
   int64_t prev = 0;
@@ -44,7 +56,8 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   auto S = acrossLanes(op, ctx, *E, Combine::Sum, DType::F32);
   if (!S)
     return S.takeError();
-  auto out = ctx.define(&op);
+  const ir::Op *epilogue = epilogueRoot(op, ctx);
+  auto out = ctx.define(epilogue ? epilogue : &op);
   if (!out)
     return out.takeError();
   TensorView &view = **out;
@@ -55,14 +68,22 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
       int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r, 0, *E)});
       if (outType != DType::F32)
         q = b.add(vxm(Opcode::Cvt, DType::F32, outType), {q});
+      if (epilogue) {
+        std::vector<const TensorView *> reads;
+        q = buildEpilogue(b.tree, *epilogue, op, q, r, v, ctx, reads);
+        b.alsoReads(reads);
+      }
       auto p = b.finish(q, prev);
       if (!p)
         return cannotPlace(op);
       prev = p->firstCycle;
     }
-  ctx.releaseScratch(*E);
+  if (!inPlace)
+    ctx.releaseScratch(*E);
   ctx.releaseScratch(*S);
   ctx.notePath(op, 0);
+  if (epilogue)
+    ctx.notePath(*epilogue, 0);
   return llvm::Error::success();
 }
 
