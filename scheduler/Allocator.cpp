@@ -3,6 +3,7 @@
 #include "scheduler/Error.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace lpu::scheduler {
 
@@ -56,15 +57,23 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
   };
   // Candidate addresses in `slices`: 0 and the end of every live block
   // (of every block when `accept` may refuse dead space, so that the space
-  // past it is tried too).
+  // past it is tried too); from the top, the top of the slice and the start
+  // of every such block less the block's length, highest first.
   auto startsIn = [&](const std::vector<uint16_t> &slices) {
-    std::vector<uint32_t> starts{0};
+    std::vector<uint32_t> starts{fromTop ? chip_.memVectors - std::min(vectors, chip_.memVectors) : 0};
     for (uint16_t s : slices)
       for (int id : bySlice_[s])
-        if (accept || blocks_[id].freeAfter == std::numeric_limits<int64_t>::max())
-          starts.push_back(blocks_[id].block.addr + blocks_[id].block.vectors);
+        if (accept || blocks_[id].freeAfter == std::numeric_limits<int64_t>::max()) {
+          const SramBlock &b = blocks_[id].block;
+          if (!fromTop)
+            starts.push_back(b.addr + b.vectors);
+          else if (b.addr >= vectors)
+            starts.push_back(b.addr - vectors);
+        }
     std::sort(starts.begin(), starts.end());
     starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    if (fromTop)
+      std::reverse(starts.begin(), starts.end());
     return starts;
   };
   if (chunks <= 1) {
@@ -87,9 +96,15 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
   } else if (chunks <= groups && vectors <= chip_.memVectors) {
     // Chunks share one address range: in each hemisphere (the cursor's
     // first), the lowest address at which `chunks` groups are free, taken
-    // in cursor order so that successive tensors still spread.
-    for (unsigned h = 0; h < 2; ++h) {
-      unsigned hemi = (cursor_ + h) % 2;
+    // in cursor order so that successive tensors still spread. Balanced,
+    // the lower of the two hemispheres' (so that stripes fill both evenly).
+    struct Found {
+      uint32_t addr;
+      std::vector<uint16_t> slices;
+      int64_t writable;
+      unsigned next; // the cursor after it
+    };
+    auto lowestIn = [&](unsigned hemi) -> std::optional<Found> {
       std::vector<uint16_t> all;
       for (unsigned k = hemi; k < 2 * groups; k += 2)
         for (uint16_t s : groupSlices(k))
@@ -97,26 +112,35 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       for (uint32_t a : startsIn(all)) {
         if (uint64_t(a) + vectors > chip_.memVectors)
           break;
-        std::vector<uint16_t> slices;
-        int64_t writable = 0;
+        Found f{a, {}, 0, 0};
         unsigned found = 0;
         for (unsigned g = 0; g < 2 * groups && found < chunks; ++g) {
           unsigned k = (cursor_ + g) % (2 * groups);
           if (k % 2 != hemi)
             continue;
           std::vector<uint16_t> group = groupSlices(k);
-          int64_t w = writable;
+          int64_t w = f.writable;
           if (!isFree(group, a, vectors, w) || (accept && !accept(group, w)))
             continue;
-          writable = w;
-          slices.insert(slices.end(), group.begin(), group.end());
-          ++found;
-          if (found == chunks)
-            cursor_ = (k + 1) % (2 * groups);
+          f.writable = w;
+          f.slices.insert(f.slices.end(), group.begin(), group.end());
+          if (++found == chunks)
+            f.next = (k + 1) % (2 * groups);
         }
         if (found == chunks)
-          return take(std::move(slices), a, vectors, writable, std::move(owner));
+          return f;
       }
+      return std::nullopt;
+    };
+    std::optional<Found> best;
+    for (unsigned h = 0; h < 2 && !(best && !balance); ++h) {
+      std::optional<Found> f = lowestIn((cursor_ + h) % 2);
+      if (f && (!best || f->addr < best->addr))
+        best = std::move(f);
+    }
+    if (best) {
+      cursor_ = best->next;
+      return take(std::move(best->slices), best->addr, vectors, best->writable, std::move(owner));
     }
   }
   if (chunks > groups)

@@ -54,6 +54,14 @@ public:
   /// The most bytes live at once so far.
   uint64_t peakBytes() const { return peakBytes_; }
 
+  /// Chunked blocks go to the hemisphere where they sit lowest, not to the
+  /// cursor's first: stripes across a whole hemisphere then fill both
+  /// hemispheres evenly, leaving the same room atop each.
+  bool balance = false;
+  /// Blocks go as high in a slice as they fit, not as low: constants made
+  /// during the run then stay atop the room the run's tensors share.
+  bool fromTop = false;
+
 private:
   /// Whether [a, a + vectors) is free in `slices` (blocks freed earlier may
   /// be overwritten: `writable` is raised to the first cycle that may).

@@ -2,6 +2,8 @@
 
 #include "scheduler/Error.h"
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -235,7 +237,18 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
   // Rows per leading index stay in one chunk (a gather reads them together).
   int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
-  auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align);
+  // Striped, the alignment gives way when it is longer than a stripe's
+  // chunk (a gather reading the value refuses it then).
+  const int64_t stripe = stripeChunks(type.dtype, rows * vecsPerRow(cols));
+  if (stripe > 1 && align > (rows + stripe - 1) / stripe)
+    align = 1;
+  // Striped, what is too small to stripe goes atop the room left, out of
+  // the stripes' way.
+  const bool was = sram_.fromTop;
+  sram_.fromTop = striped && stripe == 1;
+  auto restore = llvm::make_scope_exit([&] { sram_.fromTop = was; });
+  auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align, {}, false,
+                                 stripe);
   if (!storage)
     return storage.takeError();
   (*storage)->persistent = persistentResult.count(op) > 0;
@@ -256,6 +269,9 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
                                                    int64_t cols, const std::vector<uint16_t> &avoid,
                                                    int64_t align) {
   std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
+  // Striped, into as many chunks as keep whole runs of `align` rows.
+  const int64_t stripe =
+      std::min(stripeChunks(dtype, rows * vecsPerRow(cols)), std::max<int64_t>(1, rows / std::max<int64_t>(align, 1)));
   auto shares = [&](const SramBlock &b) {
     for (uint16_t s : b.slices)
       if (std::find(avoid.begin(), avoid.end(), s) != avoid.end())
@@ -269,8 +285,11 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
     for (const SramBlock &b : skipped)
       sram_.release(b.id, b.writableFrom - 1);
   };
+  const bool was = sram_.fromTop;
+  sram_.fromTop = striped && stripe == 1;
+  auto restore = llvm::make_scope_exit([&] { sram_.fromTop = was; });
   for (int attempt = 0;; ++attempt) {
-    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align);
+    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align, {}, false, stripe);
     if (!storage && !skipped.empty()) {
       // The space off the avoided slices ran out while the held blocks
       // took the rest: give them back and settle for one of them (the
@@ -278,7 +297,7 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
       llvm::consumeError(storage.takeError());
       giveBack();
       skipped.clear();
-      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align);
+      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align, {}, false, stripe);
       if (storage)
         return viewOf(std::move(*storage), dtype, rows, cols);
     }
@@ -322,6 +341,11 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   // a lane map or divisor on a slice its data is read from in the same
   // cycle makes a tree no cycle fits.
   std::shared_ptr<Storage> storage;
+  // Striped, SRAM's free room is a thin layer atop the stripes: constants
+  // go to its top, out of the way of the run's tensors.
+  const bool was = sram_.fromTop;
+  sram_.fromTop = striped;
+  auto restore = llvm::make_scope_exit([&] { sram_.fromTop = was; });
   {
     auto got = allocateStorage(
         dtype, rows, cols, SramOwner{std::string(ir::mnemonic(op.kind())) + " constant", op.loc()}, 1,

@@ -159,6 +159,17 @@ public:
 
   std::vector<PlaneState> planes; // sized by the driver
 
+  /// The run's tensors are striped as the parameters are (SRAM nearly full
+  /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over
+  /// three quarters of a hemisphere's slice groups, so that each takes a
+  /// thin layer of the room left on top of the stripes (a quarter keeps
+  /// room for lane maps off their data's slices); small ones stay whole.
+  bool striped = false;
+  /// The chunks a tensor of `vectors` a plane is cut into at least.
+  int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
+    return striped && vectors >= 384 ? chip_.memSlices / 2 / tensor::dtypeSize(dtype) * 3 / 4 : 1;
+  }
+
   /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
   /// owned by `op`; give it back with releaseScratch() once placed.
   /// `avoid`: slices it should not share (read in the same trees as it).

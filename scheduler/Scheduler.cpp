@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -72,12 +74,21 @@ bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringC
   return true;
 }
 
-/// One attempt: `pack` stores every packable parameter packed.
-llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip, bool pack) {
+/// How an attempt stores the parameters, from the fastest to read to the
+/// one that fits the most: rows; packable parameters packed; packed and
+/// striped (below).
+enum class ParamStorage { Rows, Packed, Striped };
+
+/// One attempt with the parameters stored as `storage` says.
+/// `packedAny`: whether any parameter qualified for packing.
+llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip,
+                                      ParamStorage storage, bool &packedAny) {
+  const bool pack = storage != ParamStorage::Rows;
   Schedule schedule;
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
   LoweringContext ctx(chip, placer, sram);
+  ctx.striped = sram.balance = storage == ParamStorage::Striped;
   const LayoutAssignment layouts = assignLayouts(fn, chip);
   ctx.storedOrder = layouts.order;
   auto orderOf = [&](const ir::Op &op) {
@@ -135,6 +146,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   for (const auto &[root, at] : lastUse)
     releaseAfter[at].push_back(root);
 
+  std::vector<const ir::Op *> leaves;
+  for (const auto &owned : fn.ops())
+    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
+      leaves.push_back(owned.get());
   std::vector<TensorPlacement> inputs, params, consts, outputs;
   auto leafView = [&](const ir::Op &op, int64_t storedRows) -> llvm::Expected<TensorView> {
     auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), orderOf(op)));
@@ -145,8 +160,16 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     const ir::Type stored = LoweringContext::storedType(op.type(), orderOf(op));
     int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
     const bool packed = pack && storedRows == rows && packable(op, layouts, ctx, chip.lanes);
+    packedAny |= packed;
+    // Striped: a packed parameter is cut into a chunk per slice group of a
+    // hemisphere, at one address. Stripes stack with no room lost between
+    // them, where whole tensors leave a sliver atop most slices that no
+    // later tensor fits in (BERT-base: 0.44 of a [768, 768] weight per
+    // slice, over 4 MB in all, in SRAM that is 95% parameters).
+    const bool stripe = packed && storage == ParamStorage::Striped;
+    const int64_t chunks = stripe ? chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype) : 1;
     auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()},
-                                       align, {}, packed);
+                                       align, {}, packed, chunks);
     if (!storage)
       return storage.takeError();
     // In SRAM before the run: every stored vector is ready at 0.
@@ -178,12 +201,15 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   // (and written in it) held. Conv weights stored channels-last go first,
   // largest first, while whole slices are free: the biggest need most of a
   // slice group.
-  std::vector<const ir::Op *> leaves;
-  for (const auto &owned : fn.ops())
-    if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
-      leaves.push_back(owned.get());
   auto weight = [&](const ir::Op *op) { return orderOf(*op) == kConvWeightOrder; };
+  // Stripes go first: each needs every slice group of a hemisphere free
+  // at its address.
+  auto striped = [&](const ir::Op *op) {
+    return storage == ParamStorage::Striped && packable(*op, layouts, ctx, chip.lanes);
+  };
   std::stable_sort(leaves.begin(), leaves.end(), [&](const ir::Op *a, const ir::Op *b) {
+    if (striped(a) != striped(b))
+      return striped(a);
     if (weight(a) != weight(b))
       return weight(a);
     return weight(a) && a->type().numElements() > b->type().numElements();
@@ -356,27 +382,37 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
 
 llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip,
                                           const ScheduleOptions &options) {
-  if (options.packing != ParamPacking::Auto)
-    return scheduleOnce(fn, chip, options.packing == ParamPacking::Always);
   // Rows first: reading packed weights costs a second read and lane moves
   // per vector that straddles two. Only a function that does not fit in
-  // SRAM that way is scheduled again with its parameters packed (then that
-  // attempt's error is the one reported).
-  auto rows = scheduleOnce(fn, chip, false);
-  if (rows)
-    return rows;
-  bool doesNotFit = false;
-  llvm::Error err = llvm::handleErrors(rows.takeError(), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
-    if (e->kind == ScheduleError::Kind::DoesNotFit) {
-      doesNotFit = true;
-      return llvm::Error::success();
-    }
-    return llvm::Error(std::move(e));
-  });
-  if (!doesNotFit)
-    return err;
-  llvm::consumeError(std::move(err));
-  return scheduleOnce(fn, chip, true);
+  // SRAM that way is scheduled again with its parameters packed, and then
+  // striped; the last attempt's error is the one reported.
+  std::vector<ParamStorage> attempts;
+  switch (options.packing) {
+  case ParamPacking::Never: attempts = {ParamStorage::Rows}; break;
+  case ParamPacking::Always: attempts = {ParamStorage::Packed, ParamStorage::Striped}; break;
+  case ParamPacking::Striped: attempts = {ParamStorage::Striped}; break;
+  case ParamPacking::Auto:
+    attempts = {ParamStorage::Rows, ParamStorage::Packed, ParamStorage::Striped};
+    break;
+  }
+  for (size_t i = 0;; ++i) {
+    // An attempt that packs nothing fails as rows did: no further one.
+    bool packedAny = false;
+    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny);
+    if (schedule || i + 1 == attempts.size() || (attempts[i] == ParamStorage::Packed && !packedAny))
+      return schedule;
+    bool doesNotFit = false;
+    llvm::Error err = llvm::handleErrors(schedule.takeError(), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
+      if (e->kind == ScheduleError::Kind::DoesNotFit) {
+        doesNotFit = true;
+        return llvm::Error::success();
+      }
+      return llvm::Error(std::move(e));
+    });
+    if (!doesNotFit)
+      return err;
+    llvm::consumeError(std::move(err));
+  }
 }
 
 namespace {

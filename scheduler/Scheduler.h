@@ -17,9 +17,15 @@ namespace lpu::scheduler {
 /// matmul's weights or a gather's table and whose rows are not a whole
 /// number of vectors qualify; reading them costs a second read and a lane
 /// rotation per vector that straddles two.
+/// Past packing, striping: each packed parameter cut into a chunk per slice
+/// group of a hemisphere, and the run's larger tensors cut likewise
+/// (docs/scheduler.md, "Striped SRAM"), for a chip nearly full of
+/// parameters.
 enum class ParamPacking : uint8_t {
-  Auto,   // only when the function does not fit in SRAM with rows
-  Always, // every parameter that qualifies (tests)
+  Auto,    // packed only when the function does not fit with rows, then
+           // striped only when it does not fit packed
+  Always,  // every parameter that qualifies (then striped if that does not fit)
+  Striped, // packed and striped from the start (tests)
   Never,
 };
 

@@ -61,8 +61,9 @@ int main(int argc, char **argv) {
   app.add_option("--pack-params", packParams,
                  "store a matmul's weights and a gather's table whose rows are not a whole "
                  "number of vectors with no padding between rows: auto (only when the model "
-                 "does not fit in SRAM otherwise), always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
+                 "does not fit in SRAM otherwise, then striped if that does not fit either), always, "
+                 "striped (packed and cut across every slice of a hemisphere) or never")
+      ->check(CLI::IsMember({"auto", "always", "striped", "never"}))
       ->capture_default_str();
   EmitIROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
@@ -123,9 +124,10 @@ int main(int argc, char **argv) {
   (void)statsFlag;
   (void)reportFlag;
   scheduler::ScheduleOptions scheduleOptions;
-  scheduleOptions.packing = packParams == "always"  ? scheduler::ParamPacking::Always
-                            : packParams == "never" ? scheduler::ParamPacking::Never
-                                                    : scheduler::ParamPacking::Auto;
+  scheduleOptions.packing = packParams == "always"    ? scheduler::ParamPacking::Always
+                            : packParams == "striped" ? scheduler::ParamPacking::Striped
+                            : packParams == "never"   ? scheduler::ParamPacking::Never
+                                                      : scheduler::ParamPacking::Auto;
   bool compile = !outputFile.empty() || emit == "asm" || report;
   std::optional<backend::ChipDescription> chip;
   if (compile) {
