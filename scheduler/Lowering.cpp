@@ -146,6 +146,18 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
       }
     }
   }
+  // A stripe that finds no layer that wide: fewer, taller chunks.
+  const int64_t fewest = rowTooLong ? 1 : (rows + rowsPerSlice - 1) / rowsPerSlice;
+  for (int64_t want = minChunks - 1; !block && want >= std::max<int64_t>(fewest, 2); --want) {
+    split(want);
+    auto retry = sram_.allocate(width, uint32_t(vectorsOf(chunkRows)), owner, unsigned(chunks), accept);
+    if (retry) {
+      llvm::consumeError(block.takeError());
+      block = std::move(retry);
+    } else {
+      llvm::consumeError(retry.takeError());
+    }
+  }
   if (!block)
     return block.takeError();
   if (chunks == 1)
@@ -242,13 +254,8 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
   const int64_t stripe = stripeChunks(type.dtype, rows * vecsPerRow(cols));
   if (stripe > 1 && align > (rows + stripe - 1) / stripe)
     align = 1;
-  // Striped, what is too small to stripe goes atop the room left, out of
-  // the stripes' way.
-  const bool was = sram_.fromTop;
-  sram_.fromTop = striped && stripe == 1;
-  auto restore = llvm::make_scope_exit([&] { sram_.fromTop = was; });
-  auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align, {}, false,
-                                 stripe);
+  auto storage = allocateStorage(type.dtype, rows, cols, SramOwner{what, op->loc()}, align,
+                                 striped ? offMapSlices() : SramAllocator::Accept{}, false, stripe);
   if (!storage)
     return storage.takeError();
   (*storage)->persistent = persistentResult.count(op) > 0;
@@ -285,11 +292,9 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
     for (const SramBlock &b : skipped)
       sram_.release(b.id, b.writableFrom - 1);
   };
-  const bool was = sram_.fromTop;
-  sram_.fromTop = striped && stripe == 1;
-  auto restore = llvm::make_scope_exit([&] { sram_.fromTop = was; });
+  const SramAllocator::Accept offMaps = striped ? offMapSlices() : SramAllocator::Accept{};
   for (int attempt = 0;; ++attempt) {
-    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align, {}, false, stripe);
+    auto storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align, offMaps, false, stripe);
     if (!storage && !skipped.empty()) {
       // The space off the avoided slices ran out while the held blocks
       // took the rest: give them back and settle for one of them (the
@@ -297,7 +302,7 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
       llvm::consumeError(storage.takeError());
       giveBack();
       skipped.clear();
-      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align, {}, false, stripe);
+      storage = allocateStorage(dtype, rows, cols, SramOwner{what, op.loc()}, align, offMaps, false, stripe);
       if (storage)
         return viewOf(std::move(*storage), dtype, rows, cols);
     }
@@ -311,6 +316,16 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
     }
     skipped.push_back((*storage)->block);
   }
+}
+
+SramAllocator::Accept LoweringContext::offMapSlices() const {
+  const unsigned half = chip_.memSlices / 2;
+  return [half](const std::vector<uint16_t> &slices, int64_t) {
+    for (uint16_t s : slices)
+      if (s % half >= half - kMapSlices)
+        return false;
+    return true;
+  };
 }
 
 void LoweringContext::releaseScratch(const TensorView &view) {
@@ -329,9 +344,12 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   auto key = std::make_pair(std::string(tensor::dtypeName(dtype)) + "x" + std::to_string(rows) + "x" +
                                 std::to_string(cols),
                             data);
-  if (auto it = constantViews_.find(key);
-      it != constantViews_.end() && !sharesAvoided(it->second.allSlices()))
-    return it->second;
+  // Any copy made before that is off the avoided slices will do (each use
+  // may avoid other slices: its data's).
+  if (auto it = constantViews_.find(key); it != constantViews_.end())
+    for (const TensorView &copy : it->second)
+      if (!sharesAvoided(copy.allSlices()))
+        return copy;
   // A constant is loaded before the run starts: its space must be SRAM no
   // block written during the run has used (writableFrom 0), on no slice in
   // `avoid` (tensors read in the same cycles as it). Other space is skipped
@@ -392,7 +410,7 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   t.chunkRows = uint32_t(storage->chunkRows);
   t.data = std::move(data);
   constants.push_back(std::move(t));
-  constantViews_[key] = view;
+  constantViews_[key].push_back(view);
   return view;
 }
 

@@ -161,14 +161,19 @@ public:
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over
-  /// three quarters of a hemisphere's slice groups, so that each takes a
-  /// thin layer of the room left on top of the stripes (a quarter keeps
-  /// room for lane maps off their data's slices); small ones stay whole.
+  /// a hemisphere's slice groups but kMapSlices, so that each takes a thin
+  /// layer of the room left on top of the stripes; small ones stay whole.
   bool striped = false;
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
-    return striped && vectors >= 384 ? chip_.memSlices / 2 / tensor::dtypeSize(dtype) * 3 / 4 : 1;
+    return striped && vectors >= 64 ? (chip_.memSlices / 2 - kMapSlices) / tensor::dtypeSize(dtype) : 1;
   }
+  /// Striped, the last slices of each hemisphere are kept from the run's
+  /// tensors, for the lane maps and other constants that must sit near
+  /// their data but off its slices in space never written: two stripes
+  /// would otherwise cover a whole hemisphere between them.
+  static constexpr unsigned kMapSlices = 8;
+  SramAllocator::Accept offMapSlices() const;
 
   /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,
   /// owned by `op`; give it back with releaseScratch() once placed.
@@ -203,7 +208,7 @@ private:
   /// The instructions of `op`'s vector tree built inline (memoized).
   int64_t inlineNodes(const ir::Op *op) const;
   mutable std::map<const ir::Op *, int64_t> inlineNodes_;
-  std::map<std::pair<std::string, std::vector<uint8_t>>, TensorView> constantViews_;
+  std::map<std::pair<std::string, std::vector<uint8_t>>, std::vector<TensorView>> constantViews_;
 };
 
 using LoweringFn = llvm::Error (*)(const ir::Op &op, LoweringContext &ctx);

@@ -62,7 +62,7 @@ bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
     return false;
   const StreamUse &use = streams_[seg.dir - 1][id];
   // One write of a stream per cycle, anywhere on the chip.
-  if (use.emitted.count(seg.emitCycle))
+  if (use.emitted.test(seg.emitCycle))
     return false;
   // Another value on the same diagonal whose span [emit, last read]
   // overlaps this one's: the later emission shadows the earlier value.
@@ -81,18 +81,19 @@ bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
 
 void Resources::reserveStream(unsigned id, const StreamSegment &seg) {
   StreamUse &use = streams_[seg.dir - 1][id];
-  use.emitted.insert(seg.emitCycle);
+  use.emitted.set(seg.emitCycle, true);
   use.byDiagonal[seg.diagonal()].push_back(Emission{seg.emitCycle, seg.lastCycle});
 }
 
 void Resources::releaseStream(unsigned id, const StreamSegment &seg) {
   StreamUse &use = streams_[seg.dir - 1][id];
-  if (!use.emitted.erase(seg.emitCycle))
+  if (!use.emitted.test(seg.emitCycle))
     return;
+  use.emitted.set(seg.emitCycle, false);
   auto on = use.byDiagonal.find(seg.diagonal());
   if (on == use.byDiagonal.end())
     return;
-  std::vector<Emission> &list = on->second;
+  llvm::SmallVector<Emission, 2> &list = on->second;
   for (size_t i = 0; i < list.size(); ++i)
     if (list[i].emitCycle == seg.emitCycle) {
       list.erase(list.begin() + std::ptrdiff_t(i));

@@ -7,9 +7,10 @@
 #include "backend/ChipDescription.h"
 #include "backend/Isa.h"
 
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallVector.h>
+
 #include <cstdint>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace lpu::scheduler {
@@ -71,8 +72,8 @@ private:
   /// shadow another (a handful per diagonal, where a scan of every value
   /// emitted within a chip's width of cycles took a fifth of a compile).
   struct StreamUse {
-    std::unordered_set<int64_t> emitted;
-    std::unordered_map<int64_t, std::vector<Emission>> byDiagonal;
+    CycleSet emitted;
+    llvm::DenseMap<int64_t, llvm::SmallVector<Emission, 2>> byDiagonal;
   };
   const backend::ChipDescription &chip_;
   std::vector<std::vector<CycleSet>> queues_;   // [unit][index]

@@ -5,6 +5,7 @@
 // Elementwise work on the result (the cast back to f16 in attention) runs
 // in the last pass's trees, and e overwrites an f32 input that dies here:
 // attention's scores then take one f32 copy in SRAM instead of three.
+#include "scheduler/Error.h"
 #include "scheduler/lower/Reduce.h"
 
 namespace lpu::scheduler {
@@ -24,9 +25,47 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   if (!tensor::isFloat(inType))
     return unsupported(op);
   const TensorView &in = ctx.view(&src);
-  auto M = acrossLanes(op, ctx, in, Combine::Max, DType::F32);
-  if (!M)
-    return M.takeError();
+  // The rows of `v` from r0, n of them.
+  auto rowsOf = [](const TensorView &v, int64_t r0, int64_t n) {
+    if (r0 == 0 && n == v.rows)
+      return v;
+    TensorView sub = v;
+    sub.rows = n;
+    sub.rowMap.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i)
+      sub.rowMap[size_t(i)] = v.storageRow(r0 + i);
+    return sub;
+  };
+  // The maxima and the sums take an f32 vector per row of scratch each.
+  // When that does not fit for every row at once (SRAM nearly full of
+  // parameters), the rows go in blocks, halved until it fits: each block's
+  // scratch is given back before the next one's is taken (s reuses m's
+  // room). Nothing is placed before the first block's scratch is, so the
+  // halving is clean.
+  // The result first, so that the blocks' size allows for it.
+  const ir::Op *epilogue = epilogueRoot(op, ctx);
+  auto out = ctx.define(epilogue ? epilogue : &op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
+  int64_t blockRows = in.rows;
+  llvm::Expected<TensorView> firstM = acrossLanes(op, ctx, in, Combine::Max, DType::F32);
+  while (!firstM && blockRows > 1) {
+    bool doesNotFit = false;
+    llvm::Error err = llvm::handleErrors(firstM.takeError(), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
+      if (e->kind != ScheduleError::Kind::DoesNotFit)
+        return llvm::Error(std::move(e));
+      doesNotFit = true;
+      return llvm::Error::success();
+    });
+    if (!doesNotFit)
+      return err;
+    llvm::consumeError(std::move(err));
+    blockRows = (blockRows + 1) / 2;
+    firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32);
+  }
+  if (!firstM)
+    return firstM.takeError();
   // In place: each e vector is written after the max of its row, which
   // read the input vector it replaces, so nothing reads the old value
   // later. Only when nothing else reads the input's storage.
@@ -39,48 +78,48 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
                                          : ctx.scratch(op, DType::F32, in.rows, in.cols);
   if (!E)
     return E.takeError();
-  int64_t prev = 0;
-  for (int64_t r = 0; r < in.rows; ++r)
-    for (int64_t v = 0; v < in.vecsPerRow; ++v) {
-      Builder b(ctx, *E, r, v);
-      int x = b.read(in, r, v);
-      if (inType != DType::F32)
-        x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
-      int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.readBeside(*M, r, 0, in)});
-      auto p = b.finish(b.add(vxm(Opcode::Exp, DType::F32), {d}), prev);
-      if (!p)
-        return cannotPlace(op);
-      prev = p->firstCycle;
-    }
-  ctx.releaseScratch(*M);
-  auto S = acrossLanes(op, ctx, *E, Combine::Sum, DType::F32);
-  if (!S)
-    return S.takeError();
-  const ir::Op *epilogue = epilogueRoot(op, ctx);
-  auto out = ctx.define(epilogue ? epilogue : &op);
-  if (!out)
-    return out.takeError();
-  TensorView &view = **out;
-  prev = 0;
-  for (int64_t r = 0; r < in.rows; ++r)
-    for (int64_t v = 0; v < in.vecsPerRow; ++v) {
-      Builder b(ctx, view, r, v);
-      int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r, 0, *E)});
-      if (outType != DType::F32)
-        q = b.add(vxm(Opcode::Cvt, DType::F32, outType), {q});
-      if (epilogue) {
-        std::vector<const TensorView *> reads;
-        q = buildEpilogue(b.tree, *epilogue, op, q, r, v, ctx, reads);
-        b.alsoReads(reads);
+  int64_t prevE = 0, prevOut = 0;
+  for (int64_t r0 = 0; r0 < in.rows; r0 += blockRows) {
+    const int64_t n = std::min(blockRows, in.rows - r0);
+    auto M = r0 == 0 ? std::move(firstM) : acrossLanes(op, ctx, rowsOf(in, r0, n), Combine::Max, DType::F32);
+    if (!M)
+      return M.takeError();
+    for (int64_t r = r0; r < r0 + n; ++r)
+      for (int64_t v = 0; v < in.vecsPerRow; ++v) {
+        Builder b(ctx, *E, r, v);
+        int x = b.read(in, r, v);
+        if (inType != DType::F32)
+          x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
+        int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.readBeside(*M, r - r0, 0, in)});
+        auto p = b.finish(b.add(vxm(Opcode::Exp, DType::F32), {d}), prevE);
+        if (!p)
+          return cannotPlace(op);
+        prevE = p->firstCycle;
       }
-      auto p = b.finish(q, prev);
-      if (!p)
-        return cannotPlace(op);
-      prev = p->firstCycle;
-    }
+    ctx.releaseScratch(*M);
+    auto S = acrossLanes(op, ctx, rowsOf(*E, r0, n), Combine::Sum, DType::F32);
+    if (!S)
+      return S.takeError();
+    for (int64_t r = r0; r < r0 + n; ++r)
+      for (int64_t v = 0; v < in.vecsPerRow; ++v) {
+        Builder b(ctx, view, r, v);
+        int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r - r0, 0, *E)});
+        if (outType != DType::F32)
+          q = b.add(vxm(Opcode::Cvt, DType::F32, outType), {q});
+        if (epilogue) {
+          std::vector<const TensorView *> reads;
+          q = buildEpilogue(b.tree, *epilogue, op, q, r, v, ctx, reads);
+          b.alsoReads(reads);
+        }
+        auto p = b.finish(q, prevOut);
+        if (!p)
+          return cannotPlace(op);
+        prevOut = p->firstCycle;
+      }
+    ctx.releaseScratch(*S);
+  }
   if (!inPlace)
     ctx.releaseScratch(*E);
-  ctx.releaseScratch(*S);
   ctx.notePath(op, 0);
   if (epilogue)
     ctx.notePath(*epilogue, 0);

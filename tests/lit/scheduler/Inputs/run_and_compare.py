@@ -23,10 +23,12 @@ source is also compiled with F in place of the --lpuc-flag flags and run
 on the same inputs and weights, and both programs' outputs must agree bit
 for bit (a layout change that only moves bits, such as --pack-params,
 against the default: the matmul's arithmetic order is the same on both).
+With --chip FILE both compile for and the simulator runs on that chip
+description (the reference interpreter needs none).
 
 usage: run_and_compare.py LPU TMPDIR [--exact] [--atol A] [--rtol R] [--ulps U]
                           [--f16-ulps U] [--lpuc-flag F]... [--same-as F]
-                          ENTRY[@DIM=N...][:NAME=SHAPE[,NAME=SHAPE...]] ...
+                          [--chip FILE] ENTRY[@DIM=N...][:NAME=SHAPE[,NAME=SHAPE...]] ...
 SHAPE is dtype x dims, e.g. float16x4x320; @DIM=N names the bucket the
 inputs must select. tests/lit/e2e/Inputs/check_example.py drives the same
 comparison over every bucket of an entry, inputs derived from the program.
@@ -106,7 +108,7 @@ def random_input(rng, dtype, dims, int_high=None):
 
 
 def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_high=None,
-                    same_as=None):
+                    same_as=None, chip=()):
     """Runs each spec on both sides and checks outputs and cycles; prints
     `ENTRY (DIMS): bit-exact|within tolerance, N cycles as predicted`.
     same_as: another program (its path) whose outputs on the same inputs
@@ -121,7 +123,7 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
             np.save(f"{tmp}/{entry}_{name}.npy", x)
             flags.append(f"--input={name}={tmp}/{entry}_{name}.npy")
         sim = run(["lpurun", lpx, "--entry", entry, "--random-weights", WEIGHTS_SEED,
-                   f"--output=out={tmp}/{entry}_sim.npy", "--report=json"] + flags)
+                   f"--output=out={tmp}/{entry}_sim.npy", "--report=json"] + list(chip) + flags)
         run(["lpurun", "--reference", src, "--entry", entry, "--random-weights", WEIGHTS_SEED,
              f"--output=out={tmp}/{entry}_ref.npy"] + flags)
         report = json.loads(sim[sim.index("{"):])
@@ -141,7 +143,7 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
                       np.load(f"{tmp}/{entry}_ref.npy"), exact, tol)
         if same_as:
             run(["lpurun", same_as, "--entry", entry, "--random-weights", WEIGHTS_SEED,
-                 f"--output=out={tmp}/{entry}_other.npy"] + flags)
+                 f"--output=out={tmp}/{entry}_other.npy"] + list(chip) + flags)
             compare(f"{entry} ({dims}) against the other program",
                     np.load(f"{tmp}/{entry}_sim.npy"), np.load(f"{tmp}/{entry}_other.npy"),
                     True, tol)
@@ -151,8 +153,9 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
 
 def parse_tolerance(args, lpuc_flags=None):
     """Takes --exact and the tolerance flags out of args: (exact, tolerance,
-    the other arguments in order). With `lpuc_flags` (a dict), --lpuc-flag
-    and --same-as too, into its "flags" (a list) and "same_as"."""
+    the other arguments in order). With `lpuc_flags` (a dict), --lpuc-flag,
+    --same-as and --chip too, into its "flags" (a list), "same_as" and
+    "chip" (the flags that name it)."""
     exact, given, rest = False, {}, []
     i = 0
     while i < len(args):
@@ -160,6 +163,9 @@ def parse_tolerance(args, lpuc_flags=None):
             exact = True
         elif lpuc_flags is not None and args[i] == "--lpuc-flag":
             lpuc_flags.setdefault("flags", []).append(args[i + 1])
+            i += 1
+        elif lpuc_flags is not None and args[i] == "--chip":
+            lpuc_flags["chip"] = ["--chip", args[i + 1]]
             i += 1
         elif lpuc_flags is not None and args[i] == "--same-as":
             lpuc_flags["same_as"] = args[i + 1]
@@ -179,11 +185,12 @@ def main():
     src, tmp = sys.argv[1], sys.argv[2]
     lpuc = {}
     exact, tol, specs = parse_tolerance(sys.argv[3:], lpuc)
-    lpx, predicted = compile_program(src, tmp, lpuc.get("flags", []))
+    chip = lpuc.get("chip", [])
+    lpx, predicted = compile_program(src, tmp, lpuc.get("flags", []) + chip)
     other = None
     if "same_as" in lpuc:
-        other, _ = compile_program(src, tmp, [lpuc["same_as"]], "other")
-    run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, same_as=other)
+        other, _ = compile_program(src, tmp, [lpuc["same_as"]] + chip, "other")
+    run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, same_as=other, chip=chip)
 
 
 if __name__ == "__main__":
