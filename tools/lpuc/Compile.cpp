@@ -4,9 +4,14 @@
 #include "ir/Pass.h"
 #include "scheduler/Scheduler.h"
 
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Error.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
+
+#include <algorithm>
 
 namespace lpu {
 
@@ -29,14 +34,103 @@ double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescript
 
 } // namespace
 
+std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec) {
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  spec.split(parts, ',');
+  std::vector<backend::BucketDim> dims;
+  for (llvm::StringRef part : parts) {
+    auto [name, value] = part.split('=');
+    int64_t n = 0;
+    if (name.empty() || value.getAsInteger(10, n) || n < 0 ||
+        !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+      return std::nullopt;
+    dims.push_back({name.str(), n});
+  }
+  return dims;
+}
+
+llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
+  auto has = [](const ir::Function &fn, const std::vector<backend::BucketDim> &dims) {
+    for (const backend::BucketDim &d : dims) {
+      bool found = false;
+      for (const auto &[name, value] : fn.bucket())
+        found |= name == d.name && value == d.value;
+      if (!found)
+        return false;
+    }
+    return true;
+  };
+  // Each once, in program order.
+  auto list = [](const std::vector<std::string> &items) {
+    std::vector<std::string> seen;
+    std::string out;
+    for (const std::string &i : items)
+      if (std::find(seen.begin(), seen.end(), i) == seen.end()) {
+        seen.push_back(i);
+        out += (out.empty() ? "" : ", ") + i;
+      }
+    return out;
+  };
+  std::vector<std::string> entries, buckets;
+  for (const auto &fn : module.functions) {
+    entries.push_back(fn->name());
+    std::vector<backend::BucketDim> dims;
+    for (const auto &[name, value] : fn->bucket())
+      dims.push_back({name, value});
+    buckets.push_back(fn->name() + " " + bucketLabel(dims));
+  }
+  for (const std::string &e : select.entries)
+    if (std::find(entries.begin(), entries.end(), e) == entries.end())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no entry '" + e + "' (entries: " + list(entries) + ")");
+  auto entrySelected = [&](const ir::Function &fn) {
+    return select.entries.empty() ||
+           std::find(select.entries.begin(), select.entries.end(), fn.name()) != select.entries.end();
+  };
+  for (const std::vector<backend::BucketDim> &dims : select.buckets) {
+    bool any = false;
+    for (const auto &fn : module.functions)
+      any |= entrySelected(*fn) && has(*fn, dims);
+    if (!any)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no bucket " + bucketLabel(dims) + " (buckets: " + list(buckets) + ")");
+  }
+  auto keep = [&](const ir::Function &fn) {
+    if (!entrySelected(fn))
+      return false;
+    if (select.buckets.empty())
+      return true;
+    for (const std::vector<backend::BucketDim> &dims : select.buckets)
+      if (has(fn, dims))
+        return true;
+    return false;
+  };
+  std::vector<std::unique_ptr<ir::Function>> kept;
+  for (auto &fn : module.functions)
+    if (keep(*fn))
+      kept.push_back(std::move(fn));
+  module.functions = std::move(kept);
+  return llvm::Error::success();
+}
+
 std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
                                               const CheckOptions &options,
                                               const backend::ChipDescription &chip,
                                               const EmitIROptions &passes,
-                                              const scheduler::ScheduleOptions &schedule) {
+                                              const scheduler::ScheduleOptions &schedule,
+                                              const BucketSelection &select,
+                                              std::string *selectionError) {
   auto lowered = lowerProgram(module, diags, options);
   if (!lowered || !verifyLowered(*lowered, diags))
     return std::nullopt;
+  if (llvm::Error e = selectBuckets(*lowered, select)) {
+    std::string message = llvm::toString(std::move(e));
+    if (selectionError)
+      *selectionError = message;
+    else
+      diags.report(DiagID::CannotSchedule, {}, message);
+    return std::nullopt;
+  }
   if (!runPasses(*lowered, diags, passes))
     return std::nullopt;
   CompiledProgram out;

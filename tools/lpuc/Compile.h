@@ -31,15 +31,35 @@ struct CompiledProgram {
   std::vector<BucketInfo> buckets;
 };
 
+/// Which entries and buckets to compile (`lpuc --entry`, `--bucket`):
+/// empty lists select all. A bucket is selected when it has every size of
+/// one of `buckets` (e.g. {S=128}).
+struct BucketSelection {
+  std::vector<std::string> entries;
+  std::vector<std::vector<backend::BucketDim>> buckets;
+};
+
+/// `DIM=N[,DIM=N...]` (lpuc --bucket) as bucket sizes; nullopt when it is
+/// not that.
+std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec);
+
+/// Keeps in `module` only the functions (entry buckets) `select` selects;
+/// an error names an entry or bucket that selects nothing, with those there
+/// are.
+llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select);
+
 /// Compiles `module` for `chip`, running the passes `passes` names (the
 /// default pipeline unless told otherwise) and scheduling with `schedule`
-/// (which parameters are stored packed); nullopt after reporting errors to
-/// `diags`.
+/// (which parameters are stored packed); only the buckets `select` selects;
+/// nullopt after reporting errors to `diags`, or with `selectionError` set
+/// when the selection selects nothing (a usage error, not the source's).
 std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
                                               const CheckOptions &options,
                                               const backend::ChipDescription &chip,
                                               const EmitIROptions &passes = {},
-                                              const scheduler::ScheduleOptions &schedule = {});
+                                              const scheduler::ScheduleOptions &schedule = {},
+                                              const BucketSelection &select = {},
+                                              std::string *selectionError = nullptr);
 
 /// `lpuc --report`: per entry and bucket, the predicted cycles and time,
 /// per-unit utilisation, SRAM use, and the lower bound with the ratio.

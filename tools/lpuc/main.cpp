@@ -65,6 +65,14 @@ int main(int argc, char **argv) {
                  "striped (packed and cut across every slice of a hemisphere) or never")
       ->check(CLI::IsMember({"auto", "always", "striped", "never"}))
       ->capture_default_str();
+  std::vector<std::string> entries, bucketSpecs;
+  app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
+  app.add_option("--bucket", bucketSpecs,
+                 "compile only the buckets with the sizes DIM=N[,DIM=N...] (repeatable; default: "
+                 "every bucket)")
+      ->check([](const std::string &spec) -> std::string {
+        return parseBucketSpec(spec) ? "" : "expected DIM=N[,DIM=N...], got '" + spec + "'";
+      });
   EmitIROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
                "with --emit=ir: also parse the printed IR back and check it prints the same")
@@ -128,6 +136,11 @@ int main(int argc, char **argv) {
                             : packParams == "striped" ? scheduler::ParamPacking::Striped
                             : packParams == "never"   ? scheduler::ParamPacking::Never
                                                       : scheduler::ParamPacking::Auto;
+  BucketSelection selection;
+  selection.entries = entries;
+  for (const std::string &spec : bucketSpecs)
+    selection.buckets.push_back(*parseBucketSpec(spec));
+  std::string selectionError;
   bool compile = !outputFile.empty() || emit == "asm" || report;
   std::optional<backend::ChipDescription> chip;
   if (compile) {
@@ -216,7 +229,8 @@ int main(int argc, char **argv) {
     if (emit == "ir")
       emitIR(*module, diags, checkOptions, irOut, irOptions);
     else if (compile)
-      compiled = compileProgram(*module, diags, checkOptions, *chip, irOptions, scheduleOptions);
+      compiled = compileProgram(*module, diags, checkOptions, *chip, irOptions, scheduleOptions,
+                                selection, &selectionError);
     else
       result = checkProgram(*module, diags, checkOptions);
   }
@@ -226,6 +240,10 @@ int main(int argc, char **argv) {
                                   seconds(t0, t1), c1 - c0, seconds(t1, Clock::now()),
                                   cpu() - c1);
 
+  if (!selectionError.empty()) {
+    tools::reportToolError("lpuc", selectionError);
+    return tools::kExitUsageError;
+  }
   if (verify)
     return verifyDiagnostics(sources, bufferId, collected.diagnostics, llvm::errs())
                ? tools::kExitSuccess
