@@ -483,20 +483,84 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
 
 } // namespace
 
+namespace {
+
+/// The ids clamped into [0, rows), as the IR defines a gather (docs/ir.md):
+/// the gathers then read a row of the table whatever the data says, never
+/// past it. One VXM tree (max with 0, min with rows - 1) per ids vector,
+/// into scratch.
+llvm::Expected<TensorView> clampIds(const ir::Op &op, LoweringContext &ctx, const TensorView &ids,
+                                    int64_t rows) {
+  const int64_t lanes = ctx.chip().lanes;
+  std::vector<uint16_t> avoid = ids.allSlices();
+  auto splat = [&](int32_t value) {
+    std::vector<uint8_t> data(size_t(lanes) * 4);
+    for (int64_t i = 0; i < lanes; ++i)
+      std::memcpy(&data[size_t(i * 4)], &value, 4);
+    auto c = ctx.constant(op, DType::I32, 1, lanes, std::move(data), avoid);
+    if (c)
+      avoid.insert(avoid.end(), c->allSlices().begin(), c->allSlices().end());
+    return c;
+  };
+  auto low = splat(0);
+  if (!low)
+    return low.takeError();
+  auto high = splat(int32_t(std::max<int64_t>(rows - 1, 0)));
+  if (!high)
+    return high.takeError();
+  auto out = ctx.scratch(op, DType::I32, ids.rows, ids.cols, avoid);
+  if (!out)
+    return out.takeError();
+  int64_t prev = 0;
+  for (int64_t r = 0; r < ids.rows; ++r)
+    for (int64_t v = 0; v < ids.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(out->slices(r), out->address(r, v), -1);
+      int x = tree.read(ids.slices(r), ids.address(r, v));
+      x = vxm(tree, Opcode::Max, DType::I32, {x, tree.read(low->slices(0), low->address(0, 0))});
+      x = vxm(tree, Opcode::Min, DType::I32, {x, tree.read(high->slices(0), high->address(0, 0))});
+      tree.nodes[0].inputs = {x};
+      int64_t ready = std::max(out->storage->block.writableFrom, ids.readyAt(r, v));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      if (!placed)
+        return cannotPlace(op);
+      prev = placed->firstCycle;
+      ctx.written(*out, r, v, placed->doneCycle - 1);
+      ctx.read(ids, placed->doneCycle);
+    }
+  return out;
+}
+
+llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorView &ids);
+
+} // namespace
+
 llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
+  const ir::Op &tableOp = *op.operand(0), &idsOp = *op.operand(1);
+  if (idsOp.type().dtype != ir::DType::I32)
+    return unsupported(op, "ids must be i32");
+  const int64_t rows = tableOp.type().shape.empty() ? 1 : tableOp.type().shape[0];
+  auto clamped = clampIds(op, ctx, ctx.view(&idsOp), rows);
+  if (!clamped)
+    return clamped.takeError();
+  llvm::Error e = gatherClamped(op, ctx, *clamped);
+  ctx.releaseScratch(*clamped);
+  return e;
+}
+
+namespace {
+
+llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorView &ids) {
   const ChipDescription &chip = ctx.chip();
   const int64_t lanes = chip.lanes;
-  const ir::Op &tableOp = *op.operand(0), &idsOp = *op.operand(1);
+  const ir::Op &tableOp = *op.operand(0);
   const ir::Type &tableType = tableOp.type();
   int64_t axis = op.intAttr("axis").value_or(0);
   if (axis < 0)
     axis += int64_t(tableType.shape.size());
   if (axis != 0 || tableType.shape.size() < 2)
     return unsupported(op, "only a gather of whole rows along axis 0 of a table of rank 2 or more");
-  if (idsOp.type().dtype != ir::DType::I32)
-    return unsupported(op, "ids must be i32");
   const TensorView &table = ctx.view(&tableOp);
-  const TensorView &ids = ctx.view(&idsOp);
   if (!table.rowMap.empty())
     return unsupported(op, "a table that is a view of another tensor");
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
@@ -592,5 +656,7 @@ llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   }
   return llvm::Error::success();
 }
+
+} // namespace
 
 } // namespace lpu::scheduler

@@ -24,11 +24,12 @@ on the same inputs and weights, and both programs' outputs must agree bit
 for bit (a layout change that only moves bits, such as --pack-params,
 against the default: the matmul's arithmetic order is the same on both).
 With --chip FILE both compile for and the simulator runs on that chip
-description (the reference interpreter needs none).
+description (the reference interpreter needs none). With --int-range LO,HI
+integer inputs are drawn from [LO, HI) (ids past a table's ends, say).
 
 usage: run_and_compare.py LPU TMPDIR [--exact] [--atol A] [--rtol R] [--ulps U]
                           [--f16-ulps U] [--lpuc-flag F]... [--same-as F]
-                          [--chip FILE] ENTRY[@DIM=N...][:NAME=SHAPE[,NAME=SHAPE...]] ...
+                          [--chip FILE] [--int-range LO,HI] ENTRY[@DIM=N...][:NAME=SHAPE[,NAME=SHAPE...]] ...
 SHAPE is dtype x dims, e.g. float16x4x320; @DIM=N names the bucket the
 inputs must select. tests/lit/e2e/Inputs/check_example.py drives the same
 comparison over every bucket of an entry, inputs derived from the program.
@@ -101,9 +102,11 @@ def compare(what, a, b, exact, tol):
 
 def random_input(rng, dtype, dims, int_high=None):
     """Unit-normal values in the input's type; integers uniform in
-    [0, int_high) instead when int_high is given (ids into a table)."""
+    [0, int_high) instead when int_high is given (ids into a table), or in
+    [lo, hi) when it is a pair."""
     if int_high is not None and np.issubdtype(np.dtype(dtype), np.integer):
-        return rng.integers(0, int_high, dims).astype(dtype)
+        lo, hi = int_high if isinstance(int_high, tuple) else (0, int_high)
+        return rng.integers(lo, hi, dims).astype(dtype)
     return rng.standard_normal(dims).astype(dtype)
 
 
@@ -164,6 +167,10 @@ def parse_tolerance(args, lpuc_flags=None):
         elif lpuc_flags is not None and args[i] == "--lpuc-flag":
             lpuc_flags.setdefault("flags", []).append(args[i + 1])
             i += 1
+        elif lpuc_flags is not None and args[i] == "--int-range":
+            lo, hi = args[i + 1].split(",")
+            lpuc_flags["int_range"] = (int(lo), int(hi))
+            i += 1
         elif lpuc_flags is not None and args[i] == "--chip":
             lpuc_flags["chip"] = ["--chip", args[i + 1]]
             i += 1
@@ -190,7 +197,8 @@ def main():
     other = None
     if "same_as" in lpuc:
         other, _ = compile_program(src, tmp, [lpuc["same_as"]] + chip, "other")
-    run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, same_as=other, chip=chip)
+    run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, lpuc.get("int_range"),
+                    same_as=other, chip=chip)
 
 
 if __name__ == "__main__":
