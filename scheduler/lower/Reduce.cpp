@@ -246,9 +246,22 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       }
       sums.push_back(bundle[0]);
     }
+    // The chain's adds are two cycles apart, and so are the bundles' reads
+    // but the first two. Bundle 0's sum goes through a copy so that no map
+    // copy is read twice in a cycle; in a two-step fold through two, which
+    // puts every read two cycles after the previous one and lets the next
+    // row's tree take the cycles between (two rows in 2 * bundles cycles).
+    // With one copy the reads of four bundles fell at 0, 1, 3 and 5, and no
+    // shift below six cleared them: the transformer's layer norms went six
+    // cycles a row per step where four do. A one-step fold (short rows)
+    // keeps one copy: there the cycle of latency was not paid back (mlp's
+    // softmax over 10 classes).
     int acc = sums[0];
-    if (sums.size() > 1)
+    if (sums.size() > 1) {
       acc = b.add(vxm(Opcode::Copy, work), {acc});
+      if (s)
+        acc = b.add(vxm(Opcode::Copy, work), {acc});
+    }
     for (size_t k = 1; k < sums.size(); ++k)
       acc = b.add(vxm(combine, work), {acc, sums[k]});
     return acc;
