@@ -297,8 +297,10 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
     int64_t from = std::numeric_limits<int64_t>::max();
     for (const TensorView *in : ins)
       from = std::min(from, in->readyAt(0, 0));
-    if (view->storage->lastRead > from) {
-      std::vector<uint16_t> avoid = inSlices;
+    std::vector<uint16_t> avoid = inSlices;
+    for (int tries = 0; view->storage->lastRead > from && tries < 4; ++tries) {
+      // An earlier copy off the avoided slices is reused: it may be busy
+      // too.
       avoid.insert(avoid.end(), view->allSlices().begin(), view->allSlices().end());
       view = ctx.constant(op, DType::I16, int64_t(mapIndex.size()), lanes, mapBytes(), avoid);
       if (!view)
