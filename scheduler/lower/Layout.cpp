@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -279,13 +280,32 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
   // The lane maps, one u16 vector each.
   std::optional<TensorView> maps;
   if (!mapIndex.empty()) {
-    std::vector<uint8_t> data(mapIndex.size() * size_t(lanes) * 2);
-    for (const auto &[map, row] : mapIndex)
-      std::memcpy(&data[size_t(row * lanes * 2)], map.data(), size_t(lanes) * 2);
-    auto view = ctx.constant(op, DType::I16,
-                             int64_t(mapIndex.size()), lanes, std::move(data), inSlices);
+    auto mapBytes = [&] {
+      std::vector<uint8_t> data(mapIndex.size() * size_t(lanes) * 2);
+      for (const auto &[map, row] : mapIndex)
+        std::memcpy(&data[size_t(row * lanes * 2)], map.data(), size_t(lanes) * 2);
+      return data;
+    };
+    auto view = ctx.constant(op, DType::I16, int64_t(mapIndex.size()), lanes, mapBytes(), inSlices);
     if (!view)
       return view.takeError();
+    // Equal constants are stored once, so the split of Q, K and V into
+    // heads read one copy of the same maps, one tree per cycle between
+    // them: the three ran one after the other (K's, which the attention
+    // waits for, second). When an earlier op still reads the copy after
+    // this one's operands are ready, take a copy on other slices.
+    int64_t from = std::numeric_limits<int64_t>::max();
+    for (const TensorView *in : ins)
+      from = std::min(from, in->readyAt(0, 0));
+    std::vector<uint16_t> avoid = inSlices;
+    for (int tries = 0; view->storage->lastRead > from && tries < 4; ++tries) {
+      // An earlier copy off the avoided slices is reused: it may be busy
+      // too.
+      avoid.insert(avoid.end(), view->allSlices().begin(), view->allSlices().end());
+      view = ctx.constant(op, DType::I16, int64_t(mapIndex.size()), lanes, mapBytes(), avoid);
+      if (!view)
+        return view.takeError();
+    }
     maps = std::move(*view);
   }
 
@@ -347,6 +367,8 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
       ctx.written(view, r, v, p.doneCycle - 1);
       for (const TensorView *in : ins)
         ctx.read(*in, p.doneCycle);
+      if (maps)
+        ctx.read(*maps, p.doneCycle); // for the next op's copy check above
       if (first)
         ctx.notePath(op, p.doneCycle - p.firstCycle);
       first = false;

@@ -5,7 +5,9 @@
 // (mm, accumulating in fp32 in ascending k-tile order); the next K-tile's
 // weights load while this one multiplies (the buffer is free once iw has
 // issued). The accumulator rows are then read out (acc), converted to the
-// result dtype on the VXM when it is f16, and written to SRAM.
+// result dtype on the VXM when it is f16, and written to SRAM. With fewer
+// jobs than planes a job's K-tiles are split over several planes and the
+// parts' accumulators added on the VXM as they are read.
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
@@ -73,14 +75,6 @@ int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
 }
 
 namespace {
-/// The node of a tree's accumulator read.
-int accNode(const WorkTree &tree) {
-  for (size_t n = 0; n < tree.nodes.size(); ++n)
-    if (tree.nodes[n].instr.op == Opcode::AccRead)
-      return int(n);
-  return 0;
-}
-
 /// Whether the lanes past K of `lhs`'s rows are known to hold zeros: the
 /// program file guarantees it for inputs and parameters. Any other value's
 /// padding lanes hold whatever its lowering computed there (0 / 0 in a
@@ -189,49 +183,66 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
   const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
 
+  // Fewer jobs than planes: a job's K-tiles are cut into up to planes /
+  // jobs contiguous parts, each on a plane of its own, and the parts'
+  // accumulators are added on the VXM (in part order) as they are read.
+  // The transformer's FFN down-projection ([S, 1024] x [1024, 256]: one
+  // job, four K-tiles) multiplied 4 * S rows on one plane, at the f16 rate
+  // of one row per 4 cycles, while three planes idled.
+  const int64_t jobs = batches * nt * ((mPerBatch + accRows - 1) / accRows);
+  const int64_t parts = jobs < int64_t(mxm.count()) && kt > 1
+                            ? std::min<int64_t>(kt, int64_t(mxm.count()) / jobs)
+                            : 1;
   unsigned job = 0;
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
-        unsigned p = mxm.plane(job);
-        PlaneState &st = mxm.state(p);
         int64_t mRows = std::min(accRows, mPerBatch - m0);
-        std::vector<int64_t> mmDone(size_t(mRows), 0);
-        for (int64_t t = 0; t < kt; ++t) {
-          int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
-          // Weight rows of this K-tile into the buffer, in row order.
-          int64_t lastLw = st.lastIw;
-          for (int64_t r = 0; r < rowsK; ++r) {
-            int64_t brow = b * K + t * dim + r;
-            WorkTree tree = mxm.loadWeights(p);
-            tree.nodes[0].inputs = {B.packed() ? packedWeight(tree, B, brow, j, p, mxm.count(), chip.lanes)
-                                               : tree.read(B.slices(brow), B.address(brow, j))};
-            std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
-            if (!placed)
-              return cannotPlace(op);
-            Placement pl = *placed;
-            lastLw = pl.rootCycle;
-            ctx.read(B, pl.doneCycle);
-          }
-          // Install once the rows are in and the previous tile's matmuls
-          // have issued (they use the old weights).
-          int64_t iwCycle = mxm.install(p, lastLw);
-          for (int64_t m = 0; m < mRows; ++m) {
-            int64_t arow = b * mPerBatch + m0 + m;
-            WorkTree tree = mxm.matmul(p, m);
-            int x = tree.read(A.slices(arow), A.address(arow, t));
-            if (rowsK < int64_t(chip.lanes) && !zeroPadded(lhs))
-              x = zeroTail(tree, x, unsigned(rowsK), p, mxm.count(), chip.lanes);
-            tree.nodes[0].inputs = {x};
-            int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
-                                              t == 0 ? st.accFree[size_t(m)] : 0});
-            std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
-            if (!placed)
-              return cannotPlace(op);
-            Placement pl = *placed;
-            st.lastMm = std::max(st.lastMm, pl.rootCycle);
-            mmDone[size_t(m)] = pl.rootCycle + mmLatency;
-            ctx.read(A, pl.doneCycle);
+        std::vector<unsigned> partPlane;
+        // mmDone[q][m]: when row m's last mm of part q has landed.
+        std::vector<std::vector<int64_t>> mmDone;
+        for (int64_t q = 0; q < parts; ++q) {
+          unsigned p = mxm.plane(unsigned(job * parts + q));
+          partPlane.push_back(p);
+          mmDone.emplace_back(size_t(mRows), 0);
+          PlaneState &st = mxm.state(p);
+          for (int64_t t = q * kt / parts; t < (q + 1) * kt / parts; ++t) {
+            const bool firstTile = t == q * kt / parts;
+            int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
+            // Weight rows of this K-tile into the buffer, in row order.
+            int64_t lastLw = st.lastIw;
+            for (int64_t r = 0; r < rowsK; ++r) {
+              int64_t brow = b * K + t * dim + r;
+              WorkTree tree = mxm.loadWeights(p);
+              tree.nodes[0].inputs = {B.packed() ? packedWeight(tree, B, brow, j, p, mxm.count(), chip.lanes)
+                                                 : tree.read(B.slices(brow), B.address(brow, j))};
+              std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
+              if (!placed)
+                return cannotPlace(op);
+              Placement pl = *placed;
+              lastLw = pl.rootCycle;
+              ctx.read(B, pl.doneCycle);
+            }
+            // Install once the rows are in and the previous tile's matmuls
+            // have issued (they use the old weights).
+            int64_t iwCycle = mxm.install(p, lastLw);
+            for (int64_t m = 0; m < mRows; ++m) {
+              int64_t arow = b * mPerBatch + m0 + m;
+              WorkTree tree = mxm.matmul(p, m);
+              int x = tree.read(A.slices(arow), A.address(arow, t));
+              if (rowsK < int64_t(chip.lanes) && !zeroPadded(lhs))
+                x = zeroTail(tree, x, unsigned(rowsK), p, mxm.count(), chip.lanes);
+              tree.nodes[0].inputs = {x};
+              int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
+                                                firstTile ? st.accFree[size_t(m)] : 0});
+              std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
+              if (!placed)
+                return cannotPlace(op);
+              Placement pl = *placed;
+              st.lastMm = std::max(st.lastMm, pl.rootCycle);
+              mmDone[size_t(q)][size_t(m)] = pl.rootCycle + mmLatency;
+              ctx.read(A, pl.doneCycle);
+            }
           }
         }
         // Read the accumulators out into C.
@@ -239,7 +250,16 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
           int64_t crow = b * mPerBatch + m0 + m;
           WorkTree tree;
           tree.write(C.slices(crow), C.address(crow, j), -1);
-          int value = mxm.accRead(tree, p, m);
+          std::vector<int> accs;
+          for (int64_t q = 0; q < parts; ++q)
+            accs.push_back(mxm.accRead(tree, partPlane[size_t(q)], m));
+          int value = accs[0];
+          for (int64_t q = 1; q < parts; ++q) {
+            Instr add;
+            add.op = Opcode::Add;
+            add.dtype = DType::F32;
+            value = tree.add(add, {value, accs[size_t(q)]});
+          }
           if (op.type().dtype == DType::F16) {
             Instr cvt;
             cvt.op = Opcode::Cvt;
@@ -252,15 +272,17 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
             value = buildEpilogue(tree, *epilogue, op, value, crow, j, ctx, reads);
           tree.nodes[0].inputs = {value};
           tree.nodes[0].notBefore = C.storage->block.writableFrom;
-          // The acc no earlier than the row's last mm has landed.
-          tree.nodes[size_t(accNode(tree))].notBefore = mmDone[size_t(m)];
+          // Each acc no earlier than its part's last mm of the row landed.
+          for (int64_t q = 0; q < parts; ++q)
+            tree.nodes[size_t(accs[size_t(q)])].notBefore = mmDone[size_t(q)][size_t(m)];
           std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
           if (!placed)
             return cannotPlace(op);
           Placement pl = *placed;
-          // The acc has issued by the root's cycle (the tree's first cycle
-          // may be an epilogue's read of a bias, before it).
-          st.accFree[size_t(m)] = pl.rootCycle + 1;
+          // The accs have issued by the root's cycle (the tree's first
+          // cycle may be an epilogue's read of a bias, before them).
+          for (unsigned p : partPlane)
+            mxm.state(p).accFree[size_t(m)] = pl.rootCycle + 1;
           ctx.written(C, crow, j, pl.doneCycle - 1);
           for (const TensorView *v : reads)
             ctx.read(*v, pl.doneCycle);

@@ -61,12 +61,17 @@ namespace {
 /// step: every leaf is an SXM `distribute` of a vector with a constant lane
 /// map, and the leaves meet on the VXM in a chain of combines. Each step
 /// costs a trip from the data to the SXM, to the VXM and back (about 100
-/// cycles on groqchip1), so there are at most two:
+/// cycles on groqchip1), so there are at most three:
 ///  - one step (`spacing == 0`): leaf j broadcasts lane j (map: all j);
 ///  - two steps: leaf (v, j) of the first gives lane i < spacing element
 ///    i + j * spacing of vector v, so lane i of the partial holds the
 ///    elements congruent to i; the second broadcasts lanes 0..spacing-1 of
-///    the partial and combines them.
+///    the partial and combines them;
+///  - three steps: between them a middle step whose leaves rotate the
+///    partial by multiples of `middle` (a divisor of the spacing), leaving
+///    in lane i < middle the partial's lanes congruent to i; the last step
+///    broadcasts those. Fewer leaves (and values on the streams) per row
+///    for a trip more: for many rows.
 /// Leaves of one vector go in bundles of kBundle, combined in a balanced
 /// tree, so their distributes issue in one cycle and share one read of the
 /// vector (their maps come from kBundle copies on different slices): a
@@ -76,10 +81,15 @@ constexpr int64_t kBundle = 4;
 
 struct FoldPlan {
   unsigned spacing = 0;
+  /// A middle step (0: none): leaf j rotates the partial by j * middle
+  /// (middle divides the spacing), so lane i < middle sums the partial's
+  /// lanes congruent to i; the last step then broadcasts `middle` lanes.
+  unsigned middle = 0;
   int64_t leaves1 = 0, leaves2 = 0;
 };
 
-FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t vpr, bool east) {
+FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t vpr, bool east,
+                  unsigned bytes) {
   const int64_t lanes = chip.lanes;
   auto dist = [](int64_t a, int64_t b) { return a > b ? a - b : b - a; };
   // One step's fixed latency: out to the SXM, over to the VXM, back.
@@ -87,14 +97,24 @@ FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t 
   // The chain issues a combine every 2 cycles per bundle; with many rows
   // the reads of the busiest operand (one per bundle) bound the throughput.
   auto bundles = [](int64_t leaves) { return (leaves + kBundle - 1) / kBundle; };
-  auto cost = [&](int64_t steps, int64_t b1, int64_t b2) {
-    return steps * trip + 2 * (b1 + b2) + (rows - 1) * std::max(b1, b2);
+  // Streams bound it too: a stream takes one value per cycle anywhere on
+  // the chip (2 * streams_per_direction values a cycle), and a leaf puts
+  // about three values of `bytes` streams on them: its own, a combine's,
+  // and its share of the reads and maps. (With two, the transformer's
+  // softmax over 256 rows of 64 kept two steps of 8 + 8 leaves where
+  // three of 4 + 4 + 4 are faster, and std.nn.LayerNorm over 64 rows of
+  // 256 f32 took 1,725 cycles in two steps where three take 1,317.)
+  const int64_t perCycle = 2 * int64_t(chip.streamsPerDirection);
+  auto cost = [&](int64_t steps, int64_t b1, int64_t b2, int64_t leaves, int64_t bm = 0) {
+    return steps * trip + 2 * (b1 + b2 + bm) +
+           std::max((rows - 1) * std::max({b1, b2, bm}),
+                    (rows - 1) * 3 * leaves * int64_t(bytes) / perCycle);
   };
   FoldPlan best;
   int64_t bestCost = std::numeric_limits<int64_t>::max();
   if (vpr == 1) {
     best.leaves1 = n;
-    bestCost = cost(1, bundles(n), 0);
+    bestCost = cost(1, bundles(n), 0, n);
   }
   const int64_t width = vpr == 1 ? n : lanes;
   for (int64_t s = 2; s < width; ++s) {
@@ -110,10 +130,21 @@ FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t 
       l1 += (valid + s - 1) / s;
       b1 += bundles((valid + s - 1) / s);
     }
-    int64_t c = cost(2, b1, bundles(s));
+    int64_t c = cost(2, b1, bundles(s), l1 + s);
     if (c < bestCost) {
       bestCost = c;
-      best = FoldPlan{unsigned(s), l1, s};
+      best = FoldPlan{unsigned(s), 0, l1, s};
+    }
+    // Three steps: a trip more, fewer leaves (rows of 128 f32: 8 + 4 + 4
+    // instead of 12 + 11).
+    for (int64_t m = 2; m < s; ++m) {
+      if (s % m)
+        continue;
+      int64_t c3 = cost(3, b1, bundles(m), l1 + s / m + m, bundles(s / m));
+      if (c3 < bestCost) {
+        bestCost = c3;
+        best = FoldPlan{unsigned(s), unsigned(m), l1, m};
+      }
     }
   }
   return best;
@@ -133,8 +164,9 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   if (!T)
     return T.takeError();
   const int64_t vpr = in.vecsPerRow, n = in.cols;
-  const FoldPlan plan = planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in));
-  const unsigned s = plan.spacing;
+  const FoldPlan plan =
+      planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in), tensor::dtypeSize(work));
+  const unsigned s = plan.spacing, mid = plan.middle;
   // The lane maps, one vector each, as constants in the hemisphere of the
   // data they go with (a map and its data meet at that side's SXM in one
   // cycle; from the far hemisphere a map would take ~80 cycles longer):
@@ -196,7 +228,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     return maps1.takeError();
   std::vector<TensorView> maps2;
   if (s) {
-    auto m = mapsNear(*T, broadcastMaps(s));
+    auto m = mapsNear(*T, broadcastMaps(mid ? mid : s));
     if (!m)
       return m.takeError();
     maps2 = std::move(*m);
@@ -246,9 +278,22 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       }
       sums.push_back(bundle[0]);
     }
+    // The chain's adds are two cycles apart, and so are the bundles' reads
+    // but the first two. Bundle 0's sum goes through a copy so that no map
+    // copy is read twice in a cycle; in a fold of two or three steps
+    // through two, which puts every read two cycles after the previous one
+    // and lets the next row's tree take the cycles between (two rows in
+    // 2 * bundles cycles). With one copy the reads of four bundles fell at
+    // 0, 1, 3 and 5, and no shift below six cleared them: the transformer's
+    // layer norms went six cycles a row per step where four do. A one-step
+    // fold (short rows) keeps one copy: there the cycle of latency was not
+    // paid back (mlp's softmax over 10 classes).
     int acc = sums[0];
-    if (sums.size() > 1)
+    if (sums.size() > 1) {
       acc = b.add(vxm(Opcode::Copy, work), {acc});
+      if (s)
+        acc = b.add(vxm(Opcode::Copy, work), {acc});
+    }
     for (size_t k = 1; k < sums.size(); ++k)
       acc = b.add(vxm(combine, work), {acc, sums[k]});
     return acc;
@@ -301,8 +346,16 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // writing.
   auto secondLeaves = [&](int64_t r) {
     std::vector<Leaf> leaves;
-    for (unsigned j = 0; j < s; ++j)
+    for (unsigned j = 0; j < (mid ? mid : s); ++j)
       leaves.push_back({&*T, r, 0, j});
+    return leaves;
+  };
+  // A middle step, in place too: rotations of the partial (lanes 0..s-1
+  // hold its sums, whole groups of `mid`).
+  auto middleLeaves = [&](int64_t r) {
+    std::vector<Leaf> leaves;
+    for (unsigned j = 0; j * mid < s; ++j)
+      leaves.push_back({&*T, r, 0, 0, int64_t((lanes - j * mid % lanes) % lanes)});
     return leaves;
   };
   // The steps' trees are placed in about the order of the cycles they take:
@@ -311,14 +364,37 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // second would find the tables full until the first ends; placed right
   // after its own row's first step, it would take the cycles the next rows'
   // first steps need (their reads of the data come a few cycles apart).
-  StepState one, two;
-  int64_t next = 0; // the next row whose second step is to be placed
+  // With a middle step, each step's rows follow the one before's the same
+  // way.
+  StepState one, middle, two;
+  int64_t next = 0;    // the next row whose last step is to be placed
+  int64_t nextMid = 0; // the next row whose middle step is to be placed
+  auto lastSteps = [&]() -> llvm::Error {
+    for (; next < nextMid && T->readyAt(next, 0) <= middle.prev; ++next)
+      if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
+        return e;
+    return llvm::Error::success();
+  };
   for (int64_t r = 0; r < in.rows; ++r) {
     if (auto e = placeRow(r, firstLeaves(r), *maps1, !s, one))
       return e;
+    if (mid) {
+      for (; nextMid <= r && T->readyAt(nextMid, 0) <= one.prev; ++nextMid)
+        if (auto e = placeRow(nextMid, middleLeaves(nextMid), maps2, false, middle))
+          return e;
+      if (auto e = lastSteps())
+        return e;
+      continue;
+    }
     for (; s && next <= r && T->readyAt(next, 0) <= one.prev; ++next)
       if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
         return e;
+  }
+  for (; mid && nextMid < in.rows; ++nextMid) {
+    if (auto e = placeRow(nextMid, middleLeaves(nextMid), maps2, false, middle))
+      return e;
+    if (auto e = lastSteps())
+      return e;
   }
   for (; s && next < in.rows; ++next)
     if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
