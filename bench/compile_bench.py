@@ -72,9 +72,10 @@ def bucket_label(bucket):
     return " ".join(f"{k}={v}" for k, v in bucket.items()) or "-"
 
 
-def print_examples(outcomes):
-    print("== Compile time and schedule quality, per entry and bucket")
-    print("(wall / CPU seconds of the whole file's compilation; cycles and bound from "
+def print_examples(outcomes, title="per entry and bucket",
+                   what="the whole file's compilation"):
+    print(f"== Compile time and schedule quality, {title}")
+    print(f"(wall / CPU seconds of {what}; cycles and bound from "
           "lpuc --report --json; MXM = busy cycles over cycles x planes)")
     head = (f"{'example':<12} {'wall s':>8} {'cpu s':>8}  {'entry':<10} {'bucket':<10} "
             f"{'cycles':>11} {'time us':>10} {'bound':>11} {'ratio':>6} {'MXM %':>6}  bound by")
@@ -156,6 +157,9 @@ def main():
                                 args.timeout, tmp, BERT_S128)
                 if "bert" in names else None)
         print_examples(outcomes)
+        if bert:
+            print()
+            print_examples([bert], "BERT-base's one-chip bucket", " ".join(BERT_S128))
         print_groq_compile([
             ("BERT-base (bert.lpu, entry pooled, B=1 S=128)", bert, GROQ_COMPILE_MINUTES["bert"]),
             ("ResNet-50 (resnet50.lpu, buckets N=1 and 8)", by_name.get("resnet50"),
