@@ -9,6 +9,19 @@ namespace lpu::scheduler {
 
 char ScheduleError::ID = 0;
 
+bool takeDoesNotFit(llvm::Error &err) {
+  bool doesNotFit = false;
+  err = llvm::handleErrors(std::move(err), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
+    if (e->kind != ScheduleError::Kind::DoesNotFit)
+      return llvm::Error(std::move(e));
+    doesNotFit = true;
+    return llvm::Error::success();
+  });
+  if (doesNotFit)
+    (void)bool(err); // success, and seen as checked
+  return doesNotFit;
+}
+
 void ScheduleError::log(llvm::raw_ostream &os) const {
   os << message;
   for (const auto &[loc, label] : notes)

@@ -34,4 +34,9 @@ public:
   std::vector<std::pair<ir::Location, std::string>> notes;
 };
 
+/// Whether `err` is SRAM being full (a DoesNotFit ScheduleError): then it
+/// is consumed, for a caller that tries again another way; any other error
+/// stays in `err` to be returned.
+bool takeDoesNotFit(llvm::Error &err);
+
 } // namespace lpu::scheduler

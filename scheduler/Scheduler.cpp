@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
-#include <numeric>
 #include <optional>
 #include <set>
 
@@ -401,17 +399,9 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
     auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny);
     if (schedule || i + 1 == attempts.size() || (attempts[i] == ParamStorage::Packed && !packedAny))
       return schedule;
-    bool doesNotFit = false;
-    llvm::Error err = llvm::handleErrors(schedule.takeError(), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
-      if (e->kind == ScheduleError::Kind::DoesNotFit) {
-        doesNotFit = true;
-        return llvm::Error::success();
-      }
-      return llvm::Error(std::move(e));
-    });
-    if (!doesNotFit)
+    llvm::Error err = schedule.takeError();
+    if (!takeDoesNotFit(err))
       return err;
-    llvm::consumeError(std::move(err));
   }
 }
 

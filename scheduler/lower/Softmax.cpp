@@ -51,16 +51,9 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   int64_t blockRows = in.rows;
   llvm::Expected<TensorView> firstM = acrossLanes(op, ctx, in, Combine::Max, DType::F32);
   while (!firstM && blockRows > 1) {
-    bool doesNotFit = false;
-    llvm::Error err = llvm::handleErrors(firstM.takeError(), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
-      if (e->kind != ScheduleError::Kind::DoesNotFit)
-        return llvm::Error(std::move(e));
-      doesNotFit = true;
-      return llvm::Error::success();
-    });
-    if (!doesNotFit)
+    llvm::Error err = firstM.takeError();
+    if (!takeDoesNotFit(err))
       return err;
-    llvm::consumeError(std::move(err));
     blockRows = (blockRows + 1) / 2;
     firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32);
   }
