@@ -132,9 +132,9 @@ def scaled_parameter(name, dtype, dims):
         x = rng.uniform(-0.1, 0.1, dims)
     elif len(dims) >= 2:
         fan_in = math.prod(dims[1:] if len(dims) == 4 else dims[:-1])
-        x = rng.standard_normal(dims) / math.sqrt(fan_in)
+        x = rng.standard_normal(dims) / math.sqrt(max(fan_in, 1))
     else:
-        bound = 1 / math.sqrt(math.prod(dims))
+        bound = 1 / math.sqrt(max(math.prod(dims), 1))
         x = rng.uniform(-bound, bound, dims)
     if dtype == "bf16":
         # Round to nearest even: bf16 is the high half of an f32.
@@ -218,7 +218,7 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
     weights: a .safetensors file both sides read (write_scaled_weights);
     without it, lpurun's random weights from WEIGHTS_SEED."""
     tol = tol or MATMUL_TOLERANCE
-    params = ["--weights", weights] if weights else ["--random-weights", WEIGHTS_SEED]
+    weight_flags = ["--weights", weights] if weights else ["--random-weights", WEIGHTS_SEED]
     rng = np.random.default_rng(SEED)
     for spec in specs:
         entry, want, shapes = parse_spec(spec)
@@ -227,9 +227,9 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
             x = random_input(rng, dtype, dims, int_high)
             np.save(f"{tmp}/{entry}_{name}.npy", x)
             flags.append(f"--input={name}={tmp}/{entry}_{name}.npy")
-        sim = run(["lpurun", lpx, "--entry", entry, *params,
+        sim = run(["lpurun", lpx, "--entry", entry, *weight_flags,
                    f"--output=out={tmp}/{entry}_sim.npy", "--report=json"] + flags)
-        run(["lpurun", "--reference", src, "--entry", entry, *params,
+        run(["lpurun", "--reference", src, "--entry", entry, *weight_flags,
              f"--output=out={tmp}/{entry}_ref.npy"] + flags)
         report = json.loads(sim[sim.index("{"):])
         cycles = report["cycles"]
@@ -247,7 +247,7 @@ def run_and_compare(src, lpx, predicted, tmp, specs, exact=False, tol=None, int_
         how = compare(f"{entry} ({dims})", np.load(f"{tmp}/{entry}_sim.npy"),
                       np.load(f"{tmp}/{entry}_ref.npy"), exact, tol)
         if same_as:
-            run(["lpurun", same_as, "--entry", entry, *params,
+            run(["lpurun", same_as, "--entry", entry, *weight_flags,
                  f"--output=out={tmp}/{entry}_other.npy"] + flags)
             compare(f"{entry} ({dims}) against the other program",
                     np.load(f"{tmp}/{entry}_sim.npy"), np.load(f"{tmp}/{entry}_other.npy"),
