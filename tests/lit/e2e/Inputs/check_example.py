@@ -29,6 +29,7 @@ import run_and_compare as rc  # noqa: E402
 NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "i16": "int16",
                 "i8": "int8", "bool": "bool"}
 
+
 def label(dims):
     return " ".join(f"{k}={v}" for k, v in dims) or "(no bucket sizes)"
 
