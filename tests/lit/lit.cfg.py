@@ -28,3 +28,8 @@ config.substitutions.append(("%stdlib", os.path.join(config.lpu_src_root, "stdli
 
 if os.getuid() != 0:
     config.available_features.add("non-root")
+# The ASan+UBSan tree (scripts/build.sh --sanitize) runs our tools 5 to 50
+# times slower: a test too slow for it says `UNSUPPORTED: sanitize`, and one
+# that stands in for it there `REQUIRES: sanitize`.
+if config.lpu_sanitize.upper() in ("ON", "1", "TRUE", "YES", "Y"):
+    config.available_features.add("sanitize")

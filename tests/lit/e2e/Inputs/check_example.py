@@ -9,13 +9,17 @@ on an entry or a --bucket the program does not have.
 
 usage: check_example.py LPU ENTRY TMPDIR [--exact] [--atol A] [--rtol R]
                         [--ulps U] [--f16-ulps U] [--bucket DIM=N[,DIM=N...]]...
-                        [--int-high H]
+                        [--int-high H] [--scaled-weights]
 --bucket limits the run to the listed buckets (the test says why); integer
 inputs are drawn from [0, H) with --int-high (ids into a table of H rows),
-unit-normal values truncated otherwise.
+unit-normal values truncated otherwise. --scaled-weights draws the
+parameters as an initialised network's (positive batch-norm variances,
+weights with std 1/sqrt(fan-in); run_and_compare.py's docstring gives each
+role's distribution) and gives both sides the same file; without it both
+draw lpurun's --random-weights, which suit a few layers but make NaN in
+batch norm (half of the running variances are negative).
 """
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -26,40 +30,16 @@ NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "i16": "int1
                 "i8": "int8", "bool": "bool"}
 
 
-def program_inputs(lpx, tmp):
-    """{entry: {bucket dims: [(name, numpy dtype, sizes)]}} from the
-    program's text form (`tensor input NAME DTYPE [DIMS] ...` per bucket)."""
-    text = f"{tmp}/prog.lpuasm"
-    rc.run(["lpurun", lpx, "--emit=text", "-o", text])
-    entries, buckets, current = {}, None, None
-    with open(text) as f:
-        for line in f:
-            words = line.split()
-            if not words:
-                continue
-            if words[0] == "entry":
-                buckets = entries.setdefault(words[1], {})
-            elif words[0] == "bucket":
-                current = tuple((k, int(v)) for k, v in (w.split("=") for w in words[1:]))
-                buckets[current] = []
-            elif words[0] == "tensor" and words[1] == "input":
-                sizes = dict(current)
-                dims = [int(d) if d.isdigit() else sizes[d]
-                        for d in filter(None, words[4].strip("[]").split(","))]
-                buckets[current].append((words[2], NUMPY_DTYPES[words[3]], dims))
-    return entries
-
-
-def label(dims):
-    return " ".join(f"{k}={v}" for k, v in dims) or "(no bucket sizes)"
-
-
 def main():
     src, entry, tmp = sys.argv[1:4]
     exact, tol, rest = rc.parse_tolerance(sys.argv[4:])
-    only, int_high = [], None
+    only, int_high, scaled = [], None, False
     i = 0
     while i < len(rest):
+        if rest[i] == "--scaled-weights":
+            scaled = True
+            i += 1
+            continue
         if rest[i] == "--bucket":
             only.append(tuple((k, int(v)) for k, v in (d.split("=") for d in rest[i + 1].split(","))))
         elif rest[i] == "--int-high":
@@ -68,24 +48,23 @@ def main():
             sys.exit(f"check_example.py: unknown argument '{rest[i]}'")
         i += 2
     os.makedirs(tmp, exist_ok=True)
-    lpx, predicted = rc.compile_program(src, tmp)
-    entries = program_inputs(lpx, tmp)
-    if entry not in entries:
-        sys.exit(f"{entry}: no such entry in {src} (entries: {', '.join(entries)})")
-    buckets = entries[entry]
+    # Only the entry and buckets checked are compiled (lpuc --entry, --bucket),
+    # and lpuc refuses an entry or bucket the file does not have.
+    select = ["--entry", entry]
     for b in only:
-        if b not in buckets:
-            sys.exit(f"{entry}: no bucket {label(b)} in {src} "
-                     f"(buckets: {', '.join(map(label, buckets))})")
+        select += ["--bucket", ",".join(f"{k}={v}" for k, v in b)]
+    lpx, predicted = rc.compile_program(src, tmp, select)
+    entries, params = rc.program_tensors(lpx, tmp)
+    buckets = entries[entry]
+    weights = rc.write_scaled_weights(params, f"{tmp}/weights.safetensors") if scaled else None
     specs = []
     for dims, inputs in buckets.items():
-        if only and dims not in only:
-            continue
         # ENTRY@DIM=N: run_and_compare checks that the inputs select it.
         specs.append(entry + "".join(f"@{k}={v}" for k, v in dims) + ":" +
-                     ",".join(f"{n}={t}x{'x'.join(map(str, s))}" for n, t, s in inputs))
-    rc.run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, int_high)
-    print(f"{entry}: {len(specs)} of {len(buckets)} buckets as the reference, cycles as predicted")
+                     ",".join(f"{n}={NUMPY_DTYPES[t]}x{'x'.join(map(str, s))}" for n, t, s in inputs))
+    rc.run_and_compare(src, lpx, predicted, tmp, specs, exact, tol, int_high, weights=weights)
+    print(f"{entry}: {len(specs)} bucket{'s' if len(specs) != 1 else ''} as the reference, "
+          "cycles as predicted")
 
 
 if __name__ == "__main__":
