@@ -129,34 +129,31 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   // Packed chunks keep their `unit` of rows.
   const int64_t groups = chip_.memSlices / 2 / width;
   const bool aligned = align > minAlign;
+  // The chunks split() chose, again (the first error stands if none fits).
+  auto retry = [&] {
+    auto again = sram_.allocate(width, uint32_t(vectorsOf(chunkRows)), owner, unsigned(chunks), accept);
+    if (again) {
+      llvm::consumeError(block.takeError());
+      block = std::move(again);
+    } else {
+      llvm::consumeError(again.takeError());
+    }
+  };
   for (int pass = 0; pass < (aligned ? 2 : 1) && !block && !rowTooLong; ++pass) {
     if (pass == 1)
       align = minAlign;
     for (int64_t want = pass == 1 ? 2 : chunks + 1; !block && want <= std::min(groups, rows); ++want) {
       int64_t before = chunkRows;
       split(want);
-      if (chunkRows == before)
-        continue;
-      auto retry = sram_.allocate(width, uint32_t(vectorsOf(chunkRows)), owner, unsigned(chunks), accept);
-      if (retry) {
-        llvm::consumeError(block.takeError());
-        block = std::move(retry);
-      } else {
-        llvm::consumeError(retry.takeError());
-      }
+      if (chunkRows != before)
+        retry();
     }
   }
   // A stripe that finds no layer that wide: fewer, taller chunks.
   const int64_t fewest = rowTooLong ? 1 : (rows + rowsPerSlice - 1) / rowsPerSlice;
   for (int64_t want = minChunks - 1; !block && want >= std::max<int64_t>(fewest, 2); --want) {
     split(want);
-    auto retry = sram_.allocate(width, uint32_t(vectorsOf(chunkRows)), owner, unsigned(chunks), accept);
-    if (retry) {
-      llvm::consumeError(block.takeError());
-      block = std::move(retry);
-    } else {
-      llvm::consumeError(retry.takeError());
-    }
+    retry();
   }
   if (!block)
     return block.takeError();

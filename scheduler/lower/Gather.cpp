@@ -45,6 +45,15 @@ llvm::Expected<TensorView> spreadMaps(const ir::Op &op, LoweringContext &ctx, co
   return ctx.constant(op, DType::I16, spreadRows, lanes, std::move(spread), ids.allSlices());
 }
 
+/// The bytes of an i8 [chunks, lanes] constant whose row j is j in every
+/// lane: what an id's chunk is compared with.
+std::vector<uint8_t> chunkIndices(int64_t chunks, int64_t lanes) {
+  std::vector<uint8_t> data(size_t(chunks * lanes));
+  for (int64_t j = 0; j < chunks; ++j)
+    std::fill_n(data.begin() + j * lanes, lanes, uint8_t(j));
+  return data;
+}
+
 /// A constant [rows, lanes] i32 whose row k holds value(k) in every lane.
 llvm::Expected<TensorView> splatRows(const ir::Op &op, LoweringContext &ctx, int64_t rows,
                                      int64_t (*value)(int64_t, int64_t), int64_t arg) {
@@ -121,10 +130,7 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   if (!which)
     return which.takeError();
   avoid.insert(avoid.end(), which->allSlices().begin(), which->allSlices().end());
-  std::vector<uint8_t> indexData(size_t(chunks * lanes));
-  for (int64_t j = 0; j < chunks; ++j)
-    std::fill_n(indexData.begin() + j * lanes, lanes, uint8_t(j));
-  auto chunkIndex = ctx.constant(op, DType::I8, chunks, lanes, std::move(indexData), avoid);
+  auto chunkIndex = ctx.constant(op, DType::I8, chunks, lanes, chunkIndices(chunks, lanes), avoid);
   if (!chunkIndex)
     return chunkIndex.takeError();
 
@@ -338,10 +344,7 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   auto chunkOf = [&](size_t b) -> const TensorView & { return scratch[copies + 1 + b % copies]; };
   std::vector<TensorView> chunkIndex;
   for (size_t c = 0; chunked && c < copies; ++c) {
-    std::vector<uint8_t> indexData(size_t(chunks * lanes));
-    for (int64_t j = 0; j < chunks; ++j)
-      std::fill_n(indexData.begin() + j * lanes, lanes, uint8_t(j));
-    auto v = ctx.constant(op, DType::I8, chunks, lanes, std::move(indexData), apart);
+    auto v = ctx.constant(op, DType::I8, chunks, lanes, chunkIndices(chunks, lanes), apart);
     if (!v)
       return v.takeError();
     apart.insert(apart.end(), v->allSlices().begin(), v->allSlices().end());
