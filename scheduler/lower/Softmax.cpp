@@ -36,18 +36,18 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
       sub.rowMap[size_t(i)] = v.storageRow(r0 + i);
     return sub;
   };
+  // The result first, so that the blocks' size (below) allows for it.
+  const ir::Op *epilogue = epilogueRoot(op, ctx);
+  auto out = ctx.define(epilogue ? epilogue : &op);
+  if (!out)
+    return out.takeError();
+  TensorView &view = **out;
   // The maxima and the sums take an f32 vector per row of scratch each.
   // When that does not fit for every row at once (SRAM nearly full of
   // parameters), the rows go in blocks, halved until it fits: each block's
   // scratch is given back before the next one's is taken (s reuses m's
   // room). Nothing is placed before the first block's scratch is, so the
   // halving is clean.
-  // The result first, so that the blocks' size allows for it.
-  const ir::Op *epilogue = epilogueRoot(op, ctx);
-  auto out = ctx.define(epilogue ? epilogue : &op);
-  if (!out)
-    return out.takeError();
-  TensorView &view = **out;
   int64_t blockRows = in.rows;
   llvm::Expected<TensorView> firstM = acrossLanes(op, ctx, in, Combine::Max, DType::F32);
   while (!firstM && blockRows > 1) {
