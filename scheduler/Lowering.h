@@ -266,6 +266,10 @@ private:
   int64_t accRows_, iwLatency_, mmLatency_;
   std::vector<unsigned> order_;
 };
+/// Zeros the lanes from `valid` on of the f16 `value` on its way to plane
+/// `p` (of `planes`): the MXM multiplies all lanes, and a NaN there times
+/// an unloaded weight row's 0 is still NaN.
+int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes);
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, broadcast

@@ -74,19 +74,8 @@ int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
   return tree.add(acc, {}, int(mmQueue(p)));
 }
 
-namespace {
-/// Whether the lanes past K of `lhs`'s rows are known to hold zeros: the
-/// program file guarantees it for inputs and parameters. Any other value's
-/// padding lanes hold whatever its lowering computed there (0 / 0 in a
-/// division by a splat is NaN), and the MXM multiplies all 320 lanes: a
-/// NaN times an unloaded weight row's 0 is still NaN.
-bool zeroPadded(const ir::Op &lhs) {
-  return lhs.kind() == ir::OpKind::Input || lhs.kind() == ir::OpKind::Param;
-}
-
-/// Zeros the lanes from `valid` on of `value` on its way to plane `p`: a
-/// shift up by the padding's width, then a rotation back. The SXM stands
-/// next to the MXM, so this costs no detour and no SRAM read of a mask.
+// A shift up by the padding's width, then a rotation back. The SXM stands
+// next to the MXM, so this costs no detour and no SRAM read of a mask.
 int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes) {
   Instr shift;
   shift.op = Opcode::Shift;
@@ -98,6 +87,17 @@ int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned pla
   rotate.count = valid;
   return tree.add(rotate, {tree.add(shift, {value})});
 }
+
+namespace {
+/// Whether the lanes past K of `lhs`'s rows are known to hold zeros: the
+/// program file guarantees it for inputs and parameters. Any other value's
+/// padding lanes hold whatever its lowering computed there (0 / 0 in a
+/// division by a splat is NaN), and the MXM multiplies all 320 lanes: a
+/// NaN times an unloaded weight row's 0 is still NaN.
+bool zeroPadded(const ir::Op &lhs) {
+  return lhs.kind() == ir::OpKind::Input || lhs.kind() == ir::OpKind::Param;
+}
+
 /// Weight row `brow`'s vector `j` from packed storage (docs/scheduler.md,
 /// "Packed parameters"), as the rows layout holds it: its `valid` elements
 /// from lane 0, zeros past them (so the product's padding lanes are what

@@ -544,6 +544,12 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       if (!out)
         return out.takeError();
       LaneFinish fin{*out, [&](Builder &b, int value) { return finishValue(b, value); }};
+      if (how == Combine::Sum && work == DType::F32 && exactInF16(src) && !in.packed()) {
+        if (auto e = sumRowsOnMxm(op, ctx, in, fin))
+          return e;
+        ctx.notePath(op, 0);
+        return llvm::Error::success();
+      }
       auto T = acrossLanes(op, ctx, in, how, work, &fin);
       if (!T)
         return T.takeError();

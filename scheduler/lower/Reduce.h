@@ -33,6 +33,15 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
                                        Combine how, backend::DType work,
                                        const LaneFinish *finish = nullptr);
 
+/// Whether every value of `src` is one f16 holds exactly (f16 itself, or
+/// f16 widened to f32): its sums can run on the MXM.
+bool exactInF16(const ir::Op &src);
+/// Sums every row of `in` (whose values f16 holds exactly) across its lanes
+/// on the MXM, bit-exact to the reference's sequential f32 sum, and writes
+/// row r's finished value into row r of `finish.dest` (every lane holds it).
+llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                         const LaneFinish &finish);
+
 /// An instruction with just an opcode and a dtype.
 backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType type2 = backend::DType::Bool);
 

@@ -1,0 +1,101 @@
+// Row sums on the MXM: a float sum across a row's lanes whose terms f16
+// holds exactly (a layer norm's mean of its f16 input, widened) is a
+// matmul by a plane of ones. The plane adds a row's products in ascending
+// k in fp32, each addition rounded, and a row longer than a vector goes on
+// adding into the same accumulator row: exactly the reference's sequential
+// sum, so the result is bit-exact, and every output lane holds it (a lane
+// broadcast, as acrossLanes leaves it). The SXM folds it replaces put every
+// leaf's f32 vector on the streams; here a row costs one mm per vector.
+#include "scheduler/lower/Reduce.h"
+
+namespace lpu::scheduler::reduce {
+
+using namespace backend;
+
+namespace {
+/// Planes a reduction's rows are dealt to: two keep up with rows coming
+/// from a matmul (one row per 4 cycles on its plane) with an mm each per
+/// vector, and leave the others loading the next matmul's weights.
+constexpr unsigned kSumPlanes = 4;
+} // namespace
+
+bool exactInF16(const ir::Op &src) {
+  if (src.type().dtype == DType::F16)
+    return true;
+  return src.kind() == ir::OpKind::Convert && src.type().dtype == DType::F32 &&
+         src.operand(0)->type().dtype == DType::F16;
+}
+
+llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                         const LaneFinish &finish) {
+  const ChipDescription &chip = ctx.chip();
+  const unsigned lanes = chip.lanes;
+  MxmPlanes mxm(ctx);
+  const unsigned planes = std::min(kSumPlanes, mxm.count());
+  // Weight rows: ones for every lane a row's vector may hold. Lanes past
+  // the row's end are zeroed on the way in (they may hold NaN, and
+  // NaN * 0 is NaN), so one set of ones serves every vector of a row.
+  const unsigned rowsK = unsigned(std::min<int64_t>(in.cols, lanes));
+  std::vector<uint8_t> ones(size_t(lanes) * 2);
+  for (unsigned l = 0; l < lanes; ++l)
+    encodeElement(DType::F16, 1.0, ones.data() + 2 * l);
+  std::vector<unsigned> used;
+  std::vector<uint16_t> avoid = in.allSlices();
+  for (unsigned k = 0; k < planes; ++k) {
+    const unsigned p = mxm.plane(k);
+    // A copy of the ones per plane, each on slices of its own: a plane
+    // loads one weight row per cycle, and they all load at once.
+    auto one = ctx.constant(op, DType::F16, 1, lanes, ones, avoid);
+    if (!one)
+      return one.takeError();
+    avoid.insert(avoid.end(), one->allSlices().begin(), one->allSlices().end());
+    PlaneState &st = mxm.state(p);
+    int64_t lastLw = st.lastIw;
+    for (unsigned r = 0; r < rowsK; ++r) {
+      WorkTree tree = mxm.loadWeights(p);
+      tree.nodes[0].inputs = {tree.read(one->slices(0), one->address(0, 0))};
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
+      if (!placed)
+        return cannotPlace(op);
+      lastLw = placed->rootCycle;
+    }
+    mxm.install(p, lastLw);
+    used.push_back(p);
+  }
+  int64_t prev = 0;
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const unsigned p = used[size_t(r) % planes];
+    PlaneState &st = mxm.state(p);
+    const int64_t m = (r / planes) % mxm.accRows();
+    int64_t done = 0;
+    for (int64_t v = 0; v < in.vecsPerRow; ++v) {
+      WorkTree tree = mxm.matmul(p, m);
+      int x = tree.read(in.slices(r), in.address(r, v));
+      if (in.dtype != DType::F16)
+        x = tree.add(vxm(Opcode::Cvt, in.dtype, DType::F16), {x});
+      const int64_t valid = std::min<int64_t>(lanes, in.cols - v * lanes);
+      if (valid < int64_t(lanes))
+        x = zeroTail(tree, x, unsigned(valid), p, mxm.count(), lanes);
+      tree.nodes[0].inputs = {x};
+      const int64_t rootNotBefore = std::max({st.lastIw + mxm.iwLatency(), st.lastMm + 1,
+                                              v == 0 ? st.accFree[size_t(m)] : int64_t(0)});
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), in.readyAt(r, v), rootNotBefore);
+      if (!placed)
+        return cannotPlace(op);
+      st.lastMm = std::max(st.lastMm, placed->rootCycle);
+      done = placed->rootCycle + mxm.mmLatency();
+      ctx.read(in, placed->doneCycle);
+    }
+    Builder b(ctx, *finish.dest, r, 0);
+    int sum = mxm.accRead(b.tree, p, m);
+    b.tree.nodes[size_t(sum)].notBefore = done;
+    auto placed = b.finish(finish.value(b, sum), prev);
+    if (!placed)
+      return cannotPlace(op);
+    prev = placed->firstCycle;
+    st.accFree[size_t(m)] = placed->rootCycle + 1;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace lpu::scheduler::reduce
