@@ -13,6 +13,7 @@
 #include <llvm/Support/Error.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -266,10 +267,77 @@ private:
   int64_t accRows_, iwLatency_, mmLatency_;
   std::vector<unsigned> order_;
 };
+/// A matmul for runMatmul: per batch, `rows` rows of A (K lanes) times a
+/// [K, N] B. The callbacks build the pieces of the trees and name the views
+/// they read (marked read once their tree is placed; read nodes set their
+/// own notBefore).
+struct MatmulWork {
+  int64_t batches = 1, rows = 0, K = 0, N = 0;
+  /// Row r of K-tile t of B's column tile j (batch b), for plane p.
+  std::function<int(WorkTree &, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p,
+                    std::vector<const TensorView *> &reads)>
+      weightRow;
+  /// Vector t of A's row m (batch b) on its way to plane p: lanes past the
+  /// K-tile's rows must hold zeros or finite values the weights zero.
+  std::function<int(WorkTree &, int64_t b, int64_t m, int64_t t, unsigned p,
+                    std::vector<const TensorView *> &reads)>
+      aVector;
+  /// The accumulated f32 row (C row crow, column tile j) into what is written.
+  std::function<int(WorkTree &, int value, int64_t crow, int64_t j, std::vector<const TensorView *> &reads)>
+      finish;
+  /// Optional: whether K-tile t adds anything to column tile j (an unused
+  /// tile is neither loaded nor multiplied), and how many of its weight
+  /// rows to load (the rest are 0).
+  std::function<bool(int64_t b, int64_t t, int64_t j)> tileUsed;
+  std::function<int64_t(int64_t b, int64_t t, int64_t j)> rowsLoaded;
+};
+/// Jobs of (batch, column tile of mxm_dim, up to mxm_acc_rows rows) on the
+/// MXM planes, written into C's rows (docs/scheduler.md, "Matmul").
+llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work, const TensorView &C);
+
+/// Multi-head attention (Q K^T, a scale, softmax, P V, split into heads
+/// and merged back) whose heads' score rows pack into one vector: lowered
+/// as a whole at the scores (lower/Attention.cpp, docs/scheduler.md
+/// "Attention").
+struct AttentionPlan {
+  const ir::Op *scores = nullptr; // Q K^T: where the whole is lowered
+  const ir::Op *scale = nullptr;  // the scores' epilogue root, or null
+  const ir::Op *softmax = nullptr;
+  const ir::Op *probs = nullptr;   // P in f16: the softmax or its convert
+  const ir::Op *context = nullptr; // P V
+  const ir::Op *merged = nullptr;  // heads merged into rows: the result
+  const ir::Op *q = nullptr, *k = nullptr, *v = nullptr; // rows of H * dh
+  /// Every op the plan lowers (the driver skips them): their reads happen
+  /// at the scores.
+  std::vector<const ir::Op *> absorbed;
+  int64_t batches = 0, sq = 0, sk = 0, heads = 0, dh = 0;
+};
+/// The attentions of `fn` that pack (after ctx.users and ctx.returned are
+/// known).
+std::vector<AttentionPlan> findAttention(const ir::Function &fn, LoweringContext &ctx,
+                                         const std::map<const ir::Op *, size_t> &index);
+llvm::Error lowerAttention(const AttentionPlan &plan, LoweringContext &ctx);
+
 /// Zeros the lanes from `valid` on of the f16 `value` on its way to plane
 /// `p` (of `planes`): the MXM multiplies all lanes, and a NaN there times
 /// an unloaded weight row's 0 is still NaN.
 int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes);
+/// Where transposeByGather writes: `define` gives the output view (rows of
+/// the transposed shape); `laneOffset`, when set, puts output row o's lanes
+/// from lane laneOffset(o) on (zeros elsewhere; a row of one vector).
+struct TransposeTarget {
+  std::function<llvm::Expected<TensorView *>()> define;
+  std::function<int64_t(int64_t)> laneOffset;
+  bool notePath = true;
+};
+/// Transposes `in` (the rows of logical shape `from`) by `perm`, which
+/// moves the last axis, by SXM rotations and MEM gathers
+/// (docs/scheduler.md, "Transposes"); nullopt when the maps cannot express
+/// it. `op` names the constants and the errors.
+std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                                             const std::vector<int64_t> &from,
+                                             const std::vector<int64_t> &perm,
+                                             const TransposeTarget &target);
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx); // conv2d
 llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx); // max_pool2d, avg_pool2d
 llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx); // reshape, broadcast

@@ -122,28 +122,6 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         ctx.persistentResult[root] = true;
       }
     }
-  // An op inside a fusion group is computed when its group's materialized
-  // ops are lowered (later in program order): its reads happen there.
-  std::map<const ir::Op *, size_t> readsAt;
-  for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
-    const ir::Op *op = it->get();
-    size_t at = index[op];
-    if (!ctx.materialized(op))
-      for (const ir::Op *user : ctx.users[op])
-        at = std::max(at, readsAt[user]);
-    readsAt[op] = at;
-  }
-  // The storage roots whose last reader is lowered at each op index.
-  std::map<const ir::Op *, size_t> lastUse;
-  for (const auto &op : fn.ops())
-    for (const ir::Op *operand : op->operands()) {
-      size_t &last = lastUse[storageRoot(operand)];
-      last = std::max(last, readsAt[op.get()]);
-    }
-  std::map<size_t, std::vector<const ir::Op *>> releaseAfter;
-  for (const auto &[root, at] : lastUse)
-    releaseAfter[at].push_back(root);
-
   std::vector<const ir::Op *> leaves;
   for (const auto &owned : fn.ops())
     if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
@@ -261,6 +239,38 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     }
   }
 
+  // Attentions lowered as a whole where their scores are: the ops they
+  // take in read there. (Matched once the leaves have views: the scale's
+  // group is checked, and it reads constants.)
+  std::vector<AttentionPlan> attentions = findAttention(fn, ctx, index);
+  std::map<const ir::Op *, const AttentionPlan *> absorbedBy;
+  for (const AttentionPlan &plan : attentions)
+    for (const ir::Op *op : plan.absorbed)
+      absorbedBy[op] = &plan;
+  // An op inside a fusion group is computed when its group's materialized
+  // ops are lowered (later in program order): its reads happen there.
+  std::map<const ir::Op *, size_t> readsAt;
+  for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
+    const ir::Op *op = it->get();
+    size_t at = index[op];
+    if (auto a = absorbedBy.find(op); a != absorbedBy.end())
+      at = index[a->second->scores];
+    else if (!ctx.materialized(op))
+      for (const ir::Op *user : ctx.users[op])
+        at = std::max(at, readsAt[user]);
+    readsAt[op] = at;
+  }
+  // The storage roots whose last reader is lowered at each op index.
+  std::map<const ir::Op *, size_t> lastUse;
+  for (const auto &op : fn.ops())
+    for (const ir::Op *operand : op->operands()) {
+      size_t &last = lastUse[storageRoot(operand)];
+      last = std::max(last, readsAt[op.get()]);
+    }
+  std::map<size_t, std::vector<const ir::Op *>> releaseAfter;
+  for (const auto &[root, at] : lastUse)
+    releaseAfter[at].push_back(root);
+
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {
@@ -293,6 +303,12 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       break;
     }
     default: {
+      if (auto a = absorbedBy.find(&op); a != absorbedBy.end()) {
+        if (&op == a->second->scores)
+          if (auto e = lowerAttention(*a->second, ctx))
+            return e;
+        break;
+      }
       if (!ctx.materialized(&op) || ctx.hasView(&op))
         break; // computed in its users' trees, or in its producer's (epilogue)
       LoweringFn lower = storedOrderLowering(op, ctx);

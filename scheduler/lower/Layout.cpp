@@ -436,20 +436,34 @@ namespace {
 /// byte plane, instead of one SXM move per source vector of every output
 /// vector. Only bits move: bit-exact. Nullopt when the op does not have
 /// that form (the caller falls back to moveLanes).
-std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &ctx) {
+} // namespace
+
+std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
+                                             const std::vector<int64_t> &from,
+                                             const std::vector<int64_t> &perm,
+                                             const TransposeTarget &target) {
   const ChipDescription &chip = ctx.chip();
   const int64_t lanes = chip.lanes;
-  const Shape &from = op.operand(0)->type().shape;
-  auto perm = op.intsAttr("perm");
-  if (from.size() < 2 || !perm || perm->size() != from.size())
+  if (from.size() < 2 || perm.size() != from.size())
     return std::nullopt;
   const size_t n = from.size();
-  const size_t p = size_t(perm->back());
+  const size_t p = size_t(perm.back());
   if (p >= n - 1)
     return std::nullopt;
-  const TensorView &in = ctx.view(op.operand(0));
-  auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+  Shape to(n);
+  for (size_t k = 0; k < n; ++k)
+    to[k] = from[size_t(perm[k])];
+  int64_t rows = 1;
+  for (size_t k = 0; k + 1 < n; ++k)
+    rows *= to[k];
+  const int64_t cols = to.back();
   const int64_t outVpr = ctx.vecsPerRow(cols);
+  // Output row o's lanes start at laneOffset(o) (a single vector then).
+  auto offsetOf = [&](int64_t o) { return target.laneOffset ? target.laneOffset(o) : int64_t(0); };
+  if (target.laneOffset)
+    for (int64_t o = 0; o < rows; ++o)
+      if (outVpr != 1 || offsetOf(o) < 0 || offsetOf(o) + cols > lanes)
+        return std::nullopt;
   const int64_t inRows = in.rows, inCols = in.cols, inVpr = in.vecsPerRow;
   // Input row r's index along p.
   int64_t strideP = 1;
@@ -472,7 +486,14 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   };
   std::vector<OutVector> work(size_t(rows * outVpr));
   std::map<std::vector<uint16_t>, int64_t> gmaps, dmaps;
-  SourceMap source(op);
+  // The input element an output element comes from.
+  Shape oIdx, iIdx(n);
+  auto source = [&](int64_t flat) {
+    unravel(flat, to, oIdx);
+    for (size_t k = 0; k < n; ++k)
+      iIdx[size_t(perm[k])] = oIdx[k];
+    return Source{0, ravel(iIdx, from)};
+  };
   for (int64_t o = 0; o < rows; ++o)
     for (int64_t v = 0; v < outVpr; ++v) {
       int64_t valid = std::min(lanes, cols - v * lanes);
@@ -490,7 +511,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
           return std::nullopt;
         taken[lane] = true;
         g[lane] = uint16_t(offset);
-        dm[size_t(k)] = uint16_t(lane);
+        dm[size_t(k + offsetOf(o))] = uint16_t(lane);
       }
       auto gi = gmaps.try_emplace(g, int64_t(gmaps.size())).first->second;
       auto di = dmaps.try_emplace(dm, int64_t(dmaps.size())).first->second;
@@ -569,7 +590,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
     }
 
   // Step 2: per output vector and byte plane, gather and distribute.
-  auto out = ctx.define(&op);
+  auto out = target.define();
   if (!out)
     return out.takeError();
   TensorView &view = **out;
@@ -610,11 +631,10 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       ctx.written(view, o, v, done - 1);
     }
   ctx.releaseScratch(D);
-  ctx.notePath(op, path);
+  if (target.notePath)
+    ctx.notePath(op, path);
   return llvm::Error::success();
 }
-
-} // namespace
 
 llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx) {
   switch (op.kind()) {
@@ -622,9 +642,13 @@ llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx) {
   case ir::OpKind::Transpose:
     if (aliasesOperand(op, ctx.chip().lanes))
       return rowView(op, ctx);
-    if (op.kind() == ir::OpKind::Transpose)
-      if (std::optional<llvm::Error> done = transposeByGather(op, ctx))
+    if (op.kind() == ir::OpKind::Transpose) {
+      std::vector<int64_t> perm = op.intsAttr("perm").value_or(std::vector<int64_t>{});
+      TransposeTarget target{[&] { return ctx.define(&op); }, nullptr, true};
+      if (std::optional<llvm::Error> done = transposeByGather(op, ctx, ctx.view(op.operand(0)),
+                                                              op.operand(0)->type().shape, perm, target))
         return std::move(*done);
+    }
     return moveLanes(op, ctx);
   case ir::OpKind::Concat:
     return moveLanes(op, ctx);

@@ -148,6 +148,124 @@ int packedWeight(WorkTree &tree, const TensorView &B, int64_t brow, int64_t j, u
 }
 } // namespace
 
+llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work, const TensorView &C) {
+  const ChipDescription &chip = ctx.chip();
+  MxmPlanes mxm(ctx);
+  const unsigned dim = chip.mxmDim;
+  const int64_t K = work.K, N = work.N, batches = work.batches, mPerBatch = work.rows;
+  const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
+  const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
+  // The K-tiles a job multiplies (all of them unless work.tileUsed says).
+  auto used = [&](int64_t b, int64_t t, int64_t j) { return !work.tileUsed || work.tileUsed(b, t, j); };
+
+  // Fewer jobs than planes: a job's K-tiles are cut into up to planes /
+  // jobs contiguous parts, each on a plane of its own, and the parts'
+  // accumulators are added on the VXM (in part order) as they are read.
+  // The transformer's FFN down-projection ([S, 1024] x [1024, 256]: one
+  // job, four K-tiles) multiplied 4 * S rows on one plane, at the f16 rate
+  // of one row per 4 cycles, while three planes idled.
+  const int64_t jobs = batches * nt * ((mPerBatch + accRows - 1) / accRows);
+  const int64_t parts = jobs < int64_t(mxm.count()) && kt > 1
+                            ? std::min<int64_t>(kt, int64_t(mxm.count()) / jobs)
+                            : 1;
+  unsigned job = 0;
+  std::vector<const TensorView *> reads;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t j = 0; j < nt; ++j)
+      for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
+        int64_t mRows = std::min(accRows, mPerBatch - m0);
+        std::vector<unsigned> partPlane;
+        // mmDone[q][m]: when row m's last mm of part q has landed (-1: the
+        // part multiplied nothing).
+        std::vector<std::vector<int64_t>> mmDone;
+        for (int64_t q = 0; q < parts; ++q) {
+          unsigned p = mxm.plane(unsigned(job * parts + q));
+          partPlane.push_back(p);
+          mmDone.emplace_back(size_t(mRows), -1);
+          PlaneState &st = mxm.state(p);
+          bool firstTile = true;
+          for (int64_t t = q * kt / parts; t < (q + 1) * kt / parts; ++t) {
+            if (!used(b, t, j))
+              continue;
+            int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
+            // Weight rows of this K-tile into the buffer, in row order.
+            int64_t lastLw = st.lastIw;
+            const int64_t loads = work.rowsLoaded ? work.rowsLoaded(b, t, j) : rowsK;
+            for (int64_t r = 0; r < loads; ++r) {
+              WorkTree tree = mxm.loadWeights(p);
+              reads.clear();
+              tree.nodes[0].inputs = {work.weightRow(tree, b, t, r, j, p, reads)};
+              std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
+              if (!placed)
+                return cannotPlace(op);
+              Placement pl = *placed;
+              lastLw = pl.rootCycle;
+              for (const TensorView *v : reads)
+                ctx.read(*v, pl.doneCycle);
+            }
+            // Install once the rows are in and the previous tile's matmuls
+            // have issued (they use the old weights).
+            int64_t iwCycle = mxm.install(p, lastLw);
+            for (int64_t m = 0; m < mRows; ++m) {
+              WorkTree tree = mxm.matmul(p, m);
+              reads.clear();
+              tree.nodes[0].inputs = {work.aVector(tree, b, m0 + m, t, p, reads)};
+              int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
+                                                firstTile ? st.accFree[size_t(m)] : 0});
+              std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
+              if (!placed)
+                return cannotPlace(op);
+              Placement pl = *placed;
+              st.lastMm = std::max(st.lastMm, pl.rootCycle);
+              mmDone[size_t(q)][size_t(m)] = pl.rootCycle + mmLatency;
+              for (const TensorView *v : reads)
+                ctx.read(*v, pl.doneCycle);
+            }
+            firstTile = false;
+          }
+        }
+        // Read the accumulators out into C.
+        for (int64_t m = 0; m < mRows; ++m) {
+          int64_t crow = b * mPerBatch + m0 + m;
+          WorkTree tree;
+          tree.write(C.slices(crow), C.address(crow, j), -1);
+          std::vector<int> accs;
+          std::vector<int64_t> accPart;
+          for (int64_t q = 0; q < parts; ++q)
+            if (mmDone[size_t(q)][size_t(m)] >= 0) {
+              accs.push_back(mxm.accRead(tree, partPlane[size_t(q)], m));
+              accPart.push_back(q);
+            }
+          int value = accs[0];
+          for (size_t q = 1; q < accs.size(); ++q) {
+            Instr add;
+            add.op = Opcode::Add;
+            add.dtype = DType::F32;
+            value = tree.add(add, {value, accs[q]});
+          }
+          reads.clear();
+          value = work.finish(tree, value, crow, j, reads);
+          tree.nodes[0].inputs = {value};
+          tree.nodes[0].notBefore = C.storage->block.writableFrom;
+          // Each acc no earlier than its part's last mm of the row landed.
+          for (size_t k = 0; k < accs.size(); ++k)
+            tree.nodes[size_t(accs[k])].notBefore = mmDone[size_t(accPart[k])][size_t(m)];
+          std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
+          if (!placed)
+            return cannotPlace(op);
+          Placement pl = *placed;
+          // The accs have issued by the root's cycle (the tree's first
+          // cycle may be an epilogue's read of a bias, before them).
+          for (int64_t q : accPart)
+            mxm.state(partPlane[size_t(q)]).accFree[size_t(m)] = pl.rootCycle + 1;
+          ctx.written(C, crow, j, pl.doneCycle - 1);
+          for (const TensorView *v : reads)
+            ctx.read(*v, pl.doneCycle);
+        }
+      }
+  return llvm::Error::success();
+}
+
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
@@ -177,119 +295,55 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   if (!out)
     return out.takeError();
   TensorView &C = **out;
+  const unsigned dim = chip.mxmDim, planes = chip.mxmPlanes, lanes = chip.lanes;
 
-  MxmPlanes mxm(ctx);
-  const unsigned dim = chip.mxmDim;
-  const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
-  const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
-
-  // Fewer jobs than planes: a job's K-tiles are cut into up to planes /
-  // jobs contiguous parts, each on a plane of its own, and the parts'
-  // accumulators are added on the VXM (in part order) as they are read.
-  // The transformer's FFN down-projection ([S, 1024] x [1024, 256]: one
-  // job, four K-tiles) multiplied 4 * S rows on one plane, at the f16 rate
-  // of one row per 4 cycles, while three planes idled.
-  const int64_t jobs = batches * nt * ((mPerBatch + accRows - 1) / accRows);
-  const int64_t parts = jobs < int64_t(mxm.count()) && kt > 1
-                            ? std::min<int64_t>(kt, int64_t(mxm.count()) / jobs)
-                            : 1;
-  unsigned job = 0;
-  for (int64_t b = 0; b < batches; ++b)
-    for (int64_t j = 0; j < nt; ++j)
-      for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
-        int64_t mRows = std::min(accRows, mPerBatch - m0);
-        std::vector<unsigned> partPlane;
-        // mmDone[q][m]: when row m's last mm of part q has landed.
-        std::vector<std::vector<int64_t>> mmDone;
-        for (int64_t q = 0; q < parts; ++q) {
-          unsigned p = mxm.plane(unsigned(job * parts + q));
-          partPlane.push_back(p);
-          mmDone.emplace_back(size_t(mRows), 0);
-          PlaneState &st = mxm.state(p);
-          for (int64_t t = q * kt / parts; t < (q + 1) * kt / parts; ++t) {
-            const bool firstTile = t == q * kt / parts;
-            int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
-            // Weight rows of this K-tile into the buffer, in row order.
-            int64_t lastLw = st.lastIw;
-            for (int64_t r = 0; r < rowsK; ++r) {
-              int64_t brow = b * K + t * dim + r;
-              WorkTree tree = mxm.loadWeights(p);
-              tree.nodes[0].inputs = {B.packed() ? packedWeight(tree, B, brow, j, p, mxm.count(), chip.lanes)
-                                                 : tree.read(B.slices(brow), B.address(brow, j))};
-              std::optional<Placement> placed = ctx.placer().place(std::move(tree), B.readyAt(brow, j), lastLw + 1);
-              if (!placed)
-                return cannotPlace(op);
-              Placement pl = *placed;
-              lastLw = pl.rootCycle;
-              ctx.read(B, pl.doneCycle);
-            }
-            // Install once the rows are in and the previous tile's matmuls
-            // have issued (they use the old weights).
-            int64_t iwCycle = mxm.install(p, lastLw);
-            for (int64_t m = 0; m < mRows; ++m) {
-              int64_t arow = b * mPerBatch + m0 + m;
-              WorkTree tree = mxm.matmul(p, m);
-              int x = tree.read(A.slices(arow), A.address(arow, t));
-              if (rowsK < int64_t(chip.lanes) && !zeroPadded(lhs))
-                x = zeroTail(tree, x, unsigned(rowsK), p, mxm.count(), chip.lanes);
-              tree.nodes[0].inputs = {x};
-              int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
-                                                firstTile ? st.accFree[size_t(m)] : 0});
-              std::optional<Placement> placed = ctx.placer().place(std::move(tree), A.readyAt(arow, t), rootNotBefore);
-              if (!placed)
-                return cannotPlace(op);
-              Placement pl = *placed;
-              st.lastMm = std::max(st.lastMm, pl.rootCycle);
-              mmDone[size_t(q)][size_t(m)] = pl.rootCycle + mmLatency;
-              ctx.read(A, pl.doneCycle);
-            }
-          }
-        }
-        // Read the accumulators out into C.
-        for (int64_t m = 0; m < mRows; ++m) {
-          int64_t crow = b * mPerBatch + m0 + m;
-          WorkTree tree;
-          tree.write(C.slices(crow), C.address(crow, j), -1);
-          std::vector<int> accs;
-          for (int64_t q = 0; q < parts; ++q)
-            accs.push_back(mxm.accRead(tree, partPlane[size_t(q)], m));
-          int value = accs[0];
-          for (int64_t q = 1; q < parts; ++q) {
-            Instr add;
-            add.op = Opcode::Add;
-            add.dtype = DType::F32;
-            value = tree.add(add, {value, accs[size_t(q)]});
-          }
-          if (op.type().dtype == DType::F16) {
-            Instr cvt;
-            cvt.op = Opcode::Cvt;
-            cvt.dtype = DType::F32;
-            cvt.dtype2 = DType::F16;
-            value = tree.add(cvt, {value});
-          }
-          std::vector<const TensorView *> reads;
-          if (epilogue)
-            value = buildEpilogue(tree, *epilogue, op, value, crow, j, ctx, reads);
-          tree.nodes[0].inputs = {value};
-          tree.nodes[0].notBefore = C.storage->block.writableFrom;
-          // Each acc no earlier than its part's last mm of the row landed.
-          for (int64_t q = 0; q < parts; ++q)
-            tree.nodes[size_t(accs[size_t(q)])].notBefore = mmDone[size_t(q)][size_t(m)];
-          std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
-          if (!placed)
-            return cannotPlace(op);
-          Placement pl = *placed;
-          // The accs have issued by the root's cycle (the tree's first
-          // cycle may be an epilogue's read of a bias, before them).
-          for (unsigned p : partPlane)
-            mxm.state(p).accFree[size_t(m)] = pl.rootCycle + 1;
-          ctx.written(C, crow, j, pl.doneCycle - 1);
-          for (const TensorView *v : reads)
-            ctx.read(*v, pl.doneCycle);
-        }
-      }
+  MatmulWork work;
+  work.batches = batches;
+  work.rows = mPerBatch;
+  work.K = K;
+  work.N = N;
+  work.weightRow = [&](WorkTree &tree, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p,
+                       std::vector<const TensorView *> &reads) {
+    int64_t brow = b * K + t * dim + r;
+    reads.push_back(&B);
+    int x = B.packed() ? packedWeight(tree, B, brow, j, p, planes, lanes)
+                       : tree.read(B.slices(brow), B.address(brow, j));
+    // The first read node (packed: the segment's first vector) waits for
+    // the row to be written.
+    for (WorkNode &node : tree.nodes)
+      if (node.instr.op == Opcode::Read)
+        node.notBefore = std::max(node.notBefore, B.readyAt(brow, j));
+    return x;
+  };
+  work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t t, unsigned p,
+                     std::vector<const TensorView *> &reads) {
+    int64_t arow = b * mPerBatch + m;
+    int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
+    reads.push_back(&A);
+    int x = tree.read(A.slices(arow), A.address(arow, t));
+    tree.nodes[size_t(x)].notBefore = A.readyAt(arow, t);
+    if (rowsK < int64_t(lanes) && !zeroPadded(lhs))
+      x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
+    return x;
+  };
+  work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
+                    std::vector<const TensorView *> &reads) {
+    if (op.type().dtype == DType::F16) {
+      Instr cvt;
+      cvt.op = Opcode::Cvt;
+      cvt.dtype = DType::F32;
+      cvt.dtype2 = DType::F16;
+      value = tree.add(cvt, {value});
+    }
+    if (epilogue)
+      value = buildEpilogue(tree, *epilogue, op, value, crow, j, ctx, reads);
+    return value;
+  };
+  if (auto e = runMatmul(op, ctx, work, C))
+    return e;
   // No result before one install and one matmul have completed.
-  ctx.notePath(op, iwLatency + mmLatency);
+  ctx.notePath(op, ctx.chip().timingOf(Opcode::InstallWeights, DType::F16).latency +
+                       ctx.chip().timingOf(Opcode::MatMul, DType::F16).latency);
   if (epilogue)
     ctx.notePath(*epilogue, 0);
   return llvm::Error::success();

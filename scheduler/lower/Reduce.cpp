@@ -158,12 +158,18 @@ void putU16(std::vector<uint8_t> &out, unsigned value) {
 } // namespace
 
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                                       Combine how, DType work, const LaneFinish *finish) {
+                                       Combine how, DType work, const LaneFinish *finish,
+                                       int64_t segment) {
   const unsigned lanes = ctx.chip().lanes;
   auto T = ctx.scratch(op, work, in.rows, lanes);
   if (!T)
     return T.takeError();
-  const int64_t vpr = in.vecsPerRow, n = in.cols;
+  const int64_t vpr = segment ? 1 : in.vecsPerRow, n = segment ? segment : in.cols;
+  // With segments, lane i belongs to the row from lane base(i) on; lanes
+  // past the last whole segment fold with the first (their results are
+  // never read).
+  const int64_t segments = segment ? lanes / segment : 1;
+  auto base = [&](int64_t i) { return segment && i < segments * segment ? i / segment * segment : 0; };
   const FoldPlan plan =
       planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in), tensor::dtypeSize(work));
   const unsigned s = plan.spacing, mid = plan.middle;
@@ -175,7 +181,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // of a full vector and of the last one. A lane that must not count gives
   // 0 for a sum (map 320) and a duplicate of a counted lane for max and min
   // (which is harmless there).
-  const unsigned fill = how == Combine::Sum ? lanes : 0;
+  auto fill = [&](int64_t i) { return how == Combine::Sum ? unsigned(lanes) : unsigned(base(i)); };
   // kBundle copies, each on slices of its own.
   auto mapsNear = [&](const TensorView &data,
                       const std::vector<uint8_t> &bytes) -> llvm::Expected<std::vector<TensorView>> {
@@ -200,15 +206,17 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     std::vector<uint8_t> bytes;
     for (int64_t j = 0; j < count; ++j)
       for (unsigned i = 0; i < lanes; ++i)
-        putU16(bytes, unsigned(j));
+        putU16(bytes, unsigned(base(i) + j));
     return bytes;
   };
   const int64_t lastValid = n - (vpr - 1) * int64_t(lanes);
   std::vector<uint8_t> first;
   auto firstStepMaps = [&](int64_t valid) {
     for (int64_t j = 0; j * s < valid; ++j)
-      for (unsigned i = 0; i < lanes; ++i)
-        putU16(first, i < s && i + j * s < valid ? unsigned(i + j * s) : fill);
+      for (unsigned i = 0; i < lanes; ++i) {
+        const int64_t o = int64_t(i) - base(i);
+        putU16(first, o < s && o + j * s < valid ? unsigned(base(i) + o + j * s) : fill(i));
+      }
   };
   int64_t fullMaps = 0, lastMaps = 0;
   if (s) {

@@ -29,9 +29,21 @@ struct LaneFinish {
   const TensorView *dest;
   std::function<int(Builder &, int)> value;
 };
+/// `segment` > 0: every vector of `in` (one per row) holds several rows of
+/// `segment` lanes, from lanes 0, segment, 2 segment, ...; each is reduced
+/// on its own and its result fills its lanes.
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, backend::DType work,
-                                       const LaneFinish *finish = nullptr);
+                                       const LaneFinish *finish = nullptr, int64_t segment = 0);
+
+/// Softmax of every row of `in` (f16 or f32; with `segment` > 0, of every
+/// segment of a vector, as acrossLanes) into `out`, computed in f32 as the
+/// reference does; `finish` turns a row vector's f32 result into what is
+/// written (the result type, an epilogue). `inPlace`: e may overwrite an
+/// f32 `in` (nothing reads it after).
+using SoftmaxFinish = std::function<int(Builder &, int, int64_t, int64_t)>;
+llvm::Error softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
+                        bool inPlace, int64_t segment, const SoftmaxFinish &finish);
 
 /// Whether every value of `src` is one f16 holds exactly (f16 itself, or
 /// f16 widened to f32): its sums can run on the MXM.

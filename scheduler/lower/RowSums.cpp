@@ -13,10 +13,11 @@ namespace lpu::scheduler::reduce {
 using namespace backend;
 
 namespace {
-/// Planes a reduction's rows are dealt to: two keep up with rows coming
-/// from a matmul (one row per 4 cycles on its plane) with an mm each per
-/// vector, and leave the others loading the next matmul's weights.
-constexpr unsigned kSumPlanes = 4;
+/// Planes a reduction's rows are dealt to: at least two (rows come from a
+/// matmul at one per 4 cycles of its plane, and take an mm per vector
+/// each), one more per kMmsPerPlane mm's of work past that.
+constexpr unsigned kMinSumPlanes = 2;
+constexpr int64_t kMmsPerPlane = 128;
 } // namespace
 
 bool exactInF16(const ir::Op &src) {
@@ -31,7 +32,9 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   const ChipDescription &chip = ctx.chip();
   const unsigned lanes = chip.lanes;
   MxmPlanes mxm(ctx);
-  const unsigned planes = std::min(kSumPlanes, mxm.count());
+  const int64_t mms = in.rows * in.vecsPerRow;
+  const unsigned planes = unsigned(std::min<int64_t>(
+      mxm.count(), std::max<int64_t>(kMinSumPlanes, (mms + kMmsPerPlane - 1) / kMmsPerPlane)));
   // Weight rows: ones for every lane a row's vector may hold. Lanes past
   // the row's end are zeroed on the way in (they may hold NaN, and
   // NaN * 0 is NaN), so one set of ones serves every vector of a row.

@@ -13,35 +13,23 @@ namespace lpu::scheduler {
 using namespace backend;
 using namespace reduce;
 
-llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
-  const ir::Op &src = *op.operand(0);
-  const int64_t rank = int64_t(src.type().shape.size());
-  int64_t axis = op.intAttr("axis").value_or(rank - 1);
-  if (axis < 0)
-    axis += rank;
-  if (rank == 0 || axis != rank - 1)
-    return unsupported(op, "a softmax over an axis other than the last");
-  const DType inType = src.type().dtype, outType = op.type().dtype;
-  if (!tensor::isFloat(inType))
-    return unsupported(op);
-  const TensorView &in = ctx.view(&src);
-  // The rows of `v` from r0, n of them.
-  auto rowsOf = [](const TensorView &v, int64_t r0, int64_t n) {
-    if (r0 == 0 && n == v.rows)
-      return v;
-    TensorView sub = v;
-    sub.rows = n;
-    sub.rowMap.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i)
-      sub.rowMap[size_t(i)] = v.storageRow(r0 + i);
-    return sub;
-  };
-  // The result first, so that the blocks' size (below) allows for it.
-  const ir::Op *epilogue = epilogueRoot(op, ctx);
-  auto out = ctx.define(epilogue ? epilogue : &op);
-  if (!out)
-    return out.takeError();
-  TensorView &view = **out;
+namespace {
+// The rows of `v` from r0, n of them.
+TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
+  if (r0 == 0 && n == v.rows)
+    return v;
+  TensorView sub = v;
+  sub.rows = n;
+  sub.rowMap.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i)
+    sub.rowMap[size_t(i)] = v.storageRow(r0 + i);
+  return sub;
+}
+} // namespace
+
+llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
+                                bool inPlace, int64_t segment, const SoftmaxFinish &finish) {
+  const DType inType = in.dtype;
   // The maxima and the sums take an f32 vector per row of scratch each.
   // When that does not fit for every row at once (SRAM nearly full of
   // parameters), the rows go in blocks, halved until it fits: each block's
@@ -49,24 +37,20 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   // room). Nothing is placed before the first block's scratch is, so the
   // halving is clean.
   int64_t blockRows = in.rows;
-  llvm::Expected<TensorView> firstM = acrossLanes(op, ctx, in, Combine::Max, DType::F32);
+  llvm::Expected<TensorView> firstM = acrossLanes(op, ctx, in, Combine::Max, DType::F32, nullptr, segment);
   while (!firstM && blockRows > 1) {
     llvm::Error err = firstM.takeError();
     if (!takeDoesNotFit(err))
       return err;
     blockRows = (blockRows + 1) / 2;
-    firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32);
+    firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32, nullptr, segment);
   }
   if (!firstM)
     return firstM.takeError();
   // In place: each e vector is written after the max of its row, which
   // read the input vector it replaces, so nothing reads the old value
-  // later. Only when nothing else reads the input's storage.
-  auto users = ctx.users.find(&src);
-  const bool inPlace = inType == DType::F32 && in.rowMap.empty() && !in.packed() &&
-                       !in.storage->persistent && in.storage.use_count() == 1 &&
-                       !ctx.returned.count(&src) && users != ctx.users.end() &&
-                       users->second.size() == 1;
+  // later.
+  inPlace = inPlace && inType == DType::F32;
   llvm::Expected<TensorView> E = inPlace ? llvm::Expected<TensorView>(in)
                                          : ctx.scratch(op, DType::F32, in.rows, in.cols);
   if (!E)
@@ -74,7 +58,8 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   int64_t prevE = 0, prevOut = 0;
   for (int64_t r0 = 0; r0 < in.rows; r0 += blockRows) {
     const int64_t n = std::min(blockRows, in.rows - r0);
-    auto M = r0 == 0 ? std::move(firstM) : acrossLanes(op, ctx, rowsOf(in, r0, n), Combine::Max, DType::F32);
+    auto M = r0 == 0 ? std::move(firstM)
+                     : acrossLanes(op, ctx, rowsOf(in, r0, n), Combine::Max, DType::F32, nullptr, segment);
     if (!M)
       return M.takeError();
     for (int64_t r = r0; r < r0 + n; ++r)
@@ -90,21 +75,14 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
         prevE = p->firstCycle;
       }
     ctx.releaseScratch(*M);
-    auto S = acrossLanes(op, ctx, rowsOf(*E, r0, n), Combine::Sum, DType::F32);
+    auto S = acrossLanes(op, ctx, rowsOf(*E, r0, n), Combine::Sum, DType::F32, nullptr, segment);
     if (!S)
       return S.takeError();
     for (int64_t r = r0; r < r0 + n; ++r)
       for (int64_t v = 0; v < in.vecsPerRow; ++v) {
-        Builder b(ctx, view, r, v);
+        Builder b(ctx, out, r, v);
         int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r - r0, 0, *E)});
-        if (outType != DType::F32)
-          q = b.add(vxm(Opcode::Cvt, DType::F32, outType), {q});
-        if (epilogue) {
-          std::vector<const TensorView *> reads;
-          q = buildEpilogue(b.tree, *epilogue, op, q, r, v, ctx, reads);
-          b.alsoReads(reads);
-        }
-        auto p = b.finish(q, prevOut);
+        auto p = b.finish(finish(b, q, r, v), prevOut);
         if (!p)
           return cannotPlace(op);
         prevOut = p->firstCycle;
@@ -113,6 +91,44 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   }
   if (!inPlace)
     ctx.releaseScratch(*E);
+  return llvm::Error::success();
+}
+
+llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
+  const ir::Op &src = *op.operand(0);
+  const int64_t rank = int64_t(src.type().shape.size());
+  int64_t axis = op.intAttr("axis").value_or(rank - 1);
+  if (axis < 0)
+    axis += rank;
+  if (rank == 0 || axis != rank - 1)
+    return unsupported(op, "a softmax over an axis other than the last");
+  const DType inType = src.type().dtype, outType = op.type().dtype;
+  if (!tensor::isFloat(inType))
+    return unsupported(op);
+  const TensorView &in = ctx.view(&src);
+  // The result first, so that the blocks' size (in softmaxRows) allows for
+  // it.
+  const ir::Op *epilogue = epilogueRoot(op, ctx);
+  auto out = ctx.define(epilogue ? epilogue : &op);
+  if (!out)
+    return out.takeError();
+  // In place only when nothing else reads the input's storage.
+  auto users = ctx.users.find(&src);
+  const bool inPlace = in.rowMap.empty() && !in.packed() && !in.storage->persistent &&
+                       in.storage.use_count() == 1 && !ctx.returned.count(&src) &&
+                       users != ctx.users.end() && users->second.size() == 1;
+  auto finish = [&](Builder &b, int q, int64_t r, int64_t v) {
+    if (outType != DType::F32)
+      q = b.add(vxm(Opcode::Cvt, DType::F32, outType), {q});
+    if (epilogue) {
+      std::vector<const TensorView *> reads;
+      q = buildEpilogue(b.tree, *epilogue, op, q, r, v, ctx, reads);
+      b.alsoReads(reads);
+    }
+    return q;
+  };
+  if (auto e = softmaxRows(op, ctx, in, **out, inPlace, 0, finish))
+    return e;
   ctx.notePath(op, 0);
   if (epilogue)
     ctx.notePath(*epilogue, 0);

@@ -1,0 +1,352 @@
+// Multi-head attention with the heads packed into lanes (docs/scheduler.md,
+// "Attention"). Split into heads, a head's score row of S keys fills only S
+// of a vector's 320 lanes; the head split and merge are copies, every
+// head's matmuls stream S rows, and the softmax folds one short row per
+// vector. When several heads' rows fit one vector, the heads of a group
+// share it instead:
+//  - scores: Q (rows of H * dh lanes, as the projection wrote them) times
+//    a block-diagonal weight whose row (h, d) holds K's column (h, d) at
+//    lane offset (h mod group) * S: row i of the product holds, per head of
+//    the group, its scores from that head's offset (zeros elsewhere add
+//    nothing), one mm per row and group instead of one per row and head;
+//  - the scale and the softmax run on those vectors, the folds by segments
+//    of S lanes (acrossLanes' `segment`);
+//  - context: P's row (all the group's heads) times a block-diagonal V
+//    whose row (h, j) is V's row j with only head h's lanes kept: the heads'
+//    contexts land in their own lanes of one accumulator row, which is the
+//    merged [S, H * dh] row the output projection reads. No copy splits or
+//    merges heads.
+// Each product adds a head's terms in the order one head's matmul would,
+// among exact zeros: bit-identical to the per-head matmuls for finite data.
+#include "scheduler/lower/Reduce.h"
+
+#include <set>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+using namespace reduce;
+
+namespace {
+
+bool isTransposeWith(const ir::Op &op, std::vector<int64_t> perm) {
+  return op.kind() == ir::OpKind::Transpose && op.intsAttr("perm") == perm;
+}
+
+/// The one user of `op`, or null.
+const ir::Op *onlyUser(const ir::Op &op, const LoweringContext &ctx) {
+  auto it = ctx.users.find(&op);
+  if (it == ctx.users.end() || it->second.size() != 1 || ctx.returned.count(&op))
+    return nullptr;
+  return it->second[0];
+}
+
+/// `reshape` of [B, S, H, dh] from a [B, S, H * dh] (or [B * S, H * dh])
+/// f16 tensor: that tensor.
+const ir::Op *headSplitSource(const ir::Op &reshape, int64_t B, int64_t S, int64_t H, int64_t dh) {
+  if (reshape.kind() != ir::OpKind::Reshape || reshape.type().shape != std::vector<int64_t>{B, S, H, dh})
+    return nullptr;
+  const ir::Op *src = reshape.operand(0);
+  const std::vector<int64_t> &shape = src->type().shape;
+  if (src->type().dtype != ir::DType::F16 || shape.empty() || shape.back() != H * dh)
+    return nullptr;
+  if (shape != std::vector<int64_t>{B, S, H * dh} && shape != std::vector<int64_t>{B * S, H * dh})
+    return nullptr;
+  return src;
+}
+
+bool identityOrder(const ir::Op &op, const LoweringContext &ctx) {
+  auto it = ctx.storedOrder.find(&op);
+  if (it == ctx.storedOrder.end())
+    return true;
+  for (size_t i = 0; i < it->second.size(); ++i)
+    if (it->second[i] != i)
+      return false;
+  return true;
+}
+
+std::optional<AttentionPlan> matchAttention(const ir::Op &sm, LoweringContext &ctx) {
+  const unsigned lanes = ctx.chip().lanes;
+  const std::vector<int64_t> &shape = sm.type().shape;
+  if (shape.size() != 4)
+    return std::nullopt;
+  int64_t axis = sm.intAttr("axis").value_or(3);
+  if (axis != 3 && axis != -1)
+    return std::nullopt;
+  AttentionPlan a;
+  a.batches = shape[0];
+  a.heads = shape[1];
+  a.sq = shape[2];
+  a.sk = shape[3];
+  a.softmax = &sm;
+  std::vector<const ir::Op *> absorbed;
+  // The scores and the scale between them and the softmax: a chain of
+  // elementwise ops inside one fusion group whose other operands are splat
+  // constants (each vector of theirs is the same).
+  const ir::Op *x = sm.operand(0);
+  const ir::Op *cur = x;
+  while (ir::isElementwise(cur->kind())) {
+    if (cur != x && ctx.materialized(cur))
+      return std::nullopt;
+    const ir::Op *next = nullptr;
+    for (const ir::Op *operand : cur->operands()) {
+      if (operand->kind() == ir::OpKind::Constant)
+        continue;
+      if (next)
+        return std::nullopt;
+      next = operand;
+    }
+    if (!next || onlyUser(*next, ctx) != cur)
+      return std::nullopt;
+    absorbed.push_back(cur);
+    cur = next;
+  }
+  if (cur->kind() != ir::OpKind::Matmul || onlyUser(*cur, ctx) == nullptr)
+    return std::nullopt;
+  a.scores = cur;
+  if (cur != x) {
+    if (epilogueRoot(*cur, ctx) != x)
+      return std::nullopt;
+    a.scale = x;
+  }
+  if (onlyUser(*x, ctx) != &sm)
+    return std::nullopt;
+  // Q K^T from the projections, split into heads.
+  const ir::Op &qt = *a.scores->operand(0), &kt = *a.scores->operand(1);
+  if (!isTransposeWith(qt, {0, 2, 1, 3}) || !isTransposeWith(kt, {0, 2, 3, 1}) ||
+      onlyUser(qt, ctx) != a.scores || onlyUser(kt, ctx) != a.scores)
+    return std::nullopt;
+  const ir::Op &rq = *qt.operand(0), &rk = *kt.operand(0);
+  if (rq.type().shape.size() != 4 || onlyUser(rq, ctx) != &qt || onlyUser(rk, ctx) != &kt)
+    return std::nullopt;
+  a.dh = rq.type().shape[3];
+  a.q = headSplitSource(rq, a.batches, a.sq, a.heads, a.dh);
+  a.k = headSplitSource(rk, a.batches, a.sk, a.heads, a.dh);
+  if (!a.q || !a.k || a.scores->type().shape != shape)
+    return std::nullopt;
+  // P: the softmax rounded to f16.
+  const ir::Op *probs = &sm;
+  if (sm.type().dtype == ir::DType::F32) {
+    probs = onlyUser(sm, ctx);
+    if (!probs || probs->kind() != ir::OpKind::Convert || probs->type().dtype != ir::DType::F16 ||
+        !ctx.materialized(probs))
+      return std::nullopt;
+  } else if (sm.type().dtype != ir::DType::F16) {
+    return std::nullopt;
+  }
+  a.probs = probs;
+  // P V, merged back into rows of H * dh.
+  const ir::Op *context = onlyUser(*probs, ctx);
+  if (!context || context->kind() != ir::OpKind::Matmul || context->operand(0) != probs ||
+      context->type().dtype != ir::DType::F16)
+    return std::nullopt;
+  a.context = context;
+  const ir::Op &vt = *context->operand(1);
+  if (!isTransposeWith(vt, {0, 2, 1, 3}) || onlyUser(vt, ctx) != context)
+    return std::nullopt;
+  const ir::Op &rv = *vt.operand(0);
+  if (onlyUser(rv, ctx) != &vt)
+    return std::nullopt;
+  a.v = headSplitSource(rv, a.batches, a.sk, a.heads, a.dh);
+  if (!a.v)
+    return std::nullopt;
+  const ir::Op *back = onlyUser(*context, ctx);
+  if (!back || !isTransposeWith(*back, {0, 2, 1, 3}))
+    return std::nullopt;
+  const ir::Op *merged = onlyUser(*back, ctx);
+  const int64_t D = a.heads * a.dh;
+  if (!merged || merged->kind() != ir::OpKind::Reshape ||
+      (merged->type().shape != std::vector<int64_t>{a.batches, a.sq, D} &&
+       merged->type().shape != std::vector<int64_t>{a.batches * a.sq, D}) ||
+      aliasesOperand(*merged, lanes))
+    return std::nullopt;
+  a.merged = merged;
+  // Worth it only when at least two heads' rows share a vector.
+  if (a.sk * 2 > int64_t(lanes) || a.heads < 2)
+    return std::nullopt;
+  for (const ir::Op *op : {a.q, a.k, a.v, merged})
+    if (!identityOrder(*op, ctx))
+      return std::nullopt;
+  for (const ir::Op *op : {&rq, &qt, &rk, &kt, a.scores, &rv, &vt, &sm, probs, context, back, merged})
+    absorbed.push_back(op);
+  std::set<const ir::Op *> seen;
+  for (const ir::Op *op : absorbed)
+    if (seen.insert(op).second)
+      a.absorbed.push_back(op);
+  return a;
+}
+
+} // namespace
+
+std::vector<AttentionPlan> findAttention(const ir::Function &fn, LoweringContext &ctx,
+                                         const std::map<const ir::Op *, size_t> &index) {
+  std::vector<AttentionPlan> plans;
+  for (const auto &op : fn.ops()) {
+    if (op->kind() != ir::OpKind::Softmax)
+      continue;
+    std::optional<AttentionPlan> plan = matchAttention(*op, ctx);
+    // Everything is lowered at the scores: V must be computed by then.
+    if (plan && index.at(plan->v) < index.at(plan->scores))
+      plans.push_back(std::move(*plan));
+  }
+  return plans;
+}
+
+llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
+  const ChipDescription &chip = ctx.chip();
+  const int64_t lanes = chip.lanes, dim = chip.mxmDim;
+  const unsigned planes = chip.mxmPlanes;
+  const ir::Op &op = *a.scores;
+  const int64_t B = a.batches, Sq = a.sq, Sk = a.sk, H = a.heads, dh = a.dh, D = H * dh;
+  // Groups of heads whose rows share a vector, as even as they go.
+  const int64_t fit = lanes / Sk, groups = (H + fit - 1) / fit, per = (H + groups - 1) / groups;
+  auto headsOf = [&](int64_t g) { return std::min(per, H - g * per); };
+  const TensorView &Q = ctx.view(a.q), &K = ctx.view(a.k), &V = ctx.view(a.v);
+  if (Q.packed() || K.packed() || V.packed())
+    return unsupported(op, "attention over packed operands");
+  auto zeros = ctx.constant(op, DType::F16, 1, lanes, std::vector<uint8_t>(size_t(lanes) * 2, 0));
+  if (!zeros)
+    return zeros.takeError();
+  auto readZeros = [&](WorkTree &tree) { return tree.read(zeros->slices(0), zeros->address(0, 0)); };
+
+  // K^T [B, D, Sk], row (b, h, d) from lane (h mod per) * Sk on.
+  std::optional<TensorView> kt;
+  TransposeTarget target{[&]() -> llvm::Expected<TensorView *> {
+                           auto s = ctx.scratch(op, DType::F16, B * D, lanes);
+                           if (!s)
+                             return s.takeError();
+                           kt = std::move(*s);
+                           return &*kt;
+                         },
+                         [&](int64_t o) { return (o % D) / dh % per * Sk; }, false};
+  std::optional<llvm::Error> transposed = transposeByGather(op, ctx, K, {B, Sk, D}, {0, 2, 1}, target);
+  if (!transposed)
+    return unsupported(op, "this attention's K^T (its gather maps)");
+  if (*transposed)
+    return std::move(*transposed);
+
+  // Scores, one row per (batch, group, query), scaled as the IR says.
+  const DType scoreType = a.softmax->operand(0)->type().dtype;
+  auto sc = ctx.scratch(op, scoreType, B * groups * Sq, lanes);
+  if (!sc)
+    return sc.takeError();
+  {
+    MatmulWork work;
+    work.batches = B * groups;
+    work.rows = Sq;
+    work.K = D;
+    work.N = per * Sk;
+    // Group g's lanes of Q: [lo, hi).
+    auto lo = [&](int64_t bg) { return bg % groups * per * dh; };
+    auto hi = [&](int64_t bg) { return lo(bg) + headsOf(bg % groups) * dh; };
+    work.tileUsed = [&](int64_t bg, int64_t t, int64_t) { return lo(bg) < (t + 1) * dim && t * dim < hi(bg); };
+    work.rowsLoaded = [&](int64_t bg, int64_t t, int64_t) { return std::min(dim, hi(bg) - t * dim); };
+    work.weightRow = [&](WorkTree &tree, int64_t bg, int64_t t, int64_t r, int64_t, unsigned,
+                         std::vector<const TensorView *> &reads) {
+      const int64_t k = t * dim + r;
+      if (k < lo(bg))
+        return readZeros(tree);
+      const int64_t row = bg / groups * D + k;
+      reads.push_back(&*kt);
+      int n = tree.read(kt->slices(row), kt->address(row, 0));
+      tree.nodes[size_t(n)].notBefore = kt->readyAt(row, 0);
+      return n;
+    };
+    work.aVector = [&](WorkTree &tree, int64_t bg, int64_t m, int64_t t, unsigned p,
+                       std::vector<const TensorView *> &reads) {
+      const int64_t row = bg / groups * Sq + m;
+      reads.push_back(&Q);
+      int x = tree.read(Q.slices(row), Q.address(row, t));
+      tree.nodes[size_t(x)].notBefore = Q.readyAt(row, t);
+      const int64_t valid = std::min(lanes, D - t * lanes);
+      if (valid < lanes)
+        x = zeroTail(tree, x, unsigned(valid), p, planes, unsigned(lanes));
+      return x;
+    };
+    work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &reads) {
+      if (op.type().dtype == DType::F16)
+        value = tree.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {value});
+      // The scale's other operands are splat constants: any vector will do.
+      if (a.scale)
+        value = buildEpilogue(tree, *a.scale, op, value, 0, 0, ctx, reads);
+      return value;
+    };
+    if (auto e = runMatmul(op, ctx, work, *sc))
+      return e;
+  }
+  ctx.releaseScratch(*kt);
+
+  // P = softmax by segments of Sk lanes, rounded to f16; e overwrites the
+  // scores.
+  auto probs = ctx.scratch(*a.softmax, DType::F16, B * groups * Sq, lanes);
+  if (!probs)
+    return probs.takeError();
+  auto toF16 = [&](Builder &b, int q, int64_t, int64_t) {
+    return b.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {q});
+  };
+  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, true, Sk, toF16))
+    return e;
+  ctx.releaseScratch(*sc);
+
+  // Context: per group a K-tile of P's lanes against V's rows, each kept
+  // to its head's lanes; the groups add into one accumulator row.
+  auto out = ctx.define(a.merged);
+  if (!out)
+    return out.takeError();
+  {
+    MatmulWork work;
+    work.batches = B;
+    work.rows = Sq;
+    work.K = groups * dim;
+    work.N = D;
+    work.rowsLoaded = [&](int64_t, int64_t g, int64_t) { return headsOf(g) * Sk; };
+    work.weightRow = [&](WorkTree &tree, int64_t b, int64_t g, int64_t r, int64_t j, unsigned p,
+                         std::vector<const TensorView *> &reads) {
+      const int64_t h = g * per + r / Sk, row = b * Sk + r % Sk;
+      // Head h's lanes within column tile j: [l, u).
+      const int64_t l = std::max<int64_t>(0, h * dh - j * lanes);
+      const int64_t u = std::min<int64_t>(lanes, (h + 1) * dh - j * lanes);
+      if (l >= u)
+        return readZeros(tree);
+      reads.push_back(&V);
+      int x = tree.read(V.slices(row), V.address(row, j));
+      tree.nodes[size_t(x)].notBefore = V.readyAt(row, j);
+      auto move = [&](Opcode code, int64_t count, int value) {
+        Instr in = sxm(code, DType::F16, unsigned(count), p >= planes / 2);
+        return tree.add(in, {value});
+      };
+      // Lanes below l: rotated to the top and shifted out; lanes from u on:
+      // shifted out at the top and the rest rotated back.
+      if (l > 0)
+        x = move(Opcode::Shift, l, move(Opcode::Rotate, lanes - l, x));
+      if (u < lanes)
+        x = move(Opcode::Rotate, u, move(Opcode::Shift, lanes - u, x));
+      return x;
+    };
+    work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t g, unsigned p,
+                       std::vector<const TensorView *> &reads) {
+      const int64_t row = (b * groups + g) * Sq + m;
+      reads.push_back(&*probs);
+      int x = tree.read(probs->slices(row), probs->address(row, 0));
+      tree.nodes[size_t(x)].notBefore = probs->readyAt(row, 0);
+      // Past the group's rows the softmax left whatever its folds made.
+      const int64_t valid = headsOf(g) * Sk;
+      if (valid < lanes)
+        x = zeroTail(tree, x, unsigned(valid), p, planes, unsigned(lanes));
+      return x;
+    };
+    work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
+      return tree.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {value});
+    };
+    if (auto e = runMatmul(*a.context, ctx, work, **out))
+      return e;
+  }
+  ctx.releaseScratch(*probs);
+  const int64_t mxmPath = chip.timingOf(Opcode::InstallWeights, DType::F16).latency +
+                          chip.timingOf(Opcode::MatMul, DType::F16).latency;
+  for (const ir::Op *o : a.absorbed)
+    ctx.notePath(*o, o->kind() == ir::OpKind::Matmul ? mxmPath : 0);
+  return llvm::Error::success();
+}
+
+} // namespace lpu::scheduler
