@@ -233,8 +233,9 @@ const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx);
 int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, int value, int64_t row,
                   int64_t vec, LoweringContext &ctx, std::vector<const TensorView *> &reads);
 /// The MXM planes as lowerMatmul and lowerConv drive them (lower/Matmul.cpp):
-/// jobs go to the planes in turn, each plane with one queue for iw, mm and
-/// acc and the next for lw; `ctx.planes` keeps each plane's ordering.
+/// jobs go to the planes in turn, each plane with one queue for iw and mm,
+/// the next for lw and a third for acc (accQueue); `ctx.planes` keeps each
+/// plane's ordering.
 class MxmPlanes {
 public:
   explicit MxmPlanes(LoweringContext &ctx);
@@ -262,6 +263,7 @@ public:
 
 private:
   unsigned mmQueue(unsigned p) const;
+  unsigned accQueue(unsigned p) const;
   LoweringContext &ctx_;
   unsigned count_;
   int64_t accRows_, iwLatency_, mmLatency_;

@@ -35,6 +35,17 @@ unsigned MxmPlanes::mmQueue(unsigned p) const {
   return (east ? half : 0) + 2 * (p % (count_ / 2));
 }
 
+unsigned MxmPlanes::accQueue(unsigned p) const {
+  // A third queue per plane when the hemisphere has one (groqchip1: 6
+  // queues for 2 planes), so that reading rows out does not wait for the
+  // plane's matmuls to end: an f16 mm keeps its queue busy 4 cycles.
+  const unsigned half = ctx_.chip().queues[unsigned(UnitKind::Mxm)] / 2, perSide = count_ / 2;
+  if (half < 3 * perSide)
+    return mmQueue(p);
+  const bool east = p >= perSide;
+  return (east ? half : 0) + 2 * perSide + p % perSide;
+}
+
 WorkTree MxmPlanes::loadWeights(unsigned p) const {
   WorkTree tree;
   Instr lw;
@@ -71,7 +82,7 @@ int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
   acc.dtype = DType::F32;
   acc.unit = uint16_t(p);
   acc.addr = uint32_t(m);
-  return tree.add(acc, {}, int(mmQueue(p)));
+  return tree.add(acc, {}, int(accQueue(p)));
 }
 
 // A shift up by the padding's width, then a rotation back. The SXM stands
