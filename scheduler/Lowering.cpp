@@ -411,11 +411,26 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   return view;
 }
 
+int64_t LoweringContext::pathOf(const ir::Op &op) const {
+  if (auto it = pathEnd.find(&op); it != pathEnd.end())
+    return it->second;
+  int64_t end = 0;
+  if (ir::isElementwise(op.kind()) && !materialized(&op))
+    for (const ir::Op *operand : op.operands())
+      end = std::max(end, pathOf(*operand));
+  return end;
+}
+
+void LoweringContext::notePathVia(const ir::Op &op, const ir::Op &from, int64_t latency) {
+  int64_t &end = pathEnd[&op];
+  end = std::max(end, pathOf(from) + latency);
+  criticalPath = std::max(criticalPath, end);
+}
+
 void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   int64_t start = 0;
   for (const ir::Op *operand : op.operands())
-    if (auto it = pathEnd.find(operand); it != pathEnd.end())
-      start = std::max(start, it->second);
+    start = std::max(start, pathOf(*operand));
   pathEnd[&op] = start + latency;
   criticalPath = std::max(criticalPath, start + latency);
 }

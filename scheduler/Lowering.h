@@ -155,6 +155,12 @@ public:
   /// Critical path: `op`'s first vector cannot finish before its operands'
   /// paths plus `latency` (one vector through the op with no waiting).
   void notePath(const ir::Op &op, int64_t latency);
+  /// Also: not before `from`'s path plus `latency` (an operand whose way
+  /// through the op is longer, as a matmul's weights through the install).
+  void notePathVia(const ir::Op &op, const ir::Op &from, int64_t latency);
+  /// Where `op`'s path ends; for an op computed inside its users' fusion
+  /// group, where its group's inputs' paths end.
+  int64_t pathOf(const ir::Op &op) const;
   int64_t criticalPath = 0;
   std::map<const ir::Op *, int64_t> pathEnd;
 
@@ -292,6 +298,15 @@ struct MatmulWork {
   /// rows to load (the rest are 0).
   std::function<bool(int64_t b, int64_t t, int64_t j)> tileUsed;
   std::function<int64_t(int64_t b, int64_t t, int64_t j)> rowsLoaded;
+  /// Filled by runMatmul: the shortest spans (Placement::span) of its lw,
+  /// mm and acc trees, for the critical path. A row of C is no earlier
+  /// than its A vector's path + mm + acc, nor its weights' path + lw + the
+  /// install's latency + the mm's + acc.
+  mutable int64_t lwSpan = 0, mmSpan = 0, accSpan = 0;
+  int64_t pathFromA() const { return mmSpan + accSpan; }
+  int64_t pathFromB(int64_t iwLatency, int64_t mmLatency) const {
+    return lwSpan + iwLatency + mmLatency + accSpan;
+  }
 };
 /// Jobs of (batch, column tile of mxm_dim, up to mxm_acc_rows rows) on the
 /// MXM planes, written into C's rows (docs/scheduler.md, "Matmul").
@@ -331,6 +346,8 @@ struct TransposeTarget {
   std::function<llvm::Expected<TensorView *>()> define;
   std::function<int64_t(int64_t)> laneOffset;
   bool notePath = true;
+  /// Set to a vector's way through the two steps (Placement::span).
+  int64_t *path = nullptr;
 };
 /// Transposes `in` (the rows of logical shape `from`) by `perm`, which
 /// moves the last axis, by SXM rotations and MEM gathers

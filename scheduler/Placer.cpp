@@ -289,8 +289,12 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   out.rootCycle = root;
   out.firstCycle = root + timed.minOffset;
   out.doneCycle = 0;
-  for (const Timed::Issue &is : timed.issues)
+  out.lastLeafCycle = out.firstCycle;
+  for (const Timed::Issue &is : timed.issues) {
     out.doneCycle = std::max(out.doneCycle, root + is.offset + latency(is.instr));
+    if (is.node != 0 && tree.nodes[size_t(is.node)].inputs.empty())
+      out.lastLeafCycle = std::max(out.lastLeafCycle, root + is.offset);
+  }
   return out;
 }
 

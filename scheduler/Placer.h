@@ -56,6 +56,12 @@ struct Placement {
   int64_t rootCycle = 0;  // the root's issue cycle
   int64_t firstCycle = 0; // the earliest instruction's issue cycle
   int64_t doneCycle = 0;  // the last result lands (issue + latency, max)
+  /// The latest issue of a leaf (a read, an acc): doneCycle - lastLeafCycle
+  /// is at most the tree's latency from any of its inputs, whatever the
+  /// cycle (a tree's offsets are fixed), so chains of it bound a critical
+  /// path from below.
+  int64_t lastLeafCycle = 0;
+  int64_t span() const { return doneCycle - lastLeafCycle; }
 };
 
 class Placer {

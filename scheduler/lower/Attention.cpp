@@ -211,6 +211,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
 
   // K^T [B, D, Sk], row (b, h, d) from lane (h mod per) * Sk on.
   std::optional<TensorView> kt;
+  int64_t ktPath = 0;
   TransposeTarget target{[&]() -> llvm::Expected<TensorView *> {
                            auto s = ctx.scratch(op, DType::F16, B * D, lanes);
                            if (!s)
@@ -218,13 +219,18 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
                            kt = std::move(*s);
                            return &*kt;
                          },
-                         [&](int64_t o) { return (o % D) / dh % per * Sk; }, false};
+                         [&](int64_t o) { return (o % D) / dh % per * Sk; }, false, &ktPath};
   std::optional<llvm::Error> transposed = transposeByGather(op, ctx, K, {B, Sk, D}, {0, 2, 1}, target);
   if (!transposed)
     return unsupported(op, "this attention's K^T (its gather maps)");
   if (*transposed)
     return std::move(*transposed);
 
+  // The critical path through the whole: a query's scores, its softmax,
+  // its context row.
+  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
+  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
+  int64_t scoresPath = 0;
   // Scores, one row per (batch, group, query), scaled as the IR says.
   const DType scoreType = a.softmax->operand(0)->type().dtype;
   auto sc = ctx.scratch(op, scoreType, B * groups * Sq, lanes);
@@ -273,6 +279,8 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     };
     if (auto e = runMatmul(op, ctx, work, *sc))
       return e;
+    scoresPath = std::max(ctx.pathOf(*a.q) + work.pathFromA(),
+                          ctx.pathOf(*a.k) + ktPath + work.pathFromB(iwLatency, mmLatency));
   }
   ctx.releaseScratch(*kt);
 
@@ -284,7 +292,8 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   auto toF16 = [&](Builder &b, int q, int64_t, int64_t) {
     return b.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {q});
   };
-  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, true, Sk, toF16))
+  int64_t softmaxPath = 0;
+  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, true, Sk, toF16, &softmaxPath))
     return e;
   ctx.releaseScratch(*sc);
 
@@ -340,12 +349,11 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     };
     if (auto e = runMatmul(*a.context, ctx, work, **out))
       return e;
+    ctx.notePath(*a.merged, 0);
+    ctx.notePathVia(*a.merged, *a.q, scoresPath - ctx.pathOf(*a.q) + softmaxPath + work.pathFromA());
+    ctx.notePathVia(*a.merged, *a.v, work.pathFromB(iwLatency, mmLatency));
   }
   ctx.releaseScratch(*probs);
-  const int64_t mxmPath = chip.timingOf(Opcode::InstallWeights, DType::F16).latency +
-                          chip.timingOf(Opcode::MatMul, DType::F16).latency;
-  for (const ir::Op *o : a.absorbed)
-    ctx.notePath(*o, o->kind() == ir::OpKind::Matmul ? mxmPath : 0);
   return llvm::Error::success();
 }
 

@@ -246,7 +246,7 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
       for (const TensorView *in : trees.read_)
         ctx.read(*in, p.doneCycle);
       if (first)
-        ctx.notePath(op, p.doneCycle - p.firstCycle);
+        ctx.notePath(op, p.span());
       first = false;
     }
   return llvm::Error::success();

@@ -143,7 +143,7 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
       return cannotPlace(op);
     prev = placed->firstCycle;
     if (length < 0)
-      length = placed->doneCycle - placed->firstCycle;
+      length = placed->span();
     return *placed;
   };
   int64_t unused = 0;
@@ -393,7 +393,7 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
     if (!placed)
       return placed.takeError();
     if (n == 0)
-      firstPass = std::max(firstPass, placed->doneCycle - placed->firstCycle);
+      firstPass = std::max(firstPass, placed->span());
     ctx.read(ids, placed->doneCycle);
     ctx.written(dest, row, 0, placed->doneCycle - 1);
     return llvm::Error::success();
@@ -464,7 +464,7 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
           if (!placed)
             return placed.takeError();
           if (chunkPath[size_t(j)] < 0)
-            chunkPath[size_t(j)] = placed->doneCycle - placed->firstCycle;
+            chunkPath[size_t(j)] = placed->span();
           ready = placed->doneCycle;
           done = std::max(done, placed->doneCycle);
           ctx.read(table, placed->doneCycle);
@@ -651,7 +651,7 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
           ctx.read(ids, p.doneCycle);
           ctx.read(table, p.doneCycle);
           if (first)
-            ctx.notePath(op, p.doneCycle - p.firstCycle);
+            ctx.notePath(op, p.span());
           first = false;
         }
         ctx.written(view, r, v, done - 1);

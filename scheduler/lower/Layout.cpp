@@ -370,7 +370,7 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
       if (maps)
         ctx.read(*maps, p.doneCycle); // for the next op's copy check above
       if (first)
-        ctx.notePath(op, p.doneCycle - p.firstCycle);
+        ctx.notePath(op, p.span());
       first = false;
     }
   return llvm::Error::success();
@@ -584,7 +584,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
         return cannotPlace(op);
       prev = placed->firstCycle;
       if (r == 0 && v == 0)
-        path = placed->doneCycle - placed->firstCycle;
+        path = placed->span();
       ctx.written(D, r, v, placed->doneCycle - 1);
       ctx.read(in, placed->doneCycle);
     }
@@ -625,7 +625,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
         prev = placed->firstCycle;
         done = std::max(done, placed->doneCycle);
         if (o == 0 && v == 0 && b == 0)
-          path += placed->doneCycle - placed->firstCycle;
+          path += placed->span();
         ctx.read(D, placed->doneCycle);
       }
       ctx.written(view, o, v, done - 1);
@@ -633,6 +633,8 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   ctx.releaseScratch(D);
   if (target.notePath)
     ctx.notePath(op, path);
+  if (target.path)
+    *target.path = path;
   return llvm::Error::success();
 }
 

@@ -11,6 +11,7 @@
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace lpu::scheduler {
 
@@ -181,6 +182,8 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
                             : 1;
   unsigned job = 0;
   std::vector<const TensorView *> reads;
+  const int64_t none = std::numeric_limits<int64_t>::max();
+  work.lwSpan = work.mmSpan = work.accSpan = none;
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
@@ -211,6 +214,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
                 return cannotPlace(op);
               Placement pl = *placed;
               lastLw = pl.rootCycle;
+              work.lwSpan = std::min(work.lwSpan, pl.span());
               for (const TensorView *v : reads)
                 ctx.read(*v, pl.doneCycle);
             }
@@ -228,6 +232,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
                 return cannotPlace(op);
               Placement pl = *placed;
               st.lastMm = std::max(st.lastMm, pl.rootCycle);
+              work.mmSpan = std::min(work.mmSpan, pl.span());
               mmDone[size_t(q)][size_t(m)] = pl.rootCycle + mmLatency;
               for (const TensorView *v : reads)
                 ctx.read(*v, pl.doneCycle);
@@ -265,6 +270,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
           if (!placed)
             return cannotPlace(op);
           Placement pl = *placed;
+          work.accSpan = std::min(work.accSpan, pl.span());
           // The accs have issued by the root's cycle (the tree's first
           // cycle may be an epilogue's read of a bias, before them).
           for (int64_t q : accPart)
@@ -274,6 +280,9 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
             ctx.read(*v, pl.doneCycle);
         }
       }
+  for (int64_t *span : {&work.lwSpan, &work.mmSpan, &work.accSpan})
+    if (*span == none)
+      *span = 0;
   return llvm::Error::success();
 }
 
@@ -352,11 +361,12 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   };
   if (auto e = runMatmul(op, ctx, work, C))
     return e;
-  // No result before one install and one matmul have completed.
-  ctx.notePath(op, ctx.chip().timingOf(Opcode::InstallWeights, DType::F16).latency +
-                       ctx.chip().timingOf(Opcode::MatMul, DType::F16).latency);
-  if (epilogue)
-    ctx.notePath(*epilogue, 0);
+  // A row of the result needs its A row through the plane, and the
+  // weights loaded and installed.
+  const ir::Op &result = epilogue ? *epilogue : op;
+  ctx.notePathVia(result, lhs, work.pathFromA());
+  ctx.notePathVia(result, rhs, work.pathFromB(chip.timingOf(Opcode::InstallWeights, DType::F16).latency,
+                                              chip.timingOf(Opcode::MatMul, DType::F16).latency));
   return llvm::Error::success();
 }
 

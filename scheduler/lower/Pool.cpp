@@ -157,7 +157,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
         ctx.written(Y, yrow, 0, placed->doneCycle - 1);
         ctx.read(X, placed->doneCycle);
         if (first)
-          ctx.notePath(op, placed->doneCycle - placed->firstCycle);
+          ctx.notePath(op, placed->span());
         first = false;
       }
   return llvm::Error::success();
@@ -197,7 +197,7 @@ llvm::Error placeFold(const ir::Op &op, LoweringContext &ctx, const TensorView &
   ctx.written(Y, yrow, vec, placed->doneCycle - 1);
   ctx.read(X, placed->doneCycle);
   if (first)
-    ctx.notePath(op, placed->doneCycle - placed->firstCycle);
+    ctx.notePath(op, placed->span());
   first = false;
   return llvm::Error::success();
 }

@@ -159,7 +159,7 @@ void putU16(std::vector<uint8_t> &out, unsigned value) {
 
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, DType work, const LaneFinish *finish,
-                                       int64_t segment) {
+                                       int64_t segment, int64_t *path) {
   const unsigned lanes = ctx.chip().lanes;
   auto T = ctx.scratch(op, work, in.rows, lanes);
   if (!T)
@@ -314,6 +314,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   struct StepState {
     int64_t prev = 0;
     size_t bundleSize = size_t(kBundle);
+    int64_t span = -1; // the shortest of its trees (Placement::span)
   };
   auto placeRow = [&](int64_t r, const std::vector<Leaf> &leaves, const std::vector<TensorView> &maps,
                       bool last, StepState &st) -> llvm::Error {
@@ -325,6 +326,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
         value = finish->value(b, value);
       if (auto p = b.finish(value, st.prev)) {
         st.prev = p->firstCycle;
+        st.span = st.span < 0 ? p->span() : std::min(st.span, p->span());
         return llvm::Error::success();
       }
       if (st.bundleSize == 1)
@@ -407,6 +409,10 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   for (; s && next < in.rows; ++next)
     if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
       return e;
+  // A row's steps follow one another: their trees' spans add up.
+  if (path)
+    *path = std::max<int64_t>(one.span, 0) + std::max<int64_t>(middle.span, 0) +
+            std::max<int64_t>(two.span, 0);
   return *T;
 }
 
@@ -552,20 +558,22 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       if (!out)
         return out.takeError();
       LaneFinish fin{*out, [&](Builder &b, int value) { return finishValue(b, value); }};
+      int64_t path = 0;
       if (how == Combine::Sum && work == DType::F32 && exactInF16(src) && !in.packed()) {
-        if (auto e = sumRowsOnMxm(op, ctx, in, fin))
+        if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path))
           return e;
-        ctx.notePath(op, 0);
+        ctx.notePath(op, path);
         return llvm::Error::success();
       }
-      auto T = acrossLanes(op, ctx, in, how, work, &fin);
+      auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path);
       if (!T)
         return T.takeError();
       ctx.releaseScratch(*T);
-      ctx.notePath(op, 0);
+      ctx.notePath(op, path);
       return llvm::Error::success();
     }
-    auto T = argmax ? argmaxLanes(op, ctx, in, work) : acrossLanes(op, ctx, in, how, work);
+    int64_t path = 0;
+    auto T = argmax ? argmaxLanes(op, ctx, in, work) : acrossLanes(op, ctx, in, how, work, nullptr, 0, &path);
     if (!T)
       return T.takeError();
     auto out = ctx.define(&op);
@@ -611,7 +619,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
         }
     }
     ctx.releaseScratch(*T);
-    ctx.notePath(op, 0);
+    ctx.notePath(op, path);
     return llvm::Error::success();
   }
 

@@ -34,7 +34,8 @@ struct LaneFinish {
 /// on its own and its result fills its lanes.
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, backend::DType work,
-                                       const LaneFinish *finish = nullptr, int64_t segment = 0);
+                                       const LaneFinish *finish = nullptr, int64_t segment = 0,
+                                       int64_t *path = nullptr);
 
 /// Softmax of every row of `in` (f16 or f32; with `segment` > 0, of every
 /// segment of a vector, as acrossLanes) into `out`, computed in f32 as the
@@ -43,7 +44,8 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
 /// f32 `in` (nothing reads it after).
 using SoftmaxFinish = std::function<int(Builder &, int, int64_t, int64_t)>;
 llvm::Error softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
-                        bool inPlace, int64_t segment, const SoftmaxFinish &finish);
+                        bool inPlace, int64_t segment, const SoftmaxFinish &finish,
+                        int64_t *path = nullptr);
 
 /// Whether every value of `src` is one f16 holds exactly (f16 itself, or
 /// f16 widened to f32): its sums can run on the MXM.
@@ -52,7 +54,7 @@ bool exactInF16(const ir::Op &src);
 /// on the MXM, bit-exact to the reference's sequential f32 sum, and writes
 /// row r's finished value into row r of `finish.dest` (every lane holds it).
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                         const LaneFinish &finish);
+                         const LaneFinish &finish, int64_t *path = nullptr);
 
 /// An instruction with just an opcode and a dtype.
 backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType type2 = backend::DType::Bool);

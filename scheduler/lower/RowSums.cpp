@@ -28,7 +28,7 @@ bool exactInF16(const ir::Op &src) {
 }
 
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                         const LaneFinish &finish) {
+                         const LaneFinish &finish, int64_t *path) {
   const ChipDescription &chip = ctx.chip();
   const unsigned lanes = chip.lanes;
   MxmPlanes mxm(ctx);
@@ -66,6 +66,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     used.push_back(p);
   }
   int64_t prev = 0;
+  int64_t mmSpan = -1, accSpan = -1; // the shortest trees, for the path
   for (int64_t r = 0; r < in.rows; ++r) {
     const unsigned p = used[size_t(r) % planes];
     PlaneState &st = mxm.state(p);
@@ -86,6 +87,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
       if (!placed)
         return cannotPlace(op);
       st.lastMm = std::max(st.lastMm, placed->rootCycle);
+      mmSpan = mmSpan < 0 ? placed->span() : std::min(mmSpan, placed->span());
       done = placed->rootCycle + mxm.mmLatency();
       ctx.read(in, placed->doneCycle);
     }
@@ -97,7 +99,10 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
       return cannotPlace(op);
     prev = placed->firstCycle;
     st.accFree[size_t(m)] = placed->rootCycle + 1;
+    accSpan = accSpan < 0 ? placed->span() : std::min(accSpan, placed->span());
   }
+  if (path)
+    *path = std::max<int64_t>(mmSpan, 0) + std::max<int64_t>(accSpan, 0);
   return llvm::Error::success();
 }
 

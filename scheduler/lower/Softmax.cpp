@@ -28,7 +28,8 @@ TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
 } // namespace
 
 llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
-                                bool inPlace, int64_t segment, const SoftmaxFinish &finish) {
+                                bool inPlace, int64_t segment, const SoftmaxFinish &finish,
+                                int64_t *path) {
   const DType inType = in.dtype;
   // The maxima and the sums take an f32 vector per row of scratch each.
   // When that does not fit for every row at once (SRAM nearly full of
@@ -37,13 +38,17 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
   // room). Nothing is placed before the first block's scratch is, so the
   // halving is clean.
   int64_t blockRows = in.rows;
-  llvm::Expected<TensorView> firstM = acrossLanes(op, ctx, in, Combine::Max, DType::F32, nullptr, segment);
+  // A row's way through: its max, its e, its sum, its quotient.
+  int64_t maxPath = 0, sumPath = 0, expSpan = -1, divSpan = -1;
+  llvm::Expected<TensorView> firstM =
+      acrossLanes(op, ctx, in, Combine::Max, DType::F32, nullptr, segment, &maxPath);
   while (!firstM && blockRows > 1) {
     llvm::Error err = firstM.takeError();
     if (!takeDoesNotFit(err))
       return err;
     blockRows = (blockRows + 1) / 2;
-    firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32, nullptr, segment);
+    firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32, nullptr, segment,
+                         &maxPath);
   }
   if (!firstM)
     return firstM.takeError();
@@ -73,9 +78,13 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
         if (!p)
           return cannotPlace(op);
         prevE = p->firstCycle;
+        expSpan = expSpan < 0 ? p->span() : std::min(expSpan, p->span());
       }
     ctx.releaseScratch(*M);
-    auto S = acrossLanes(op, ctx, rowsOf(*E, r0, n), Combine::Sum, DType::F32, nullptr, segment);
+    int64_t blockSum = 0;
+    auto S = acrossLanes(op, ctx, rowsOf(*E, r0, n), Combine::Sum, DType::F32, nullptr, segment, &blockSum);
+    if (r0 == 0)
+      sumPath = blockSum;
     if (!S)
       return S.takeError();
     for (int64_t r = r0; r < r0 + n; ++r)
@@ -86,11 +95,14 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
         if (!p)
           return cannotPlace(op);
         prevOut = p->firstCycle;
+        divSpan = divSpan < 0 ? p->span() : std::min(divSpan, p->span());
       }
     ctx.releaseScratch(*S);
   }
   if (!inPlace)
     ctx.releaseScratch(*E);
+  if (path)
+    *path = maxPath + std::max<int64_t>(expSpan, 0) + sumPath + std::max<int64_t>(divSpan, 0);
   return llvm::Error::success();
 }
 
@@ -127,11 +139,12 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
     }
     return q;
   };
-  if (auto e = softmaxRows(op, ctx, in, **out, inPlace, 0, finish))
+  int64_t path = 0;
+  if (auto e = softmaxRows(op, ctx, in, **out, inPlace, 0, finish, &path))
     return e;
-  ctx.notePath(op, 0);
+  ctx.notePath(op, path);
   if (epilogue)
-    ctx.notePath(*epilogue, 0);
+    ctx.notePathVia(*epilogue, op, 0);
   return llvm::Error::success();
 }
 
