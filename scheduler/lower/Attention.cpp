@@ -9,8 +9,8 @@
 //    lane offset (h mod group) * S: row i of the product holds, per head of
 //    the group, its scores from that head's offset (zeros elsewhere add
 //    nothing), one mm per row and group instead of one per row and head;
-//  - the scale and the softmax run on those vectors, the folds by segments
-//    of S lanes (acrossLanes' `segment`);
+//  - the scale and the softmax run on those vectors, by segments of S
+//    lanes (acrossLanes' and sumRowsOnMxm's `segment`);
 //  - context: P's row (all the group's heads) times a block-diagonal V
 //    whose row (h, j) is V's row j with only head h's lanes kept: the heads'
 //    contexts land in their own lanes of one accumulator row, which is the

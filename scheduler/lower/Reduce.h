@@ -53,8 +53,16 @@ bool exactInF16(const ir::Op &src);
 /// Sums every row of `in` (whose values f16 holds exactly) across its lanes
 /// on the MXM, bit-exact to the reference's sequential f32 sum, and writes
 /// row r's finished value into row r of `finish.dest` (every lane holds it).
+/// `segment` > 0: every vector holds rows of that many lanes, as for
+/// acrossLanes, each summed on its own. `split`: the values are f32 that f16
+/// need not hold: each goes in as two f16 (the nearest, then the nearest to
+/// the rest), which keeps about 22 bits of it (docs/scheduler.md, "Softmax").
+struct MxmSum {
+  int64_t segment = 0;
+  bool split = false;
+};
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                         const LaneFinish &finish, int64_t *path = nullptr);
+                         const LaneFinish &finish, int64_t *path = nullptr, const MxmSum &how = {});
 
 /// An instruction with just an opcode and a dtype.
 backend::Instr vxm(backend::Opcode code, backend::DType type, backend::DType type2 = backend::DType::Bool);

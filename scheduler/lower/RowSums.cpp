@@ -28,27 +28,33 @@ bool exactInF16(const ir::Op &src) {
 }
 
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
-                         const LaneFinish &finish, int64_t *path) {
+                         const LaneFinish &finish, int64_t *path, const MxmSum &how) {
   const ChipDescription &chip = ctx.chip();
   const unsigned lanes = chip.lanes;
   MxmPlanes mxm(ctx);
-  const int64_t mms = in.rows * in.vecsPerRow;
+  const int64_t segment = how.segment, segments = segment ? lanes / segment : 1;
+  const int64_t vpr = segment ? 1 : in.vecsPerRow;
+  const int64_t mms = in.rows * vpr * (how.split ? 2 : 1);
   const unsigned planes = unsigned(std::min<int64_t>(
       mxm.count(), std::max<int64_t>(kMinSumPlanes, (mms + kMmsPerPlane - 1) / kMmsPerPlane)));
   // Weight rows: ones for every lane a row's vector may hold. Lanes past
   // the row's end are zeroed on the way in (they may hold NaN, and
   // NaN * 0 is NaN), so one set of ones serves every vector of a row.
-  const unsigned rowsK = unsigned(std::min<int64_t>(in.cols, lanes));
-  std::vector<uint8_t> ones(size_t(lanes) * 2);
-  for (unsigned l = 0; l < lanes; ++l)
-    encodeElement(DType::F16, 1.0, ones.data() + 2 * l);
+  // With segments, weight row k has ones in its own segment's lanes only
+  // (one constant row per segment): each output lane sums its segment.
+  const int64_t valid = segment ? segments * segment : std::min<int64_t>(in.cols, lanes);
+  const unsigned rowsK = unsigned(valid);
+  std::vector<uint8_t> ones(size_t(segments * lanes) * 2, 0);
+  for (int64_t g = 0; g < segments; ++g)
+    for (int64_t l = segment ? g * segment : 0; l < (segment ? (g + 1) * segment : lanes); ++l)
+      encodeElement(DType::F16, 1.0, ones.data() + 2 * (g * lanes + l));
   std::vector<unsigned> used;
   std::vector<uint16_t> avoid = in.allSlices();
   for (unsigned k = 0; k < planes; ++k) {
     const unsigned p = mxm.plane(k);
     // A copy of the ones per plane, each on slices of its own: a plane
     // loads one weight row per cycle, and they all load at once.
-    auto one = ctx.constant(op, DType::F16, 1, lanes, ones, avoid);
+    auto one = ctx.constant(op, DType::F16, segments, lanes, ones, avoid);
     if (!one)
       return one.takeError();
     avoid.insert(avoid.end(), one->allSlices().begin(), one->allSlices().end());
@@ -56,7 +62,8 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     int64_t lastLw = st.lastIw;
     for (unsigned r = 0; r < rowsK; ++r) {
       WorkTree tree = mxm.loadWeights(p);
-      tree.nodes[0].inputs = {tree.read(one->slices(0), one->address(0, 0))};
+      const int64_t g = segment ? r / segment : 0;
+      tree.nodes[0].inputs = {tree.read(one->slices(g), one->address(g, 0))};
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
       if (!placed)
         return cannotPlace(op);
@@ -72,25 +79,39 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     PlaneState &st = mxm.state(p);
     const int64_t m = (r / planes) % mxm.accRows();
     int64_t done = 0;
-    for (int64_t v = 0; v < in.vecsPerRow; ++v) {
-      WorkTree tree = mxm.matmul(p, m);
-      int x = tree.read(in.slices(r), in.address(r, v));
-      if (in.dtype != DType::F16)
-        x = tree.add(vxm(Opcode::Cvt, in.dtype, DType::F16), {x});
-      const int64_t valid = std::min<int64_t>(lanes, in.cols - v * lanes);
-      if (valid < int64_t(lanes))
-        x = zeroTail(tree, x, unsigned(valid), p, mxm.count(), lanes);
-      tree.nodes[0].inputs = {x};
-      const int64_t rootNotBefore = std::max({st.lastIw + mxm.iwLatency(), st.lastMm + 1,
-                                              v == 0 ? st.accFree[size_t(m)] : int64_t(0)});
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), in.readyAt(r, v), rootNotBefore);
-      if (!placed)
-        return cannotPlace(op);
-      st.lastMm = std::max(st.lastMm, placed->rootCycle);
-      mmSpan = mmSpan < 0 ? placed->span() : std::min(mmSpan, placed->span());
-      done = placed->rootCycle + mxm.mmLatency();
-      ctx.read(in, placed->doneCycle);
-    }
+    // An f16 value of the vector: itself (or widened f16, exact), or with
+    // `split` the f16 nearest an f32 value and then the f16 nearest what
+    // that leaves.
+    for (int64_t v = 0; v < vpr; ++v)
+      for (int part = 0; part < (how.split ? 2 : 1); ++part) {
+        WorkTree tree = mxm.matmul(p, m);
+        int x = tree.read(in.slices(r), in.address(r, v));
+        tree.nodes[size_t(x)].notBefore = in.readyAt(r, v);
+        if (in.dtype != DType::F16) {
+          int hi = tree.add(vxm(Opcode::Cvt, in.dtype, DType::F16), {x});
+          if (part == 1) {
+            int back = tree.add(vxm(Opcode::Cvt, DType::F16, in.dtype), {hi});
+            int y = tree.read(in.slices(r), in.address(r, v));
+            tree.nodes[size_t(y)].notBefore = in.readyAt(r, v);
+            hi = tree.add(vxm(Opcode::Cvt, in.dtype, DType::F16),
+                          {tree.add(vxm(Opcode::Sub, in.dtype), {y, back})});
+          }
+          x = hi;
+        }
+        const int64_t lanesHere = std::min<int64_t>(valid, in.cols - v * lanes);
+        if (lanesHere < int64_t(lanes))
+          x = zeroTail(tree, x, unsigned(lanesHere), p, mxm.count(), lanes);
+        tree.nodes[0].inputs = {x};
+        const int64_t rootNotBefore = std::max({st.lastIw + mxm.iwLatency(), st.lastMm + 1,
+                                                v == 0 && part == 0 ? st.accFree[size_t(m)] : int64_t(0)});
+        std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
+        if (!placed)
+          return cannotPlace(op);
+        st.lastMm = std::max(st.lastMm, placed->rootCycle);
+        mmSpan = mmSpan < 0 ? placed->span() : std::min(mmSpan, placed->span());
+        done = placed->rootCycle + mxm.mmLatency();
+        ctx.read(in, placed->doneCycle);
+      }
     Builder b(ctx, *finish.dest, r, 0);
     int sum = mxm.accRead(b.tree, p, m);
     b.tree.nodes[size_t(sum)].notBefore = done;

@@ -1,7 +1,8 @@
 // Softmax over the last axis, as the reference computes it in f32: the
 // row's max (acrossLanes, left in every lane), e = exp(x - max) into f32
-// scratch, the row's sum of e (acrossLanes), then e / sum rounded once to
-// the result type. Only the sum's order differs from the reference's.
+// scratch, the row's sum of e (on the MXM, each e as two f16), then
+// e / sum rounded once to the result type. Only the sum differs from the
+// reference's: its order, and the split's last bits.
 // Elementwise work on the result (the cast back to f16 in attention) runs
 // in the last pass's trees, and e overwrites an f32 input that dies here:
 // attention's scores then take one f32 copy in SRAM instead of three.
@@ -26,6 +27,19 @@ TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
   return sub;
 }
 } // namespace
+
+// The rows' sums of e, in every lane of the row (or segment): on the MXM
+// against ones, each e as two f16 (docs/scheduler.md, "Softmax").
+llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, const TensorView &e,
+                                     int64_t segment, int64_t *path) {
+  auto S = ctx.scratch(op, DType::F32, e.rows, ctx.chip().lanes);
+  if (!S)
+    return S.takeError();
+  LaneFinish keep{&*S, [](Builder &, int value) { return value; }};
+  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, true}))
+    return err;
+  return *S;
+}
 
 llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
                                 bool inPlace, int64_t segment, const SoftmaxFinish &finish,
@@ -82,7 +96,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
       }
     ctx.releaseScratch(*M);
     int64_t blockSum = 0;
-    auto S = acrossLanes(op, ctx, rowsOf(*E, r0, n), Combine::Sum, DType::F32, nullptr, segment, &blockSum);
+    llvm::Expected<TensorView> S = sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, &blockSum);
     if (r0 == 0)
       sumPath = blockSum;
     if (!S)
