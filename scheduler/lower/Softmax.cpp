@@ -29,9 +29,13 @@ TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
 } // namespace
 
 // The rows' sums of e, in every lane of the row (or segment): on the MXM
-// against ones, each e as two f16 (docs/scheduler.md, "Softmax").
+// against ones, each e as two f16 (docs/scheduler.md, "Softmax"), for many
+// rows; a few short rows fold faster than a plane loads its ones.
+constexpr int64_t kMxmSumRows = 64;
 llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, const TensorView &e,
                                      int64_t segment, int64_t *path) {
+  if (!segment && e.rows < kMxmSumRows)
+    return acrossLanes(op, ctx, e, Combine::Sum, DType::F32, nullptr, 0, path);
   auto S = ctx.scratch(op, DType::F32, e.rows, ctx.chip().lanes);
   if (!S)
     return S.takeError();
