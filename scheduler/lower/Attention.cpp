@@ -20,6 +20,7 @@
 // among exact zeros: bit-identical to the per-head matmuls for finite data.
 #include "scheduler/lower/Reduce.h"
 
+#include <cmath>
 #include <set>
 
 namespace lpu::scheduler {
@@ -176,6 +177,52 @@ std::optional<AttentionPlan> matchAttention(const ir::Op &sm, LoweringContext &c
   return a;
 }
 
+/// Whether the scale between the scores and the softmax (converts, and
+/// multiplications, divisions, additions and subtractions by constants, a
+/// factor or divisor above 0) never lowers a larger value below a smaller
+/// one: the max of the scaled scores is then the scaled max of the stored
+/// ones.
+bool monotoneScale(const ir::Op *op, const ir::Op &scores) {
+  while (op != &scores) {
+    auto constant = [&](int i, bool positive) {
+      const ir::Op *c = op->operand(size_t(i));
+      if (c->kind() != ir::OpKind::Constant)
+        return false;
+      auto v = c->floatAttr("value");
+      return v && std::isfinite(*v) && (!positive || *v >= 1e-3);
+    };
+    const ir::Op *next = nullptr;
+    switch (op->kind()) {
+    case ir::OpKind::Convert:
+      if (!tensor::isFloat(op->type().dtype) || !tensor::isFloat(op->operand(0)->type().dtype))
+        return false;
+      next = op->operand(0);
+      break;
+    case ir::OpKind::Div:
+    case ir::OpKind::Sub:
+      if (!constant(1, op->kind() == ir::OpKind::Div))
+        return false;
+      next = op->operand(0);
+      break;
+    case ir::OpKind::Mul:
+    case ir::OpKind::Add: {
+      const bool positive = op->kind() == ir::OpKind::Mul;
+      if (constant(1, positive))
+        next = op->operand(0);
+      else if (constant(0, positive))
+        next = op->operand(1);
+      else
+        return false;
+      break;
+    }
+    default:
+      return false;
+    }
+    op = next;
+  }
+  return true;
+}
+
 } // namespace
 
 std::vector<AttentionPlan> findAttention(const ir::Function &fn, LoweringContext &ctx,
@@ -231,8 +278,12 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
   const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
   int64_t scoresPath = 0;
-  // Scores, one row per (batch, group, query), scaled as the IR says.
-  const DType scoreType = a.softmax->operand(0)->type().dtype;
+  // Scores, one row per (batch, group, query). f16 scores under a monotone
+  // scale are stored as they are and scaled on the softmax's reads: its
+  // max folds f16 leaves (two streams each, not four). Otherwise they are
+  // stored scaled, as the IR says.
+  const bool rawScores = op.type().dtype == DType::F16 && (!a.scale || monotoneScale(a.scale, op));
+  const DType scoreType = rawScores ? DType::F16 : a.softmax->operand(0)->type().dtype;
   auto sc = ctx.scratch(op, scoreType, B * groups * Sq, lanes);
   if (!sc)
     return sc.takeError();
@@ -273,7 +324,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
       if (op.type().dtype == DType::F16)
         value = tree.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {value});
       // The scale's other operands are splat constants: any vector will do.
-      if (a.scale)
+      if (a.scale && !rawScores)
         value = buildEpilogue(tree, *a.scale, op, value, 0, 0, ctx, reads);
       return value;
     };
@@ -292,8 +343,18 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   auto toF16 = [&](Builder &b, int q, int64_t, int64_t) {
     return b.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {q});
   };
+  SoftmaxPrologue scaled;
+  if (rawScores)
+    scaled = [&](Builder &b, int value) {
+      if (!a.scale)
+        return b.add(vxm(Opcode::Cvt, DType::F16, DType::F32), {value});
+      std::vector<const TensorView *> reads;
+      value = buildEpilogue(b.tree, *a.scale, op, value, 0, 0, ctx, reads);
+      b.alsoReads(reads);
+      return value;
+    };
   int64_t softmaxPath = 0;
-  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, true, Sk, toF16, &softmaxPath))
+  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, true, Sk, toF16, &softmaxPath, scaled))
     return e;
   ctx.releaseScratch(*sc);
 

@@ -42,10 +42,14 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
 /// reference does; `finish` turns a row vector's f32 result into what is
 /// written (the result type, an epilogue). `inPlace`: e may overwrite an
 /// f32 `in` (nothing reads it after).
+/// `prologue`, when set, turns a stored vector of `in` into the softmax's
+/// f32 input (attention's f16 scores into scaled f32 ones); it must be
+/// monotone (non-decreasing), as the max is taken of the stored values.
 using SoftmaxFinish = std::function<int(Builder &, int, int64_t, int64_t)>;
+using SoftmaxPrologue = std::function<int(Builder &, int)>;
 llvm::Error softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
                         bool inPlace, int64_t segment, const SoftmaxFinish &finish,
-                        int64_t *path = nullptr);
+                        int64_t *path = nullptr, const SoftmaxPrologue &prologue = {});
 
 /// Whether every value of `src` is one f16 holds exactly (f16 itself, or
 /// f16 widened to f32): its sums can run on the MXM.

@@ -47,7 +47,7 @@ llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, con
 
 llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
                                 bool inPlace, int64_t segment, const SoftmaxFinish &finish,
-                                int64_t *path) {
+                                int64_t *path, const SoftmaxPrologue &prologue) {
   const DType inType = in.dtype;
   // The maxima and the sums take an f32 vector per row of scratch each.
   // When that does not fit for every row at once (SRAM nearly full of
@@ -58,15 +58,31 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
   int64_t blockRows = in.rows;
   // A row's way through: its max, its e, its sum, its quotient.
   int64_t maxPath = 0, sumPath = 0, expSpan = -1, divSpan = -1;
-  llvm::Expected<TensorView> firstM =
-      acrossLanes(op, ctx, in, Combine::Max, DType::F32, nullptr, segment, &maxPath);
+  // The rows' maxima, f32 in every lane. With a prologue the max is taken
+  // of the stored values (in their own type: fewer streams per leaf) and the
+  // prologue, monotone, applied to it on the fold's last step.
+  auto maxOf = [&](const TensorView &rows, int64_t *foldPath) -> llvm::Expected<TensorView> {
+    if (!prologue)
+      return acrossLanes(op, ctx, rows, Combine::Max, DType::F32, nullptr, segment, foldPath);
+    auto M = ctx.scratch(op, DType::F32, rows.rows, ctx.chip().lanes);
+    if (!M)
+      return M.takeError();
+    LaneFinish toInput{&*M, [&](Builder &b, int value) { return prologue(b, value); }};
+    auto T = acrossLanes(op, ctx, rows, Combine::Max, inType, &toInput, segment, foldPath);
+    if (!T) {
+      ctx.releaseScratch(*M);
+      return T.takeError();
+    }
+    ctx.releaseScratch(*T);
+    return *M;
+  };
+  llvm::Expected<TensorView> firstM = maxOf(in, &maxPath);
   while (!firstM && blockRows > 1) {
     llvm::Error err = firstM.takeError();
     if (!takeDoesNotFit(err))
       return err;
     blockRows = (blockRows + 1) / 2;
-    firstM = acrossLanes(op, ctx, rowsOf(in, 0, blockRows), Combine::Max, DType::F32, nullptr, segment,
-                         &maxPath);
+    firstM = maxOf(rowsOf(in, 0, blockRows), &maxPath);
   }
   if (!firstM)
     return firstM.takeError();
@@ -81,15 +97,16 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
   int64_t prevE = 0, prevOut = 0;
   for (int64_t r0 = 0; r0 < in.rows; r0 += blockRows) {
     const int64_t n = std::min(blockRows, in.rows - r0);
-    auto M = r0 == 0 ? std::move(firstM)
-                     : acrossLanes(op, ctx, rowsOf(in, r0, n), Combine::Max, DType::F32, nullptr, segment);
+    auto M = r0 == 0 ? std::move(firstM) : maxOf(rowsOf(in, r0, n), nullptr);
     if (!M)
       return M.takeError();
     for (int64_t r = r0; r < r0 + n; ++r)
       for (int64_t v = 0; v < in.vecsPerRow; ++v) {
         Builder b(ctx, *E, r, v);
         int x = b.read(in, r, v);
-        if (inType != DType::F32)
+        if (prologue)
+          x = prologue(b, x);
+        else if (inType != DType::F32)
           x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
         int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.readBeside(*M, r - r0, 0, in)});
         auto p = b.finish(b.add(vxm(Opcode::Exp, DType::F32), {d}), prevE);
