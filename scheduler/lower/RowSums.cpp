@@ -6,6 +6,9 @@
 // sum, so the result is bit-exact, and every output lane holds it (a lane
 // broadcast, as acrossLanes leaves it). The SXM folds it replaces put every
 // leaf's f32 vector on the streams; here a row costs one mm per vector.
+// Softmax sums its exponentials the same way, each f32 vector as two f16
+// (`split`: about 22 of its 24 bits), and attention's packed rows by
+// segments (block-diagonal ones: each lane sums its own segment).
 #include "scheduler/lower/Reduce.h"
 
 namespace lpu::scheduler::reduce {
