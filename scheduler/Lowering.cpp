@@ -421,10 +421,14 @@ int64_t LoweringContext::pathOf(const ir::Op &op) const {
   return end;
 }
 
+void LoweringContext::notePathEnd(const ir::Op &op, int64_t end) {
+  int64_t &at = pathEnd[&op];
+  at = std::max(at, end);
+  criticalPath = std::max(criticalPath, at);
+}
+
 void LoweringContext::notePathVia(const ir::Op &op, const ir::Op &from, int64_t latency) {
-  int64_t &end = pathEnd[&op];
-  end = std::max(end, pathOf(from) + latency);
-  criticalPath = std::max(criticalPath, end);
+  notePathEnd(op, pathOf(from) + latency);
 }
 
 void LoweringContext::notePath(const ir::Op &op, int64_t latency) {

@@ -158,6 +158,8 @@ public:
   /// Also: not before `from`'s path plus `latency` (an operand whose way
   /// through the op is longer, as a matmul's weights through the install).
   void notePathVia(const ir::Op &op, const ir::Op &from, int64_t latency);
+  /// Also: not before cycle `end` (a path worked out through ops of its own).
+  void notePathEnd(const ir::Op &op, int64_t end);
   /// Where `op`'s path ends; for an op computed inside its users' fusion
   /// group, where its group's inputs' paths end.
   int64_t pathOf(const ir::Op &op) const;

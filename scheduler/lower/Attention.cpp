@@ -410,8 +410,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     };
     if (auto e = runMatmul(*a.context, ctx, work, **out))
       return e;
-    ctx.notePath(*a.merged, 0);
-    ctx.notePathVia(*a.merged, *a.q, scoresPath - ctx.pathOf(*a.q) + softmaxPath + work.pathFromA());
+    ctx.notePathEnd(*a.merged, scoresPath + softmaxPath + work.pathFromA());
     ctx.notePathVia(*a.merged, *a.v, work.pathFromB(iwLatency, mmLatency));
   }
   ctx.releaseScratch(*probs);

@@ -26,7 +26,6 @@ TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
     sub.rowMap[size_t(i)] = v.storageRow(r0 + i);
   return sub;
 }
-} // namespace
 
 // The rows' sums of e, in every lane of the row (or segment): on the MXM
 // against ones, each e as two f16 (docs/scheduler.md, "Softmax"), for many
@@ -44,6 +43,7 @@ llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, con
     return err;
   return *S;
 }
+} // namespace
 
 llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
                                 bool inPlace, int64_t segment, const SoftmaxFinish &finish,
