@@ -300,19 +300,21 @@ struct MatmulWork {
   /// rows to load (the rest are 0).
   std::function<bool(int64_t b, int64_t t, int64_t j)> tileUsed;
   std::function<int64_t(int64_t b, int64_t t, int64_t j)> rowsLoaded;
-  /// Filled by runMatmul: the shortest spans (Placement::span) of its lw,
-  /// mm and acc trees, for the critical path. A row of C is no earlier
-  /// than its A vector's path + mm + acc, nor its weights' path + lw + the
-  /// install's latency + the mm's + acc.
-  mutable int64_t lwSpan = 0, mmSpan = 0, accSpan = 0;
-  int64_t pathFromA() const { return mmSpan + accSpan; }
+};
+/// The shortest lw, mm and acc trees a matmul placed, for the critical
+/// path: a row of C is no earlier than its A vector's path + mm + acc, nor
+/// its weights' path + lw + the install's latency + the mm's + acc.
+struct MatmulSpans {
+  ShortestSpan lw, mm, acc;
+  int64_t pathFromA() const { return mm.get() + acc.get(); }
   int64_t pathFromB(int64_t iwLatency, int64_t mmLatency) const {
-    return lwSpan + iwLatency + mmLatency + accSpan;
+    return lw.get() + iwLatency + mmLatency + acc.get();
   }
 };
 /// Jobs of (batch, column tile of mxm_dim, up to mxm_acc_rows rows) on the
 /// MXM planes, written into C's rows (docs/scheduler.md, "Matmul").
-llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work, const TensorView &C);
+llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
+                                      const TensorView &C);
 
 /// Multi-head attention (Q K^T, a scale, softmax, P V, split into heads
 /// and merged back) whose heads' score rows pack into one vector: lowered
@@ -347,7 +349,6 @@ int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned pla
 struct TransposeTarget {
   std::function<llvm::Expected<TensorView *>()> define;
   std::function<int64_t(int64_t)> laneOffset;
-  bool notePath = true;
   /// Set to a vector's way through the two steps (Placement::span).
   int64_t *path = nullptr;
 };

@@ -13,6 +13,7 @@
 #include "scheduler/Resources.h"
 #include "scheduler/Schedule.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -62,6 +63,17 @@ struct Placement {
   /// path from below.
   int64_t lastLeafCycle = 0;
   int64_t span() const { return doneCycle - lastLeafCycle; }
+};
+
+/// The shortest span of some placed trees (of one link of a chain): 0
+/// until one is noted.
+class ShortestSpan {
+public:
+  void note(const Placement &p) { min_ = min_ < 0 ? p.span() : std::min(min_, p.span()); }
+  int64_t get() const { return min_ < 0 ? 0 : min_; }
+
+private:
+  int64_t min_ = -1;
 };
 
 class Placer {

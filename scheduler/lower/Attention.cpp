@@ -266,7 +266,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
                            kt = std::move(*s);
                            return &*kt;
                          },
-                         [&](int64_t o) { return (o % D) / dh % per * Sk; }, false, &ktPath};
+                         [&](int64_t o) { return (o % D) / dh % per * Sk; }, &ktPath};
   std::optional<llvm::Error> transposed = transposeByGather(op, ctx, K, {B, Sk, D}, {0, 2, 1}, target);
   if (!transposed)
     return unsupported(op, "this attention's K^T (its gather maps)");
@@ -328,10 +328,11 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
         value = buildEpilogue(tree, *a.scale, op, value, 0, 0, ctx, reads);
       return value;
     };
-    if (auto e = runMatmul(op, ctx, work, *sc))
-      return e;
-    scoresPath = std::max(ctx.pathOf(*a.q) + work.pathFromA(),
-                          ctx.pathOf(*a.k) + ktPath + work.pathFromB(iwLatency, mmLatency));
+    auto spans = runMatmul(op, ctx, work, *sc);
+    if (!spans)
+      return spans.takeError();
+    scoresPath = std::max(ctx.pathOf(*a.q) + spans->pathFromA(),
+                          ctx.pathOf(*a.k) + ktPath + spans->pathFromB(iwLatency, mmLatency));
   }
   ctx.releaseScratch(*kt);
 
@@ -408,10 +409,11 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
       return tree.add(vxm(Opcode::Cvt, DType::F32, DType::F16), {value});
     };
-    if (auto e = runMatmul(*a.context, ctx, work, **out))
-      return e;
-    ctx.notePathEnd(*a.merged, scoresPath + softmaxPath + work.pathFromA());
-    ctx.notePathVia(*a.merged, *a.v, work.pathFromB(iwLatency, mmLatency));
+    auto spans = runMatmul(*a.context, ctx, work, **out);
+    if (!spans)
+      return spans.takeError();
+    ctx.notePathEnd(*a.merged, scoresPath + softmaxPath + spans->pathFromA());
+    ctx.notePathVia(*a.merged, *a.v, spans->pathFromB(iwLatency, mmLatency));
   }
   ctx.releaseScratch(*probs);
   return llvm::Error::success();

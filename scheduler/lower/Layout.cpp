@@ -631,8 +631,6 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       ctx.written(view, o, v, done - 1);
     }
   ctx.releaseScratch(D);
-  if (target.notePath)
-    ctx.notePath(op, path);
   if (target.path)
     *target.path = path;
   return llvm::Error::success();
@@ -646,10 +644,15 @@ llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx) {
       return rowView(op, ctx);
     if (op.kind() == ir::OpKind::Transpose) {
       std::vector<int64_t> perm = op.intsAttr("perm").value_or(std::vector<int64_t>{});
-      TransposeTarget target{[&] { return ctx.define(&op); }, nullptr, true};
+      int64_t path = 0;
+      TransposeTarget target{[&] { return ctx.define(&op); }, nullptr, &path};
       if (std::optional<llvm::Error> done = transposeByGather(op, ctx, ctx.view(op.operand(0)),
-                                                              op.operand(0)->type().shape, perm, target))
-        return std::move(*done);
+                                                              op.operand(0)->type().shape, perm, target)) {
+        if (*done)
+          return std::move(*done);
+        ctx.notePath(op, path);
+        return llvm::Error::success();
+      }
     }
     return moveLanes(op, ctx);
   case ir::OpKind::Concat:

@@ -11,7 +11,6 @@
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
-#include <limits>
 
 namespace lpu::scheduler {
 
@@ -160,7 +159,8 @@ int packedWeight(WorkTree &tree, const TensorView &B, int64_t brow, int64_t j, u
 }
 } // namespace
 
-llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work, const TensorView &C) {
+llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
+                                      const TensorView &C) {
   const ChipDescription &chip = ctx.chip();
   MxmPlanes mxm(ctx);
   const unsigned dim = chip.mxmDim;
@@ -182,8 +182,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
                             : 1;
   unsigned job = 0;
   std::vector<const TensorView *> reads;
-  const int64_t none = std::numeric_limits<int64_t>::max();
-  work.lwSpan = work.mmSpan = work.accSpan = none;
+  MatmulSpans spans;
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
@@ -214,7 +213,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
                 return cannotPlace(op);
               Placement pl = *placed;
               lastLw = pl.rootCycle;
-              work.lwSpan = std::min(work.lwSpan, pl.span());
+              spans.lw.note(pl);
               for (const TensorView *v : reads)
                 ctx.read(*v, pl.doneCycle);
             }
@@ -232,7 +231,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
                 return cannotPlace(op);
               Placement pl = *placed;
               st.lastMm = std::max(st.lastMm, pl.rootCycle);
-              work.mmSpan = std::min(work.mmSpan, pl.span());
+              spans.mm.note(pl);
               mmDone[size_t(q)][size_t(m)] = pl.rootCycle + mmLatency;
               for (const TensorView *v : reads)
                 ctx.read(*v, pl.doneCycle);
@@ -270,7 +269,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
           if (!placed)
             return cannotPlace(op);
           Placement pl = *placed;
-          work.accSpan = std::min(work.accSpan, pl.span());
+          spans.acc.note(pl);
           // The accs have issued by the root's cycle (the tree's first
           // cycle may be an epilogue's read of a bias, before them).
           for (int64_t q : accPart)
@@ -280,10 +279,7 @@ llvm::Error runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &
             ctx.read(*v, pl.doneCycle);
         }
       }
-  for (int64_t *span : {&work.lwSpan, &work.mmSpan, &work.accSpan})
-    if (*span == none)
-      *span = 0;
-  return llvm::Error::success();
+  return spans;
 }
 
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
@@ -359,14 +355,15 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
       value = buildEpilogue(tree, *epilogue, op, value, crow, j, ctx, reads);
     return value;
   };
-  if (auto e = runMatmul(op, ctx, work, C))
-    return e;
+  auto spans = runMatmul(op, ctx, work, C);
+  if (!spans)
+    return spans.takeError();
   // A row of the result needs its A row through the plane, and the
   // weights loaded and installed.
   const ir::Op &result = epilogue ? *epilogue : op;
-  ctx.notePathVia(result, lhs, work.pathFromA());
-  ctx.notePathVia(result, rhs, work.pathFromB(chip.timingOf(Opcode::InstallWeights, DType::F16).latency,
-                                              chip.timingOf(Opcode::MatMul, DType::F16).latency));
+  ctx.notePathVia(result, lhs, spans->pathFromA());
+  ctx.notePathVia(result, rhs, spans->pathFromB(chip.timingOf(Opcode::InstallWeights, DType::F16).latency,
+                                               chip.timingOf(Opcode::MatMul, DType::F16).latency));
   return llvm::Error::success();
 }
 

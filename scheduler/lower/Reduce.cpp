@@ -314,7 +314,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   struct StepState {
     int64_t prev = 0;
     size_t bundleSize = size_t(kBundle);
-    int64_t span = -1; // the shortest of its trees (Placement::span)
+    ShortestSpan span; // of its trees
   };
   auto placeRow = [&](int64_t r, const std::vector<Leaf> &leaves, const std::vector<TensorView> &maps,
                       bool last, StepState &st) -> llvm::Error {
@@ -326,7 +326,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
         value = finish->value(b, value);
       if (auto p = b.finish(value, st.prev)) {
         st.prev = p->firstCycle;
-        st.span = st.span < 0 ? p->span() : std::min(st.span, p->span());
+        st.span.note(*p);
         return llvm::Error::success();
       }
       if (st.bundleSize == 1)
@@ -411,8 +411,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       return e;
   // A row's steps follow one another: their trees' spans add up.
   if (path)
-    *path = std::max<int64_t>(one.span, 0) + std::max<int64_t>(middle.span, 0) +
-            std::max<int64_t>(two.span, 0);
+    *path = one.span.get() + middle.span.get() + two.span.get();
   return *T;
 }
 

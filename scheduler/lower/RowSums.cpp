@@ -76,7 +76,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     used.push_back(p);
   }
   int64_t prev = 0;
-  int64_t mmSpan = -1, accSpan = -1; // the shortest trees, for the path
+  ShortestSpan mmSpan, accSpan; // for the path
   for (int64_t r = 0; r < in.rows; ++r) {
     const unsigned p = used[size_t(r) % planes];
     PlaneState &st = mxm.state(p);
@@ -111,7 +111,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
         if (!placed)
           return cannotPlace(op);
         st.lastMm = std::max(st.lastMm, placed->rootCycle);
-        mmSpan = mmSpan < 0 ? placed->span() : std::min(mmSpan, placed->span());
+        mmSpan.note(*placed);
         done = placed->rootCycle + mxm.mmLatency();
         ctx.read(in, placed->doneCycle);
       }
@@ -123,10 +123,10 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
       return cannotPlace(op);
     prev = placed->firstCycle;
     st.accFree[size_t(m)] = placed->rootCycle + 1;
-    accSpan = accSpan < 0 ? placed->span() : std::min(accSpan, placed->span());
+    accSpan.note(*placed);
   }
   if (path)
-    *path = std::max<int64_t>(mmSpan, 0) + std::max<int64_t>(accSpan, 0);
+    *path = mmSpan.get() + accSpan.get();
   return llvm::Error::success();
 }
 

@@ -57,7 +57,8 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
   // halving is clean.
   int64_t blockRows = in.rows;
   // A row's way through: its max, its e, its sum, its quotient.
-  int64_t maxPath = 0, sumPath = 0, expSpan = -1, divSpan = -1;
+  int64_t maxPath = 0, sumPath = 0;
+  ShortestSpan expSpan, divSpan;
   // The rows' maxima, f32 in every lane. With a prologue the max is taken
   // of the stored values (in their own type: fewer streams per leaf) and the
   // prologue, monotone, applied to it on the fold's last step.
@@ -113,7 +114,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
         if (!p)
           return cannotPlace(op);
         prevE = p->firstCycle;
-        expSpan = expSpan < 0 ? p->span() : std::min(expSpan, p->span());
+        expSpan.note(*p);
       }
     ctx.releaseScratch(*M);
     int64_t blockSum = 0;
@@ -130,14 +131,14 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
         if (!p)
           return cannotPlace(op);
         prevOut = p->firstCycle;
-        divSpan = divSpan < 0 ? p->span() : std::min(divSpan, p->span());
+        divSpan.note(*p);
       }
     ctx.releaseScratch(*S);
   }
   if (!inPlace)
     ctx.releaseScratch(*E);
   if (path)
-    *path = maxPath + std::max<int64_t>(expSpan, 0) + sumPath + std::max<int64_t>(divSpan, 0);
+    *path = maxPath + expSpan.get() + sumPath + divSpan.get();
   return llvm::Error::success();
 }
 
