@@ -355,7 +355,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
       return value;
     };
   int64_t softmaxPath = 0;
-  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, true, Sk, toF16, &softmaxPath, scaled))
+  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, SoftmaxHow{true, Sk, true, scaled}, toF16, &softmaxPath))
     return e;
   ctx.releaseScratch(*sc);
 

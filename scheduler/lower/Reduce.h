@@ -37,19 +37,30 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
                                        const LaneFinish *finish = nullptr, int64_t segment = 0,
                                        int64_t *path = nullptr);
 
-/// Softmax of every row of `in` (f16 or f32; with `segment` > 0, of every
-/// segment of a vector, as acrossLanes) into `out`, computed in f32 as the
-/// reference does; `finish` turns a row vector's f32 result into what is
-/// written (the result type, an epilogue). `inPlace`: e may overwrite an
-/// f32 `in` (nothing reads it after).
-/// `prologue`, when set, turns a stored vector of `in` into the softmax's
-/// f32 input (attention's f16 scores into scaled f32 ones); it must be
-/// monotone (non-decreasing), as the max is taken of the stored values.
-using SoftmaxFinish = std::function<int(Builder &, int, int64_t, int64_t)>;
+/// How softmaxRows goes about its rows.
 using SoftmaxPrologue = std::function<int(Builder &, int)>;
+struct SoftmaxHow {
+  /// e may overwrite an f32 `in` (nothing reads it after).
+  bool inPlace = false;
+  /// > 0: every vector of `in` holds several rows of `segment` lanes, as
+  /// for acrossLanes, each its own softmax.
+  int64_t segment = 0;
+  /// The result is rounded to f16 and nothing else is done with it: the
+  /// sum of e then takes each e as one f16, whose error stays below that
+  /// rounding (docs/scheduler.md, "Softmax"), in half the MXM work.
+  bool roundedToF16 = false;
+  /// When set, turns a stored vector of `in` into the softmax's f32 input
+  /// (attention's f16 scores into scaled f32 ones); it must be monotone
+  /// (non-decreasing), as the max is taken of the stored values.
+  SoftmaxPrologue prologue;
+};
+
+/// Softmax of every row of `in` (f16 or f32) into `out`, computed in f32
+/// as the reference does; `finish` turns a row vector's f32 result into
+/// what is written (the result type, an epilogue).
+using SoftmaxFinish = std::function<int(Builder &, int, int64_t, int64_t)>;
 llvm::Error softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
-                        bool inPlace, int64_t segment, const SoftmaxFinish &finish,
-                        int64_t *path = nullptr, const SoftmaxPrologue &prologue = {});
+                        const SoftmaxHow &how, const SoftmaxFinish &finish, int64_t *path = nullptr);
 
 /// Whether every value of `src` is one f16 holds exactly (f16 itself, or
 /// f16 widened to f32): its sums can run on the MXM.

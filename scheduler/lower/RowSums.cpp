@@ -18,9 +18,13 @@ using namespace backend;
 namespace {
 /// Planes a reduction's rows are dealt to: at least two (rows come from a
 /// matmul at one per 4 cycles of its plane, and take an mm per vector
-/// each), one more per kMmsPerPlane mm's of work past that.
+/// each), one more per kMmsPerPlane mm's of work past that (256 cycles of
+/// a plane at the f16 rate). With 128, attention's 256 softmax rows at
+/// S=128 summed one f16 each went on two planes, as slowly as two f16 each
+/// on four: examples/transformer.lpu took 14,005 cycles there, 12,725
+/// with 64.
 constexpr unsigned kMinSumPlanes = 2;
-constexpr int64_t kMmsPerPlane = 128;
+constexpr int64_t kMmsPerPlane = 64;
 } // namespace
 
 bool exactInF16(const ir::Op &src) {

@@ -28,27 +28,29 @@ TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
 }
 
 // The rows' sums of e, in every lane of the row (or segment): on the MXM
-// against ones, each e as two f16 (docs/scheduler.md, "Softmax"), for many
-// rows; a few short rows fold faster than a plane loads its ones.
+// against ones, each e as two f16 (`split`) or, for a result rounded to
+// f16, as one (docs/scheduler.md, "Softmax"), for many rows; a few short
+// rows fold faster than a plane loads its ones.
 constexpr int64_t kMxmSumRows = 64;
 llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, const TensorView &e,
-                                     int64_t segment, int64_t *path) {
+                                     int64_t segment, bool split, int64_t *path) {
   if (!segment && e.rows < kMxmSumRows)
     return acrossLanes(op, ctx, e, Combine::Sum, DType::F32, nullptr, 0, path);
   auto S = ctx.scratch(op, DType::F32, e.rows, ctx.chip().lanes);
   if (!S)
     return S.takeError();
   LaneFinish keep{&*S, [](Builder &, int value) { return value; }};
-  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, true}))
+  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, split}))
     return err;
   return *S;
 }
 } // namespace
 
 llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
-                                bool inPlace, int64_t segment, const SoftmaxFinish &finish,
-                                int64_t *path, const SoftmaxPrologue &prologue) {
+                                const SoftmaxHow &how, const SoftmaxFinish &finish, int64_t *path) {
   const DType inType = in.dtype;
+  const int64_t segment = how.segment;
+  const SoftmaxPrologue &prologue = how.prologue;
   // The maxima and the sums take an f32 vector per row of scratch each.
   // When that does not fit for every row at once (SRAM nearly full of
   // parameters), the rows go in blocks, halved until it fits: each block's
@@ -90,7 +92,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
   // In place: each e vector is written after the max of its row, which
   // read the input vector it replaces, so nothing reads the old value
   // later.
-  inPlace = inPlace && inType == DType::F32;
+  const bool inPlace = how.inPlace && inType == DType::F32;
   llvm::Expected<TensorView> E = inPlace ? llvm::Expected<TensorView>(in)
                                          : ctx.scratch(op, DType::F32, in.rows, in.cols);
   if (!E)
@@ -118,7 +120,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
       }
     ctx.releaseScratch(*M);
     int64_t blockSum = 0;
-    llvm::Expected<TensorView> S = sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, &blockSum);
+    llvm::Expected<TensorView> S = sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, !how.roundedToF16, &blockSum);
     if (r0 == 0)
       sumPath = blockSum;
     if (!S)
@@ -175,8 +177,13 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
     }
     return q;
   };
+  // Rounded to f16 and nothing more: the result itself, or its cast.
+  const bool roundedToF16 = epilogue ? epilogue->kind() == ir::OpKind::Convert &&
+                                           epilogue->operand(0) == &op &&
+                                           epilogue->type().dtype == DType::F16
+                                     : outType == DType::F16;
   int64_t path = 0;
-  if (auto e = softmaxRows(op, ctx, in, **out, inPlace, 0, finish, &path))
+  if (auto e = softmaxRows(op, ctx, in, **out, SoftmaxHow{inPlace, 0, roundedToF16, {}}, finish, &path))
     return e;
   ctx.notePath(op, path);
   if (epilogue)
