@@ -480,9 +480,25 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
     return (hi * strideP + lo) * run + k;
   };
 
-  // Per output vector: its base row, the column it takes, and its maps.
+  auto rotated = ctx.scratch(op, in.dtype, inRows, inCols, {}, run);
+  if (!rotated)
+    return rotated.takeError();
+  TensorView D = std::move(*rotated);
+  if (strideP > 1) {
+    D.rowMap.resize(size_t(inRows));
+    for (int64_t r = 0; r < inRows; ++r)
+      D.rowMap[size_t(r)] = dRow(r);
+  }
+  // Per output vector: the column it takes, and per chunk of D its rows
+  // lie in (a gather reads one slice; SRAM too full for chunks of whole
+  // runs cuts some runs in two) the first of them and the maps. The parts'
+  // distributes leave each other's lanes 0, and an `or` joins them.
+  struct Part {
+    int64_t base, gmap, dmap;
+  };
   struct OutVector {
-    int64_t base, vec, gmap, dmap;
+    int64_t vec, last;
+    std::vector<Part> parts;
   };
   std::vector<OutVector> work(size_t(rows * outVpr));
   std::map<std::vector<uint16_t>, int64_t> gmaps, dmaps;
@@ -494,55 +510,47 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       iIdx[size_t(perm[k])] = oIdx[k];
     return Source{0, ravel(iIdx, from)};
   };
+  auto doesNotApply = [&]() -> std::optional<llvm::Error> {
+    ctx.releaseScratch(D);
+    return std::nullopt;
+  };
   for (int64_t o = 0; o < rows; ++o)
     for (int64_t v = 0; v < outVpr; ++v) {
       int64_t valid = std::min(lanes, cols - v * lanes);
       Source s0 = source(o * cols + v * lanes);
-      int64_t base = s0.flat / inCols, c = s0.flat % inCols, cc = c % lanes;
-      std::vector<uint16_t> g(size_t(lanes), 0);
-      std::vector<uint16_t> dm(static_cast<size_t>(lanes), static_cast<uint16_t>(lanes));
-      std::vector<bool> taken(size_t(lanes), false);
+      int64_t c = s0.flat % inCols, cc = c % lanes;
+      OutVector &w = work[size_t(o * outVpr + v)];
+      w.vec = c / lanes;
+      struct Maps {
+        int64_t base, chunk;
+        std::vector<uint16_t> g, dm;
+        std::vector<bool> taken;
+      };
+      std::vector<Maps> maps;
       for (int64_t k = 0; k < valid; ++k) {
         Source s = source(o * cols + v * lanes + k);
         int64_t r = s.flat / inCols;
-        int64_t offset = (dRow(r) - dRow(base)) * inVpr;
+        w.last = r;
+        if (maps.empty() || maps.back().chunk != D.chunkOf(r))
+          maps.push_back({r, D.chunkOf(r), std::vector<uint16_t>(size_t(lanes), 0),
+                          std::vector<uint16_t>(size_t(lanes), uint16_t(lanes)),
+                          std::vector<bool>(size_t(lanes), false)});
+        Maps &m = maps.back();
+        int64_t offset = (dRow(r) - dRow(m.base)) * inVpr;
         size_t lane = size_t((cc + shiftOf(r)) % lanes);
-        if (s.flat % inCols != c || offset < 0 || offset > 0xffff || taken[lane])
-          return std::nullopt;
-        taken[lane] = true;
-        g[lane] = uint16_t(offset);
-        dm[size_t(k + offsetOf(o))] = uint16_t(lane);
+        if (s.flat % inCols != c || offset < 0 || offset > 0xffff || m.taken[lane])
+          return doesNotApply();
+        m.taken[lane] = true;
+        m.g[lane] = uint16_t(offset);
+        m.dm[size_t(k + offsetOf(o))] = uint16_t(lane);
       }
-      auto gi = gmaps.try_emplace(g, int64_t(gmaps.size())).first->second;
-      auto di = dmaps.try_emplace(dm, int64_t(dmaps.size())).first->second;
+      for (const Maps &m : maps) {
+        auto gi = gmaps.try_emplace(m.g, int64_t(gmaps.size())).first->second;
+        auto di = dmaps.try_emplace(m.dm, int64_t(dmaps.size())).first->second;
+        w.parts.push_back({m.base, gi, di});
+      }
       if (int64_t(std::max(gmaps.size(), dmaps.size())) > chip.memVectors)
-        return std::nullopt;
-      work[size_t(o * outVpr + v)] = {base, c / lanes, gi, di};
-    }
-
-  // The last input row an output vector reads.
-  auto lastRow = [&](int64_t o, int64_t v) {
-    const OutVector &w = work[size_t(o * outVpr + v)];
-    return std::min(inRows - 1, w.base + (std::min(lanes, cols - v * lanes) - 1) * strideP);
-  };
-  auto rotated = ctx.scratch(op, in.dtype, inRows, inCols, {}, run);
-  if (!rotated)
-    return rotated.takeError();
-  TensorView D = std::move(*rotated);
-  if (strideP > 1) {
-    D.rowMap.resize(size_t(inRows));
-    for (int64_t r = 0; r < inRows; ++r)
-      D.rowMap[size_t(r)] = dRow(r);
-  }
-  // A gather reads one slice: the rows of each output vector must lie in
-  // one chunk of D (a D longer than a slice is cut into chunks of rows).
-  for (int64_t o = 0; o < rows; ++o)
-    for (int64_t v = 0; v < outVpr; ++v) {
-      const OutVector &w = work[size_t(o * outVpr + v)];
-      if (D.chunkOf(w.base) != D.chunkOf(lastRow(o, v))) {
-        ctx.releaseScratch(D);
-        return std::nullopt;
-      }
+        return doesNotApply();
     }
   const size_t width = tensor::dtypeSize(in.dtype);
   auto mapConstant = [&](const std::map<std::vector<uint16_t>, int64_t> &maps,
@@ -594,39 +602,57 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
   if (!out)
     return out.takeError();
   TensorView &view = **out;
-  prev = 0;
+  std::vector<int64_t> prevOfPart;
   for (int64_t o = 0; o < rows; ++o)
     for (int64_t v = 0; v < outVpr; ++v) {
       const OutVector &w = work[size_t(o * outVpr + v)];
       int64_t ready = view.storage->block.writableFrom;
-      for (int64_t r = w.base, last = lastRow(o, v); r <= last; r += strideP)
+      for (int64_t r = w.parts.front().base; r <= w.last; r += strideP)
         ready = std::max(ready, D.readyAt(r, w.vec));
       int64_t done = 0;
       for (size_t b = 0; b < width; ++b) {
-        WorkTree tree;
-        tree.write({view.slices(o)[b]}, view.address(o, v), -1);
-        Instr gather;
-        gather.op = Opcode::Gather;
-        gather.dtype = DType::I8; // one byte plane
-        gather.unit = D.slices(w.base)[b];
-        gather.addr = D.address(w.base, w.vec);
-        int g = tree.read(gconsts[b].slices(w.gmap), gconsts[b].address(w.gmap, 0));
-        int bytes = tree.add(gather, {g, g}); // the map is src1; src0 unused
-        Instr dist;
-        dist.op = Opcode::Distribute;
-        dist.dtype = DType::I8;
-        dist.unit = chip.isEastSlice(D.slices(w.base)[b]) ? 1 : 0;
-        int dmap = tree.read(dconsts[b].slices(w.dmap), dconsts[b].address(w.dmap, 0));
-        int moved = tree.add(dist, {bytes, dmap});
-        tree.nodes[0].inputs = {moved};
-        std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
-        if (!placed)
-          return cannotPlace(op);
-        prev = placed->firstCycle;
-        done = std::max(done, placed->doneCycle);
-        if (o == 0 && v == 0 && b == 0)
-          path += placed->span();
-        ctx.read(D, placed->doneCycle);
+        // A part after the first joins what the ones before it wrote (one
+        // tree would read the maps' slices, or D's, twice in a cycle).
+        int64_t written = 0;
+        for (size_t i = 0; i < w.parts.size(); ++i) {
+          const Part &part = w.parts[i];
+          WorkTree tree;
+          tree.write({view.slices(o)[b]}, view.address(o, v), -1);
+          Instr gather;
+          gather.op = Opcode::Gather;
+          gather.dtype = DType::I8; // one byte plane
+          gather.unit = D.slices(part.base)[b];
+          gather.addr = D.address(part.base, w.vec);
+          int g = tree.read(gconsts[b].slices(part.gmap), gconsts[b].address(part.gmap, 0));
+          int bytes = tree.add(gather, {g, g}); // the map is src1; src0 unused
+          Instr dist;
+          dist.op = Opcode::Distribute;
+          dist.dtype = DType::I8;
+          dist.unit = chip.isEastSlice(D.slices(part.base)[b]) ? 1 : 0;
+          int dmap = tree.read(dconsts[b].slices(part.dmap), dconsts[b].address(part.dmap, 0));
+          int moved = tree.add(dist, {bytes, dmap});
+          if (i > 0) {
+            Instr join;
+            join.op = Opcode::Or;
+            join.dtype = DType::I8;
+            int before = tree.read({view.slices(o)[b]}, view.address(o, v));
+            tree.nodes[size_t(before)].notBefore = written;
+            moved = tree.add(join, {moved, before});
+          }
+          tree.nodes[0].inputs = {moved};
+          // Each part's trees pipeline among themselves.
+          if (prevOfPart.size() <= i)
+            prevOfPart.resize(i + 1, 0);
+          std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prevOfPart[i], ready));
+          if (!placed)
+            return cannotPlace(op);
+          prevOfPart[i] = placed->firstCycle;
+          written = placed->doneCycle;
+          done = std::max(done, placed->doneCycle);
+          if (o == 0 && v == 0 && b == 0)
+            path += placed->span();
+          ctx.read(D, placed->doneCycle);
+        }
       }
       ctx.written(view, o, v, done - 1);
     }
