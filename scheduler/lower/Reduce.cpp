@@ -552,23 +552,34 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       return unsupported(op, "this reduction's result layout");
     if (outCols == 1 && !argmax) {
       // keep = true (or one row): row r's result is row r's vector, which
-      // the reduction's last step writes, finished.
-      auto out = ctx.define(&op);
+      // the reduction's last step writes, finished. Elementwise work on it
+      // (a layer norm's rsqrt(variance + eps)) runs in that step's trees.
+      const ir::Op *epilogue = epilogueRoot(op, ctx);
+      auto out = ctx.define(epilogue ? epilogue : &op);
       if (!out)
         return out.takeError();
-      LaneFinish fin{*out, [&](Builder &b, int value) { return finishValue(b, value); }};
+      LaneFinish fin{*out, [&](Builder &b, int value) {
+                       value = finishValue(b, value);
+                       if (epilogue) {
+                         std::vector<const TensorView *> reads;
+                         value = buildEpilogue(b.tree, *epilogue, op, value, b.row(), 0, ctx, reads);
+                         b.alsoReads(reads);
+                       }
+                       return value;
+                     }};
       int64_t path = 0;
       if (how == Combine::Sum && work == DType::F32 && exactInF16(src) && !in.packed()) {
         if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path))
           return e;
-        ctx.notePath(op, path);
-        return llvm::Error::success();
+      } else {
+        auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path);
+        if (!T)
+          return T.takeError();
+        ctx.releaseScratch(*T);
       }
-      auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path);
-      if (!T)
-        return T.takeError();
-      ctx.releaseScratch(*T);
       ctx.notePath(op, path);
+      if (epilogue)
+        ctx.notePathVia(*epilogue, op, 0);
       return llvm::Error::success();
     }
     int64_t path = 0;

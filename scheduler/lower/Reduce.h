@@ -114,6 +114,8 @@ public:
     return n;
   }
   int add(backend::Instr in, std::vector<int> inputs) { return tree.add(in, std::move(inputs)); }
+  /// The row of dest the tree writes.
+  int64_t row() const { return row_; }
   /// Views an epilogue built into the tree reads (marked read once placed).
   void alsoReads(const std::vector<const TensorView *> &views) {
     reads_.insert(reads_.end(), views.begin(), views.end());
