@@ -196,9 +196,40 @@ std::pair<int64_t, int64_t> LoweringContext::rowsAndCols(const ir::Type &type) {
   return {rows, cols};
 }
 
+bool LoweringContext::widenedOnRead(const ir::Op *op) const {
+  if (op->kind() != ir::OpKind::Convert || op->type().dtype != ir::DType::F32 ||
+      op->operand(0)->type().dtype != ir::DType::F16 || returned.count(op))
+    return false;
+  auto it = users.find(op);
+  if (it == users.end() || it->second.empty())
+    return false;
+  const int64_t rank = int64_t(op->type().shape.size());
+  for (const ir::Op *u : it->second) {
+    const ir::OpKind k = u->kind();
+    if (ir::isElementwise(k))
+      continue;
+    if (k != ir::OpKind::ReduceSum && k != ir::OpKind::ReduceMean && k != ir::OpKind::ReduceMax &&
+        k != ir::OpKind::ReduceMin)
+      return false;
+    // Over the last axis alone (a global pool over [2, 3] reads its
+    // operand in a stored order of its own).
+    std::vector<int64_t> axes = u->intsAttr("axes").value_or(std::vector<int64_t>{});
+    if (axes.size() != 1 || (axes[0] + rank) % std::max<int64_t>(rank, 1) != rank - 1)
+      return false;
+  }
+  return true;
+}
+
 bool LoweringContext::materialized(const ir::Op *op) const {
   if (!ir::isElementwise(op->kind()))
     return true;
+  if (widenedOnRead(op))
+    return false;
+  // What a widening convert reads on every use is stored itself.
+  if (auto it = users.find(op); it != users.end())
+    for (const ir::Op *u : it->second)
+      if (widenedOnRead(u))
+        return true;
   auto group = op->fusionGroup();
   if (!group || returned.count(op))
     return true;

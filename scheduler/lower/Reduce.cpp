@@ -521,7 +521,10 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     count *= shape[size_t(a)];
   if (rank == 0 || axes.empty() || count == 0)
     return unsupported(op, "an empty reduction");
-  const TensorView &in = ctx.view(&src);
+  // f16 widened on read (LoweringContext::widenedOnRead): the reduction
+  // reads the f16 values; its leaves widen them (the sums on the MXM take
+  // them as they are).
+  const TensorView &in = ctx.view(ctx.widenedOnRead(&src) ? src.operand(0) : &src);
   const unsigned lanes = ctx.chip().lanes;
   std::optional<TensorView> divisor;
   if (mean) {
