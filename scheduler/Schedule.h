@@ -7,6 +7,7 @@
 #include "backend/ChipDescription.h"
 #include "backend/Isa.h"
 #include "backend/Program.h"
+#include "ir/IR.h"
 
 #include <llvm/Support/Error.h>
 
@@ -28,6 +29,18 @@ struct QueueId {
   auto operator<=>(const QueueId &) const = default;
 };
 
+/// Where one op's work went (lpuc --report-ops): the issue cycles of the
+/// first and last instruction placed for it, and the cycles its first and
+/// last result rows are ready in SRAM (-1: it has no rows of its own, its
+/// result being written by another op's trees, as an epilogue's).
+struct OpTiming {
+  std::string op;   // the IR mnemonic
+  std::string type; // the result type as the IR prints it
+  ir::Location loc;
+  int64_t firstCycle = 0, lastCycle = 0;
+  int64_t firstRowReady = -1, lastRowReady = -1;
+};
+
 struct Schedule {
   /// Inputs, outputs, parameters and constants, in the program's order.
   std::vector<backend::TensorPlacement> tensors;
@@ -44,6 +57,9 @@ struct Schedule {
   /// its throughput, and the critical path.
   int64_t lowerBound = 0;
   std::string lowerBoundReason; // which resource or "critical path"
+  /// The ops that placed instructions, in the order they were lowered (an
+  /// attention lowered as a whole at its scores counts there).
+  std::vector<OpTiming> ops;
 
   void add(QueueId queue, int64_t cycle, const backend::Instr &instr);
 };

@@ -43,6 +43,46 @@ int64_t latencyOf(const ChipDescription &chip, const Instr &in) {
   return chip.timingOf(in.op, in.dtype).latency;
 }
 
+std::map<QueueId, size_t> queueLengths(const Schedule &schedule) {
+  std::map<QueueId, size_t> lengths;
+  for (const auto &[q, list] : schedule.queues)
+    lengths[q] = list.size();
+  return lengths;
+}
+
+/// Records what lowering `op` placed: the instructions past `before` on
+/// every queue, and its rows' readiness when it has rows of its own.
+/// `result`: the op whose rows the lowering wrote (`op`, an epilogue's
+/// root, an attention's merged heads).
+void noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before, const ir::Op &op,
+                  const ir::Op &result, const LoweringContext &ctx) {
+  OpTiming t;
+  bool any = false;
+  for (const auto &[q, list] : schedule.queues) {
+    auto it = before.find(q);
+    for (size_t i = it == before.end() ? 0 : it->second; i < list.size(); ++i) {
+      t.firstCycle = any ? std::min(t.firstCycle, list[i].cycle) : list[i].cycle;
+      t.lastCycle = any ? std::max(t.lastCycle, list[i].cycle) : list[i].cycle;
+      any = true;
+    }
+  }
+  if (!any)
+    return;
+  t.op = ir::mnemonic(op.kind()).str();
+  t.type = op.type().str();
+  t.loc = op.loc();
+  if (ctx.hasView(&result)) {
+    const TensorView &v = ctx.view(&result);
+    for (int64_t r = 0; r < v.rows; ++r)
+      for (int64_t k = 0; k < v.vecsPerRow; ++k) {
+        const int64_t ready = v.readyAt(r, k);
+        t.firstRowReady = t.firstRowReady < 0 ? ready : std::min(t.firstRowReady, ready);
+        t.lastRowReady = std::max(t.lastRowReady, ready);
+      }
+  }
+  schedule.ops.push_back(std::move(t));
+}
+
 } // namespace
 
 /// Whether parameter `op` may be stored packed: its rows leave padding
@@ -303,10 +343,13 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       break;
     }
     default: {
+      const std::map<QueueId, size_t> before = queueLengths(schedule);
       if (auto a = absorbedBy.find(&op); a != absorbedBy.end()) {
-        if (&op == a->second->scores)
+        if (&op == a->second->scores) {
           if (auto e = lowerAttention(*a->second, ctx))
             return e;
+          noteOpTiming(schedule, before, op, *a->second->merged, ctx);
+        }
         break;
       }
       if (!ctx.materialized(&op) || ctx.hasView(&op))
@@ -318,6 +361,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         return unsupported(op);
       if (auto e = lowerWithRelayouts(op, lower, layouts, ctx))
         return e;
+      // A result written by an epilogue is its root's (asking again
+      // lowers nothing: the views it needs exist now).
+      const ir::Op *epilogue = ctx.hasView(&op) ? nullptr : epilogueRoot(op, ctx);
+      noteOpTiming(schedule, before, op, epilogue ? *epilogue : op, ctx);
       break;
     }
     }

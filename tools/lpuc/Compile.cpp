@@ -164,8 +164,16 @@ std::optional<CompiledProgram> compileProgram(const ast::Module &module, Diagnos
   return out;
 }
 
+namespace {
+std::string locationText(const ir::Location &loc) {
+  if (!loc.known())
+    return "no source";
+  return loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+}
+} // namespace
+
 void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
-                         llvm::raw_ostream &os) {
+                         llvm::raw_ostream &os, bool ops) {
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
     const scheduler::Schedule &s = b.schedule;
     os << "entry " << b.entry << ", bucket " << bucketLabel(b.dims) << "\n";
@@ -182,11 +190,23 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
     os << "  SRAM: " << s.sramBytes << " bytes at the peak"
        << llvm::format(" (%.2f%% of ", 100.0 * double(s.sramBytes) / double(chip.sramBytes()))
        << chip.sramBytes() << ")\n";
+    if (!ops)
+      continue;
+    os << "  ops, in the order they were scheduled (cycles of their instructions; rows: "
+          "when the first and the last is ready):\n";
+    for (const scheduler::OpTiming &t : s.ops) {
+      os << "    " << t.op << " " << t.type << " at " << locationText(t.loc) << ": cycles "
+         << t.firstCycle << ".." << t.lastCycle;
+      if (t.firstRowReady >= 0)
+        os << ", rows " << t.firstRowReady << ".." << t.lastRowReady;
+      os << "\n";
+    }
   }
 }
 
 void printScheduleReportJson(const CompiledProgram &compiled,
-                             const backend::ChipDescription &chip, llvm::raw_ostream &os) {
+                             const backend::ChipDescription &chip, llvm::raw_ostream &os,
+                             bool ops) {
   llvm::json::Array buckets;
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
     const scheduler::Schedule &s = b.schedule;
@@ -199,7 +219,20 @@ void printScheduleReportJson(const CompiledProgram &compiled,
       busy[unit] = s.busy[u];
       utilisation[unit] = unitUtilisation(s, chip, u);
     }
-    buckets.push_back(llvm::json::Object{
+    llvm::json::Array opTimings;
+    for (const scheduler::OpTiming &t : s.ops) {
+      llvm::json::Object o{{"op", t.op},
+                           {"type", t.type},
+                           {"loc", locationText(t.loc)},
+                           {"first_cycle", t.firstCycle},
+                           {"last_cycle", t.lastCycle}};
+      if (t.firstRowReady >= 0) {
+        o["first_row_ready"] = t.firstRowReady;
+        o["last_row_ready"] = t.lastRowReady;
+      }
+      opTimings.push_back(std::move(o));
+    }
+    llvm::json::Object bucket{
         {"entry", b.entry},
         {"bucket", std::move(dims)},
         {"cycles", s.cycles},
@@ -209,7 +242,10 @@ void printScheduleReportJson(const CompiledProgram &compiled,
         {"sram_bytes", int64_t(s.sramBytes)},
         {"lower_bound", s.lowerBound},
         {"lower_bound_reason", s.lowerBoundReason},
-        {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0}});
+        {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0}};
+    if (ops)
+      bucket["ops"] = std::move(opTimings);
+    buckets.push_back(std::move(bucket));
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
                                    {"chip", chip.name},

@@ -62,10 +62,12 @@ std::optional<CompiledProgram> compileProgram(const ast::Module &module, Diagnos
                                               std::string *selectionError = nullptr);
 
 /// `lpuc --report`: per entry and bucket, the predicted cycles and time,
-/// per-unit utilisation, SRAM use, and the lower bound with the ratio.
+/// per-unit utilisation, SRAM use, and the lower bound with the ratio;
+/// with `ops` (--report-ops) also each op's cycles (Schedule::ops).
 void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
-                         llvm::raw_ostream &os);
+                         llvm::raw_ostream &os, bool ops = false);
 void printScheduleReportJson(const CompiledProgram &compiled,
-                             const backend::ChipDescription &chip, llvm::raw_ostream &os);
+                             const backend::ChipDescription &chip, llvm::raw_ostream &os,
+                             bool ops = false);
 
 } // namespace lpu

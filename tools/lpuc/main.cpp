@@ -57,6 +57,10 @@ int main(int argc, char **argv) {
       "--report", report,
       "print per entry and bucket the predicted cycles and time, per-unit utilisation, SRAM "
       "use and the lower bound, before anything runs");
+  bool reportOps = false;
+  app.add_flag("--report-ops", reportOps,
+               "with --report: also each op, in the order it was scheduled, with the cycles of its "
+               "instructions and when its first and last result rows are ready");
   std::string packParams = "auto";
   app.add_option("--pack-params", packParams,
                  "store a matmul's weights and a gather's table whose rows are not a whole "
@@ -127,6 +131,10 @@ int main(int argc, char **argv) {
   }
   if (statsJson && !stats && !report) {
     tools::reportToolError("lpuc", "--json requires --stats or --report");
+    return tools::kExitUsageError;
+  }
+  if (reportOps && !report) {
+    tools::reportToolError("lpuc", "--report-ops requires --report");
     return tools::kExitUsageError;
   }
   (void)statsFlag;
@@ -271,9 +279,9 @@ int main(int argc, char **argv) {
   if (compiled && emit == "asm")
     llvm::outs() << backend::printProgramText(compiled->program);
   if (compiled && report && statsJson)
-    printScheduleReportJson(*compiled, *chip, llvm::outs());
+    printScheduleReportJson(*compiled, *chip, llvm::outs(), reportOps);
   else if (compiled && report)
-    printScheduleReport(*compiled, *chip, llvm::outs());
+    printScheduleReport(*compiled, *chip, llvm::outs(), reportOps);
   if (stats && statsJson)
     printStatsJson(result, llvm::outs());
   else if (stats)
