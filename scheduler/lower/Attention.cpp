@@ -354,8 +354,17 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
       b.alsoReads(reads);
       return value;
     };
+  // The sums of e keep off the planes the context's matmul takes (a job
+  // per column tile of D, each cut into parts by groups when planes are
+  // left): it then installs V while the softmax runs, and multiplies each
+  // row of P as it comes, instead of after the last sum.
+  const int64_t contextJobs = B * ((D + dim - 1) / dim);
+  const int64_t contextParts =
+      contextJobs < int64_t(planes) && groups > 1 ? std::min<int64_t>(groups, int64_t(planes) / contextJobs) : 1;
+  const unsigned sumPlanes =
+      unsigned(std::max<int64_t>(2, int64_t(planes) - std::min<int64_t>(planes, contextJobs * contextParts)));
   int64_t softmaxPath = 0;
-  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, SoftmaxHow{true, Sk, true, scaled}, toF16, &softmaxPath))
+  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, SoftmaxHow{true, Sk, true, sumPlanes, scaled}, toF16, &softmaxPath))
     return e;
   ctx.releaseScratch(*sc);
 

@@ -49,6 +49,8 @@ struct SoftmaxHow {
   /// sum of e then takes each e as one f16, whose error stays below that
   /// rounding (docs/scheduler.md, "Softmax"), in half the MXM work.
   bool roundedToF16 = false;
+  /// The most MXM planes the sum of e takes (0: as many as suit it).
+  unsigned sumPlanes = 0;
   /// When set, turns a stored vector of `in` into the softmax's f32 input
   /// (attention's f16 scores into scaled f32 ones); it must be monotone
   /// (non-decreasing), as the max is taken of the stored values.
@@ -72,9 +74,11 @@ bool exactInF16(const ir::Op &src);
 /// acrossLanes, each summed on its own. `split`: the values are f32 that f16
 /// need not hold: each goes in as two f16 (the nearest, then the nearest to
 /// the rest), which keeps about 22 bits of it (docs/scheduler.md, "Softmax").
+/// `planes`: the most planes the sums take (0: as many as suit them).
 struct MxmSum {
   int64_t segment = 0;
   bool split = false;
+  unsigned planes = 0;
 };
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                          const LaneFinish &finish, int64_t *path = nullptr, const MxmSum &how = {});

@@ -42,8 +42,9 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   const int64_t segment = how.segment, segments = segment ? lanes / segment : 1;
   const int64_t vpr = segment ? 1 : in.vecsPerRow;
   const int64_t mms = in.rows * vpr * (how.split ? 2 : 1);
+  const unsigned most = how.planes ? std::min(how.planes, mxm.count()) : mxm.count();
   const unsigned planes = unsigned(std::min<int64_t>(
-      mxm.count(), std::max<int64_t>(kMinSumPlanes, (mms + kMmsPerPlane - 1) / kMmsPerPlane)));
+      most, std::max<int64_t>(kMinSumPlanes, (mms + kMmsPerPlane - 1) / kMmsPerPlane)));
   // Weight rows: ones for every lane a row's vector may hold. Lanes past
   // the row's end are zeroed on the way in (they may hold NaN, and
   // NaN * 0 is NaN), so one set of ones serves every vector of a row.

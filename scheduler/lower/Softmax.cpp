@@ -9,6 +9,8 @@
 #include "scheduler/Error.h"
 #include "scheduler/lower/Reduce.h"
 
+#include <algorithm>
+
 namespace lpu::scheduler {
 
 using namespace backend;
@@ -27,27 +29,57 @@ TensorView rowsOf(const TensorView &v, int64_t r0, int64_t n) {
   return sub;
 }
 
+// The rows of `v` by the cycle their last vector is ready, ties in index
+// order.
+std::vector<int64_t> readinessOrder(const TensorView &v) {
+  std::vector<int64_t> ready(size_t(v.rows), 0), order(size_t(v.rows));
+  for (int64_t r = 0; r < v.rows; ++r) {
+    order[size_t(r)] = r;
+    for (int64_t k = 0; k < v.vecsPerRow; ++k)
+      ready[size_t(r)] = std::max(ready[size_t(r)], v.readyAt(r, k));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return ready[size_t(a)] < ready[size_t(b)]; });
+  return order;
+}
+
+// `v` with its row k being v's row order[k].
+TensorView inOrder(const TensorView &v, const std::vector<int64_t> &order) {
+  if (std::is_sorted(order.begin(), order.end()))
+    return v;
+  TensorView sorted = v;
+  sorted.rowMap.resize(order.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    sorted.rowMap[k] = v.storageRow(order[k]);
+  return sorted;
+}
+
 // The rows' sums of e, in every lane of the row (or segment): on the MXM
 // against ones, each e as two f16 (`split`) or, for a result rounded to
 // f16, as one (docs/scheduler.md, "Softmax"), for many rows; a few short
 // rows fold faster than a plane loads its ones.
 constexpr int64_t kMxmSumRows = 64;
 llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, const TensorView &e,
-                                     int64_t segment, bool split, int64_t *path) {
+                                     int64_t segment, bool split, unsigned planes, int64_t *path) {
   if (!segment && e.rows < kMxmSumRows)
     return acrossLanes(op, ctx, e, Combine::Sum, DType::F32, nullptr, 0, path);
   auto S = ctx.scratch(op, DType::F32, e.rows, ctx.chip().lanes);
   if (!S)
     return S.takeError();
   LaneFinish keep{&*S, [](Builder &, int value) { return value; }};
-  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, split}))
+  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, split, planes}))
     return err;
   return *S;
 }
 } // namespace
 
-llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
-                                const SoftmaxHow &how, const SoftmaxFinish &finish, int64_t *path) {
+llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const TensorView &inRows,
+                                const TensorView &outRows, const SoftmaxHow &how, const SoftmaxFinish &finish,
+                                int64_t *path) {
+  // Rows go in the order their inputs become ready: every pass pipelines
+  // row after row, so a row that waits holds up all that follow it.
+  const std::vector<int64_t> order = readinessOrder(inRows);
+  const TensorView in = inOrder(inRows, order), out = inOrder(outRows, order);
   const DType inType = in.dtype;
   const int64_t segment = how.segment;
   const SoftmaxPrologue &prologue = how.prologue;
@@ -120,7 +152,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
       }
     ctx.releaseScratch(*M);
     int64_t blockSum = 0;
-    llvm::Expected<TensorView> S = sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, !how.roundedToF16, &blockSum);
+    llvm::Expected<TensorView> S = sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, !how.roundedToF16, how.sumPlanes, &blockSum);
     if (r0 == 0)
       sumPath = blockSum;
     if (!S)
@@ -129,7 +161,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
       for (int64_t v = 0; v < in.vecsPerRow; ++v) {
         Builder b(ctx, out, r, v);
         int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r - r0, 0, *E)});
-        auto p = b.finish(finish(b, q, r, v), prevOut);
+        auto p = b.finish(finish(b, q, order[size_t(r)], v), prevOut);
         if (!p)
           return cannotPlace(op);
         prevOut = p->firstCycle;
@@ -183,7 +215,7 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
                                            epilogue->type().dtype == DType::F16
                                      : outType == DType::F16;
   int64_t path = 0;
-  if (auto e = softmaxRows(op, ctx, in, **out, SoftmaxHow{inPlace, 0, roundedToF16, {}}, finish, &path))
+  if (auto e = softmaxRows(op, ctx, in, **out, SoftmaxHow{inPlace, 0, roundedToF16, 0, {}}, finish, &path))
     return e;
   ctx.notePath(op, path);
   if (epilogue)
