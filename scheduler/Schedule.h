@@ -30,9 +30,9 @@ struct QueueId {
 };
 
 /// Where one op's work went (lpuc --report-ops): the issue cycles of the
-/// first and last instruction placed for it, and the cycles its first and
-/// last result rows are ready in SRAM (-1: it has no rows of its own, its
-/// result being written by another op's trees, as an epilogue's).
+/// first and last instruction placed for it, and the cycles the first and
+/// last rows of the result it wrote are ready in SRAM (its own, an
+/// epilogue's root's, an attention's merged heads'; -1: none).
 struct OpTiming {
   std::string op;   // the IR mnemonic
   std::string type; // the result type as the IR prints it
