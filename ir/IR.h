@@ -61,6 +61,8 @@ struct Location {
   unsigned line = 0;
   unsigned col = 0;
   bool known() const { return !file.empty(); }
+  /// "file:line:col", as diagnostics spell a place.
+  std::string str() const { return file + ":" + std::to_string(line) + ":" + std::to_string(col); }
   bool operator==(const Location &) const = default;
 };
 

@@ -36,8 +36,7 @@ Value makeInt(Type type, std::vector<int32_t> data) {
 llvm::Error opError(const Op &op, const llvm::Twine &message) {
   std::string where;
   if (op.loc().known())
-    where = op.loc().file + ":" + std::to_string(op.loc().line) + ":" +
-            std::to_string(op.loc().col) + ": ";
+    where = op.loc().str() + ": ";
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  where + "'" + mnemonic(op.kind()).str() + "': " + message.str());
 }

@@ -155,8 +155,7 @@ std::string formatErrors(const std::vector<VerifyError> &errors, const Function 
   std::string out;
   for (const VerifyError &e : errors) {
     if (e.loc.known())
-      out += e.loc.file + ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col) +
-             ": ";
+      out += e.loc.str() + ": ";
     out += "error: " + e.message;
     const Function *in = fn ? fn : e.op ? e.op->parent() : nullptr;
     if (in)

@@ -165,11 +165,7 @@ std::optional<CompiledProgram> compileProgram(const ast::Module &module, Diagnos
 }
 
 namespace {
-std::string locationText(const ir::Location &loc) {
-  if (!loc.known())
-    return "no source";
-  return loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-}
+std::string locationText(const ir::Location &loc) { return loc.known() ? loc.str() : "no source"; }
 } // namespace
 
 void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
@@ -219,19 +215,6 @@ void printScheduleReportJson(const CompiledProgram &compiled,
       busy[unit] = s.busy[u];
       utilisation[unit] = unitUtilisation(s, chip, u);
     }
-    llvm::json::Array opTimings;
-    for (const scheduler::OpTiming &t : s.ops) {
-      llvm::json::Object o{{"op", t.op},
-                           {"type", t.type},
-                           {"loc", locationText(t.loc)},
-                           {"first_cycle", t.firstCycle},
-                           {"last_cycle", t.lastCycle}};
-      if (t.firstRowReady >= 0) {
-        o["first_row_ready"] = t.firstRowReady;
-        o["last_row_ready"] = t.lastRowReady;
-      }
-      opTimings.push_back(std::move(o));
-    }
     llvm::json::Object bucket{
         {"entry", b.entry},
         {"bucket", std::move(dims)},
@@ -243,8 +226,22 @@ void printScheduleReportJson(const CompiledProgram &compiled,
         {"lower_bound", s.lowerBound},
         {"lower_bound_reason", s.lowerBoundReason},
         {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0}};
-    if (ops)
+    if (ops) {
+      llvm::json::Array opTimings;
+      for (const scheduler::OpTiming &t : s.ops) {
+        llvm::json::Object o{{"op", t.op},
+                             {"type", t.type},
+                             {"loc", locationText(t.loc)},
+                             {"first_cycle", t.firstCycle},
+                             {"last_cycle", t.lastCycle}};
+        if (t.firstRowReady >= 0) {
+          o["first_row_ready"] = t.firstRowReady;
+          o["last_row_ready"] = t.lastRowReady;
+        }
+        opTimings.push_back(std::move(o));
+      }
       bucket["ops"] = std::move(opTimings);
+    }
     buckets.push_back(std::move(bucket));
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
