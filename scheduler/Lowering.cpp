@@ -462,6 +462,29 @@ void LoweringContext::notePathVia(const ir::Op &op, const ir::Op &from, int64_t 
   notePathEnd(op, pathOf(from) + latency);
 }
 
+void LoweringContext::notePace(const ir::Op &op, int64_t interval, int64_t cap) {
+  if (interval > 0 && cap > 1)
+    rowPace[&op] = RowPace{pathOf(op), interval, cap};
+}
+
+void LoweringContext::notePaceVia(const ir::Op &op, const ir::Op &from, int64_t latency) {
+  auto it = rowPace.find(&from);
+  if (it == rowPace.end() || rowsAndCols(op.type()) != rowsAndCols(from.type()))
+    return;
+  RowPace pace = it->second;
+  pace.base += latency;
+  RowPace &have = rowPace[&op];
+  if (have.cap == 0 || pace.base + (pace.cap - 1) * pace.interval > have.base + (have.cap - 1) * have.interval)
+    have = pace;
+}
+
+int64_t LoweringContext::pathOfRows(const ir::Op &op, int64_t n) const {
+  int64_t end = pathOf(op);
+  if (auto it = rowPace.find(&op); it != rowPace.end() && n > 1)
+    end = std::max(end, it->second.base + (std::min(n, it->second.cap) - 1) * it->second.interval);
+  return end;
+}
+
 void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   int64_t start = 0;
   for (const ir::Op *operand : op.operands())

@@ -168,8 +168,23 @@ public:
   /// Where `op`'s path ends; for an op computed inside its users' fusion
   /// group, where its group's inputs' paths end.
   int64_t pathOf(const ir::Op &op) const;
+  /// Rows that come one after another: row r of `op` (r < cap) is ready
+  /// no earlier than its path plus r * interval (a matmul's rows, whose
+  /// `mm`s issue in row order on one plane's queue).
+  void notePace(const ir::Op &op, int64_t interval, int64_t cap);
+  /// `op`'s rows each follow `from`'s row of the same index through
+  /// `latency` (same rows: an elementwise op's operand, a reshape that
+  /// keeps the rows).
+  void notePaceVia(const ir::Op &op, const ir::Op &from, int64_t latency);
+  /// When `op`'s first n rows can all be ready at the earliest: what a
+  /// user that needs them all waits for (a transpose, a weight install).
+  int64_t pathOfRows(const ir::Op &op, int64_t n) const;
   int64_t criticalPath = 0;
   std::map<const ir::Op *, int64_t> pathEnd;
+  struct RowPace {
+    int64_t base = 0, interval = 0, cap = 0;
+  };
+  std::map<const ir::Op *, RowPace> rowPace;
 
   std::vector<PlaneState> planes; // sized by the driver
 

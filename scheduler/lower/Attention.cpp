@@ -331,8 +331,16 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     auto spans = runMatmul(op, ctx, work, *sc);
     if (!spans)
       return spans.takeError();
+    // K^T's rows (batch 0's) each read all of K's first Sk rows; a plane
+    // loads a tile's rows of them one a cycle (after the zeros below the
+    // group's lanes, which wait for nothing) before it installs them.
+    int64_t loads = dim;
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t t = 0; t * dim < D; ++t)
+        if (work.tileUsed(g, t, 0))
+          loads = std::min(loads, std::min(hi(g), (t + 1) * dim) - std::max(lo(g), t * dim));
     scoresPath = std::max(ctx.pathOf(*a.q) + spans->pathFromA(),
-                          ctx.pathOf(*a.k) + ktPath + spans->pathFromB(iwLatency, mmLatency));
+                          ctx.pathOfRows(*a.k, Sk) + ktPath + loads - 1 + spans->pathFromB(iwLatency, mmLatency));
   }
   ctx.releaseScratch(*kt);
 
@@ -422,7 +430,14 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     if (!spans)
       return spans.takeError();
     ctx.notePathEnd(*a.merged, scoresPath + softmaxPath + spans->pathFromA());
-    ctx.notePathVia(*a.merged, *a.v, spans->pathFromB(iwLatency, mmLatency));
+    // V's first Sk rows are in every group's weights, loaded one a cycle.
+    int64_t loads = lanes;
+    for (int64_t g = 0; g < groups; ++g)
+      loads = std::min(loads, headsOf(g) * Sk);
+    ctx.notePathEnd(*a.merged, std::max(ctx.pathOf(*a.v) + loads - 1, ctx.pathOfRows(*a.v, Sk)) +
+                                   spans->pathFromB(iwLatency, mmLatency));
+    if (B == 1)
+      ctx.notePace(*a.merged, chip.timingOf(Opcode::MatMul, DType::F16).issue, Sq);
   }
   ctx.releaseScratch(*probs);
   return llvm::Error::success();

@@ -229,6 +229,7 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   TensorView &view = **out;
   int64_t prev = 0;
   bool first = true;
+  ShortestSpan shortest;
   for (int64_t r = 0; r < view.rows; ++r)
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {
       WorkTree tree;
@@ -248,7 +249,11 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
       if (first)
         ctx.notePath(op, p.span());
       first = false;
+      shortest.note(p);
     }
+  // Row r follows its operand's row r through row r's tree: the shortest.
+  for (const ir::Op *operand : op.operands())
+    ctx.notePaceVia(op, *operand, shortest.get());
   return llvm::Error::success();
 }
 

@@ -359,11 +359,20 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   if (!spans)
     return spans.takeError();
   // A row of the result needs its A row through the plane, and the
-  // weights loaded and installed.
+  // weights loaded and installed: every row of a K-tile (B's first
+  // min(K, dim) rows for the first tile of batch 0), loaded one a cycle on
+  // the plane's queue, the shortest tile's count at least.
   const ir::Op &result = epilogue ? *epilogue : op;
+  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
+  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
+  const int64_t tileRows = std::min<int64_t>(K, dim), shortest = K - (K - 1) / dim * dim;
   ctx.notePathVia(result, lhs, spans->pathFromA());
-  ctx.notePathVia(result, rhs, spans->pathFromB(chip.timingOf(Opcode::InstallWeights, DType::F16).latency,
-                                               chip.timingOf(Opcode::MatMul, DType::F16).latency));
+  ctx.notePathEnd(result, std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
+                              spans->pathFromB(iwLatency, mmLatency));
+  // One job's rows (per column tile) go through one plane's mm queue in
+  // row order.
+  if (batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows))
+    ctx.notePace(result, chip.timingOf(Opcode::MatMul, DType::F16).issue, mPerBatch);
   return llvm::Error::success();
 }
 

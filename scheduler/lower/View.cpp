@@ -85,6 +85,7 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
     }
     ctx.setView(&op, std::move(out));
     ctx.notePath(op, 0);
+    ctx.notePaceVia(op, src, 0);
     return llvm::Error::success();
   }
   // Broadcast: NumPy trailing alignment; only the leading dimensions may

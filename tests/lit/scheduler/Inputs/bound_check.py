@@ -3,8 +3,9 @@
 For every bucket of every entry of each .lpu file given, the lower bound
 (the largest of each unit's work over its throughput and the critical
 path) must be positive and at most the predicted cycles: a bound above
-them would be no bound. Prints one line per file, and exits 1 on the first
-bucket that breaks it.
+them would be no bound. With --at-least ENTRY=CYCLES, that
+entry's bounds must also reach CYCLES. Prints one line per file (and per
+--at-least), and exits 1 on the first bucket that breaks it.
 """
 import json
 import os
@@ -12,7 +13,18 @@ import subprocess
 import sys
 
 
-def main(paths):
+def main(args):
+    # --at-least ENTRY=CYCLES: that entry's every bound is at least CYCLES
+    # (a figure worked out by hand from the chip file's latencies).
+    at_least, paths = {}, []
+    while args:
+        a = args.pop(0)
+        if a == "--at-least":
+            entry, cycles = args.pop(0).split("=")
+            at_least[entry] = int(cycles)
+        else:
+            paths.append(a)
+    seen = set()
     for path in paths:
         r = subprocess.run(["lpuc", path, "--report", "--json"], capture_output=True, text=True)
         if r.returncode != 0:
@@ -24,9 +36,17 @@ def main(paths):
             if not 0 < b["lower_bound"] <= b["cycles"]:
                 sys.exit(f"{where}: lower bound {b['lower_bound']} ({b['lower_bound_reason']}) "
                          f"is not in (0, {b['cycles']}]")
+            seen.add(b["entry"])
+            if b["lower_bound"] < at_least.get(b["entry"], 0):
+                sys.exit(f"{where}: lower bound {b['lower_bound']} ({b['lower_bound_reason']}) "
+                         f"is below {at_least[b['entry']]}")
             critical += b["lower_bound_reason"] == "critical path"
         print(f"{os.path.basename(path)}: {len(buckets)} buckets, every lower bound at most the "
               f"predicted cycles, {critical} set by the critical path")
+    for entry, cycles in at_least.items():
+        if entry not in seen:
+            sys.exit(f"no entry {entry}")
+        print(f"{entry}: every lower bound at least {cycles}")
 
 
 if __name__ == "__main__":
