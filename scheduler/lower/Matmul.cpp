@@ -170,16 +170,60 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   // The K-tiles a job multiplies (all of them unless work.tileUsed says).
   auto used = [&](int64_t b, int64_t t, int64_t j) { return !work.tileUsed || work.tileUsed(b, t, j); };
 
-  // Fewer jobs than planes: a job's K-tiles are cut into up to planes /
-  // jobs contiguous parts, each on a plane of its own, and the parts'
-  // accumulators are added on the VXM (in part order) as they are read.
-  // The transformer's FFN down-projection ([S, 1024] x [1024, 256]: one
-  // job, four K-tiles) multiplied 4 * S rows on one plane, at the f16 rate
-  // of one row per 4 cycles, while three planes idled.
-  const int64_t jobs = batches * nt * ((mPerBatch + accRows - 1) / accRows);
-  const int64_t parts = jobs < int64_t(mxm.count()) && kt > 1
-                            ? std::min<int64_t>(kt, int64_t(mxm.count()) / jobs)
-                            : 1;
+  // Jobs and their parts: a part is a run of a job's K-tiles on one plane,
+  // and a job's parts' accumulators are added on the VXM (in part order)
+  // as they are read. Whole jobs go to the planes in turn; with fewer jobs
+  // than planes, each job's K-tiles are cut into up to planes / jobs
+  // contiguous parts on planes of their own (the transformer's FFN
+  // down-projection, [S, 1024] x [1024, 256]: one job of four K-tiles,
+  // multiplied 4 * S rows on one plane at the f16 rate of one row per 4
+  // cycles while three planes idled). When that still leaves some plane
+  // more K-tiles than an even share (BERT-base's down-projection: three
+  // jobs of ten K-tiles on three of four planes), the K-tiles of all jobs,
+  // in job order, are dealt in contiguous runs of an even share instead. A
+  // plane then holds one job's partial sums while it multiplies the next,
+  // so its consecutive jobs accumulate into rows of their own
+  // (mxm_acc_rows allowing).
+  const int64_t blocks = (mPerBatch + accRows - 1) / accRows;
+  const int64_t jobs = batches * nt * blocks, P = mxm.count();
+  const int64_t cut = jobs < P && kt > 1 ? std::min<int64_t>(kt, P / jobs) : 1;
+  struct Part {
+    unsigned plane;
+    std::vector<int64_t> tiles;
+  };
+  auto assign = [&](bool dealt, int64_t units) {
+    std::vector<std::vector<Part>> partsOf(static_cast<size_t>(jobs));
+    int64_t unit = 0;
+    for (int64_t job = 0; job < jobs; ++job) {
+      const int64_t b = job / (nt * blocks), j = job / blocks % nt;
+      std::vector<Part> &parts = partsOf[size_t(job)];
+      for (int64_t t = 0; t < kt; ++t) {
+        if (!used(b, t, j))
+          continue;
+        int64_t q = 0; // the cut part t falls in
+        while (q + 1 < cut && (q + 1) * kt / cut <= t)
+          ++q;
+        const int64_t k = dealt ? unit * P / units : job * cut + q;
+        ++unit;
+        if (parts.empty() || parts.back().plane != mxm.plane(unsigned(k)))
+          parts.push_back(Part{mxm.plane(unsigned(k)), {}});
+        parts.back().tiles.push_back(t);
+      }
+    }
+    return partsOf;
+  };
+  std::vector<std::vector<Part>> partsOf = assign(false, 0);
+  std::vector<int64_t> load(static_cast<size_t>(mxm.count()), 0);
+  int64_t units = 0;
+  for (const std::vector<Part> &parts : partsOf)
+    for (const Part &part : parts) {
+      load[part.plane] += int64_t(part.tiles.size());
+      units += int64_t(part.tiles.size());
+    }
+  const bool dealt = *std::max_element(load.begin(), load.end()) > (units + P - 1) / P;
+  if (dealt)
+    partsOf = assign(true, units);
+  const int64_t accBlock = std::min(accRows, mPerBatch);
   unsigned job = 0;
   std::vector<const TensorView *> reads;
   MatmulSpans spans;
@@ -187,19 +231,19 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
         int64_t mRows = std::min(accRows, mPerBatch - m0);
-        std::vector<unsigned> partPlane;
+        const std::vector<Part> &parts = partsOf[job];
+        // The job's accumulator rows: from 0, or when dealt a block of
+        // their own.
+        const int64_t acc0 = dealt ? int64_t(job) % (accRows / accBlock) * accBlock : 0;
         // mmDone[q][m]: when row m's last mm of part q has landed (-1: the
         // part multiplied nothing).
         std::vector<std::vector<int64_t>> mmDone;
-        for (int64_t q = 0; q < parts; ++q) {
-          unsigned p = mxm.plane(unsigned(job * parts + q));
-          partPlane.push_back(p);
+        for (size_t q = 0; q < parts.size(); ++q) {
+          const unsigned p = parts[q].plane;
           mmDone.emplace_back(size_t(mRows), -1);
           PlaneState &st = mxm.state(p);
           bool firstTile = true;
-          for (int64_t t = q * kt / parts; t < (q + 1) * kt / parts; ++t) {
-            if (!used(b, t, j))
-              continue;
+          for (int64_t t : parts[q].tiles) {
             int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
             // Weight rows of this K-tile into the buffer, in row order.
             int64_t lastLw = st.lastIw;
@@ -221,18 +265,18 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
             // have issued (they use the old weights).
             int64_t iwCycle = mxm.install(p, lastLw);
             for (int64_t m = 0; m < mRows; ++m) {
-              WorkTree tree = mxm.matmul(p, m);
+              WorkTree tree = mxm.matmul(p, acc0 + m);
               reads.clear();
               tree.nodes[0].inputs = {work.aVector(tree, b, m0 + m, t, p, reads)};
               int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
-                                                firstTile ? st.accFree[size_t(m)] : 0});
+                                                firstTile ? st.accFree[size_t(acc0 + m)] : 0});
               std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
               if (!placed)
                 return cannotPlace(op);
               Placement pl = *placed;
               st.lastMm = std::max(st.lastMm, pl.rootCycle);
               spans.mm.note(pl);
-              mmDone[size_t(q)][size_t(m)] = pl.rootCycle + mmLatency;
+              mmDone[q][size_t(m)] = pl.rootCycle + mmLatency;
               for (const TensorView *v : reads)
                 ctx.read(*v, pl.doneCycle);
             }
@@ -245,10 +289,10 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           WorkTree tree;
           tree.write(C.slices(crow), C.address(crow, j), -1);
           std::vector<int> accs;
-          std::vector<int64_t> accPart;
-          for (int64_t q = 0; q < parts; ++q)
-            if (mmDone[size_t(q)][size_t(m)] >= 0) {
-              accs.push_back(mxm.accRead(tree, partPlane[size_t(q)], m));
+          std::vector<size_t> accPart;
+          for (size_t q = 0; q < parts.size(); ++q)
+            if (mmDone[q][size_t(m)] >= 0) {
+              accs.push_back(mxm.accRead(tree, parts[q].plane, acc0 + m));
               accPart.push_back(q);
             }
           int value = accs[0];
@@ -264,7 +308,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           tree.nodes[0].notBefore = C.storage->block.writableFrom;
           // Each acc no earlier than its part's last mm of the row landed.
           for (size_t k = 0; k < accs.size(); ++k)
-            tree.nodes[size_t(accs[k])].notBefore = mmDone[size_t(accPart[k])][size_t(m)];
+            tree.nodes[size_t(accs[k])].notBefore = mmDone[accPart[k]][size_t(m)];
           std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
           if (!placed)
             return cannotPlace(op);
@@ -272,8 +316,8 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           spans.acc.note(pl);
           // The accs have issued by the root's cycle (the tree's first
           // cycle may be an epilogue's read of a bias, before them).
-          for (int64_t q : accPart)
-            mxm.state(partPlane[size_t(q)]).accFree[size_t(m)] = pl.rootCycle + 1;
+          for (size_t q : accPart)
+            mxm.state(parts[q].plane).accFree[size_t(acc0 + m)] = pl.rootCycle + 1;
           ctx.written(C, crow, j, pl.doneCycle - 1);
           for (const TensorView *v : reads)
             ctx.read(*v, pl.doneCycle);
