@@ -45,16 +45,22 @@ void Resources::setQueue(UnitKind unit, unsigned index, int64_t cycle, unsigned 
 bool Resources::portFree(unsigned slice, bool write, int64_t cycle) const {
   if (cycle < 0)
     return false;
-  const std::vector<uint8_t> &uses = (write ? writes_ : reads_)[slice];
-  unsigned limit = write ? chip_.memWritePorts : chip_.memReadPorts;
-  return size_t(cycle) >= uses.size() || uses[size_t(cycle)] < limit;
+  const PortUse &use = (write ? writes_ : reads_)[slice];
+  const unsigned limit = write ? chip_.memWritePorts : chip_.memReadPorts;
+  if (limit == 1)
+    return !use.one.test(cycle);
+  return size_t(cycle) >= use.count.size() || use.count[size_t(cycle)] < limit;
 }
 
 void Resources::setPort(unsigned slice, bool write, int64_t cycle, bool busy) {
-  std::vector<uint8_t> &uses = (write ? writes_ : reads_)[slice];
-  if (size_t(cycle) >= uses.size())
-    uses.resize(size_t(cycle) + 1 + uses.size() / 2, 0);
-  uses[size_t(cycle)] += busy ? 1 : -1;
+  PortUse &use = (write ? writes_ : reads_)[slice];
+  if ((write ? chip_.memWritePorts : chip_.memReadPorts) == 1) {
+    use.one.set(cycle, busy);
+    return;
+  }
+  if (size_t(cycle) >= use.count.size())
+    use.count.resize(size_t(cycle) + 1 + use.count.size() / 2, 0);
+  use.count[size_t(cycle)] += busy ? 1 : -1;
 }
 
 bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
@@ -68,21 +74,30 @@ bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
   // overlaps this one's: the later emission shadows the earlier value.
   // (Two values on one diagonal are emitted less than a chip's width of
   // cycles apart, so that is as far back as an earlier one may be.)
+  const int64_t span = chip_.width();
+  auto clashes = [&](const Emission &e) {
+    return e.emitCycle >= seg.emitCycle - span && e.emitCycle <= seg.lastCycle && e.lastCycle >= seg.emitCycle;
+  };
   auto on = use.byDiagonal.find(seg.diagonal());
   if (on == use.byDiagonal.end())
     return true;
-  const int64_t span = chip_.width();
-  for (const Emission &e : on->second)
-    if (e.emitCycle >= seg.emitCycle - span && e.emitCycle <= seg.lastCycle &&
-        e.lastCycle >= seg.emitCycle)
-      return false;
+  if (clashes(on->second))
+    return false;
+  auto rest = use.more.find(seg.diagonal());
+  if (rest != use.more.end())
+    for (const Emission &e : rest->second)
+      if (clashes(e))
+        return false;
   return true;
 }
 
 void Resources::reserveStream(unsigned id, const StreamSegment &seg) {
   StreamUse &use = streams_[seg.dir - 1][id];
   use.emitted.set(seg.emitCycle, true);
-  use.byDiagonal[seg.diagonal()].push_back(Emission{seg.emitCycle, seg.lastCycle});
+  const Emission e{seg.emitCycle, seg.lastCycle};
+  auto [it, inserted] = use.byDiagonal.try_emplace(seg.diagonal(), e);
+  if (!inserted)
+    use.more[seg.diagonal()].push_back(e);
 }
 
 void Resources::releaseStream(unsigned id, const StreamSegment &seg) {
@@ -93,14 +108,25 @@ void Resources::releaseStream(unsigned id, const StreamSegment &seg) {
   auto on = use.byDiagonal.find(seg.diagonal());
   if (on == use.byDiagonal.end())
     return;
-  llvm::SmallVector<Emission, 2> &list = on->second;
-  for (size_t i = 0; i < list.size(); ++i)
-    if (list[i].emitCycle == seg.emitCycle) {
-      list.erase(list.begin() + std::ptrdiff_t(i));
-      break;
+  auto rest = use.more.find(seg.diagonal());
+  if (on->second.emitCycle == seg.emitCycle) {
+    // The first goes: another of the diagonal's values takes its place.
+    if (rest == use.more.end()) {
+      use.byDiagonal.erase(on);
+      return;
     }
-  if (list.empty())
-    use.byDiagonal.erase(on);
+    on->second = rest->second.back();
+    rest->second.pop_back();
+  } else if (rest != use.more.end()) {
+    llvm::SmallVector<Emission, 1> &list = rest->second;
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i].emitCycle == seg.emitCycle) {
+        list.erase(list.begin() + std::ptrdiff_t(i));
+        break;
+      }
+  }
+  if (rest != use.more.end() && rest->second.empty())
+    use.more.erase(rest);
 }
 
 } // namespace lpu::scheduler

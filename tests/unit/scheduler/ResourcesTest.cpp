@@ -54,6 +54,22 @@ TEST(Resources, OneReadAndOneWritePerSlicePerCycle) {
   EXPECT_TRUE(r.portFree(3, false, 7));
 }
 
+TEST(Resources, PortsCountedWhereASliceHasTwo) {
+  auto c = chip();
+  c.memReadPorts = 2;
+  Resources r(c);
+  r.setPort(3, false, 7, true);
+  EXPECT_TRUE(r.portFree(3, false, 7)); // one of two taken
+  r.setPort(3, false, 7, true);
+  EXPECT_FALSE(r.portFree(3, false, 7));
+  EXPECT_TRUE(r.portFree(3, true, 7)); // still one write port: a bit
+  r.setPort(3, true, 7, true);
+  EXPECT_FALSE(r.portFree(3, true, 7));
+  r.setPort(3, false, 7, false);
+  EXPECT_TRUE(r.portFree(3, false, 7));
+  EXPECT_TRUE(r.portFree(3, false, 100000)); // far past anything set
+}
+
 TEST(Resources, OneEmissionPerStreamPerCycle) {
   auto c = chip();
   Resources r(c);
@@ -113,6 +129,35 @@ TEST(Resources, ReleasingOneValueOfADiagonalKeepsTheOthers) {
   r.releaseStream(0, b);
   EXPECT_TRUE(r.streamFree(0, overB));
   EXPECT_TRUE(r.streamFree(0, b));
+}
+
+TEST(Resources, ADiagonalsLaterValuesReleasedInAnyOrder) {
+  auto c = chip();
+  Resources r(c);
+  // Three values on diagonal -8 of e0: the first is kept apart from the
+  // others, and any of them may go first.
+  StreamSegment a{StreamRef::East, 10, 2, 12}, b{StreamRef::East, 14, 6, 20}, d{StreamRef::East, 30, 22, 34};
+  StreamSegment overA{StreamRef::East, 11, 3, 11}, overB{StreamRef::East, 16, 8, 17},
+      overD{StreamRef::East, 32, 24, 33};
+  for (const StreamSegment &s : {a, b, d})
+    r.reserveStream(0, s);
+  for (const StreamSegment &s : {overA, overB, overD})
+    EXPECT_FALSE(r.streamFree(0, s));
+  r.releaseStream(0, b); // a later one
+  EXPECT_FALSE(r.streamFree(0, overA));
+  EXPECT_TRUE(r.streamFree(0, overB));
+  EXPECT_FALSE(r.streamFree(0, overD));
+  r.releaseStream(0, a); // the first: d takes its place
+  EXPECT_TRUE(r.streamFree(0, overA));
+  EXPECT_FALSE(r.streamFree(0, overD));
+  r.reserveStream(0, b); // back, behind d
+  EXPECT_FALSE(r.streamFree(0, overB));
+  r.releaseStream(0, d);
+  EXPECT_TRUE(r.streamFree(0, overD));
+  EXPECT_FALSE(r.streamFree(0, overB));
+  r.releaseStream(0, b);
+  for (const StreamSegment &s : {overA, overB, overD})
+    EXPECT_TRUE(r.streamFree(0, s));
 }
 
 } // namespace
