@@ -45,10 +45,10 @@ Instr usedFields(const Instr &in) {
 
 } // namespace
 
-int WorkTree::add(Instr instr, std::vector<int> inputs, int queue) {
+int WorkTree::add(Instr instr, llvm::ArrayRef<int> inputs, int queue) {
   WorkNode n;
   n.instr = instr;
-  n.inputs = std::move(inputs);
+  n.inputs.assign(inputs.begin(), inputs.end());
   n.queue = queue;
   nodes.push_back(std::move(n));
   return int(nodes.size()) - 1;
@@ -59,7 +59,7 @@ int WorkTree::read(const std::vector<uint16_t> &planes, uint32_t addr) {
   in.op = Opcode::Read;
   in.addr = addr;
   int n = add(in);
-  nodes[n].planes = planes;
+  nodes[n].planes.assign(planes.begin(), planes.end());
   return n;
 }
 
@@ -68,7 +68,7 @@ int WorkTree::write(const std::vector<uint16_t> &planes, uint32_t addr, int valu
   in.op = Opcode::Write;
   in.addr = addr;
   int n = add(in, {value});
-  nodes[n].planes = planes;
+  nodes[n].planes.assign(planes.begin(), planes.end());
   return n;
 }
 
@@ -109,29 +109,21 @@ unsigned Placer::resultWidth(const Instr &in) const {
   }
 }
 
-std::vector<unsigned> Placer::queueCandidates(const Instr &in) const {
-  std::vector<unsigned> out;
+Placer::QueueRange Placer::queueCandidates(const Instr &in) const {
   UnitKind unit = *opcodeInfo(in.op).unit;
   unsigned n = chip_.queues[unsigned(unit)];
   if (unit == UnitKind::Mem) {
     // Any MEM queue of the slice's hemisphere may drive it: start at the
     // slice's own index so that a slice's work mostly stays on one queue.
-    unsigned half = n / 2, base = chip_.isEastSlice(in.unit) ? half : 0;
-    unsigned start = in.unit % half;
-    for (unsigned i = 0; i < half; ++i)
-      out.push_back(base + (start + i) % half);
-    return out;
+    unsigned half = n / 2;
+    return QueueRange{chip_.isEastSlice(in.unit) ? half : 0, half, in.unit % half};
   }
   if (unit == UnitKind::Sxm) {
     // Only the queues of the SXM's own hemisphere may drive it.
-    unsigned half = n / 2, base = in.unit != 0 ? half : 0;
-    for (unsigned i = 0; i < half; ++i)
-      out.push_back(base + i);
-    return out;
+    unsigned half = n / 2;
+    return QueueRange{in.unit != 0 ? half : 0, half, 0};
   }
-  for (unsigned i = 0; i < n; ++i)
-    out.push_back(i);
-  return out;
+  return QueueRange{0, n, 0};
 }
 
 // Relative timing of a tree: every instruction's issue offset from the
@@ -144,19 +136,19 @@ struct Placer::Timed {
     int64_t offset;
     Instr instr;
     int queue; // fixed queue or -1
-    std::vector<unsigned> candidates; // the queues to try (queue < 0)
+    QueueRange candidates; // the queues to try (queue < 0)
   };
   struct Value {
     int producer;                 // node
     unsigned width;
-    std::vector<int64_t> emit;    // per byte: emission offset
-    std::vector<unsigned> emitPos;
-    std::vector<int64_t> last;    // per byte: last read offset
+    llvm::SmallVector<int64_t, 4> emit; // per byte: emission offset
+    llvm::SmallVector<unsigned, 4> emitPos;
+    llvm::SmallVector<int64_t, 4> last; // per byte: last read offset
     int dirNeeded = 0;            // StreamRef dir, or 0: either
   };
-  std::vector<Issue> issues;
-  std::vector<Value> values;      // one per non-root node
-  std::vector<int> valueOf;       // node -> value index or -1
+  llvm::SmallVector<Issue, 16> issues;
+  llvm::SmallVector<Value, 16> values; // one per non-root node
+  llvm::SmallVector<int, 16> valueOf; // node -> value index or -1
   int64_t minOffset = 0;
 };
 
@@ -168,8 +160,8 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   auto dist = [](unsigned a, unsigned b) { return int64_t(a > b ? a - b : b - a); };
 
   // Consumers' read cycles decide producers' issue cycles, top down.
-  std::vector<int64_t> issueOf(n, 0);
-  std::vector<int> order{0};
+  llvm::SmallVector<int64_t, 16> issueOf(size_t(n), 0);
+  llvm::SmallVector<int, 16> order{0};
   for (size_t k = 0; k < order.size(); ++k) {
     int c = order[k];
     WorkNode &cn = tree.nodes[c];
@@ -185,7 +177,6 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
       bool readNode = pn.instr.op == Opcode::Read;
       v.width = readNode ? unsigned(pn.planes.size()) : resultWidth(pn.instr);
       // Where and when each byte plane is consumed.
-      std::vector<unsigned> usePos;
       if (writeNode) {
         // The write issues per plane once the value gets there: fix the
         // producer first (relative 0), the write planes follow.
@@ -269,13 +260,14 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   // than the slice has: no root cycle can ever fit the tree, so fail now
   // instead of searching kMaxSearch cycles.
   {
-    std::map<std::tuple<unsigned, bool, int64_t>, unsigned> uses;
+    llvm::SmallVector<std::tuple<unsigned, bool, int64_t>, 16> uses;
     for (const Timed::Issue &is : timed.issues) {
       if (!isMemAccess(is.instr.op))
         continue;
       const bool write = is.instr.op == Opcode::Write || is.instr.op == Opcode::Scatter;
-      const unsigned n = ++uses[{unsigned(is.instr.unit), write, is.offset}];
-      if (n > (write ? chip_.memWritePorts : chip_.memReadPorts))
+      const auto use = std::make_tuple(unsigned(is.instr.unit), write, is.offset);
+      uses.push_back(use);
+      if (unsigned(std::count(uses.begin(), uses.end(), use)) > (write ? chip_.memWritePorts : chip_.memReadPorts))
         return std::nullopt;
     }
   }
@@ -326,13 +318,12 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     if (is.queue >= 0)
       free = resources_.queueFree(unit, unsigned(is.queue), cycle, issue);
     else
-      for (unsigned q : is.candidates)
-        if ((free = resources_.queueFree(unit, q, cycle, issue)))
-          break;
+      for (unsigned i = 0; i < is.candidates.count && !free; ++i)
+        free = resources_.queueFree(unit, is.candidates.at(i), cycle, issue);
     if (!free)
       return false;
   }
-  std::vector<Taken> taken;
+  llvm::SmallVector<Taken, 32> taken;
   auto undo = [&] {
     for (const Taken &t : taken) {
       if (t.kind == Taken::Queue)
@@ -345,7 +336,7 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     return false;
   };
   // Streams first: they are the scarcest and fail most often.
-  std::vector<StreamRef> streamOf(timed.values.size());
+  llvm::SmallVector<StreamRef, 16> streamOf(timed.values.size());
   for (size_t vi = 0; vi < timed.values.size(); ++vi) {
     const Timed::Value &v = timed.values[vi];
     bool found = false;
@@ -379,7 +370,7 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     if (!found)
       return undo();
   }
-  std::vector<std::pair<QueueId, TimedInstr>> chosen;
+  llvm::SmallVector<std::pair<QueueId, TimedInstr>, 16> chosen;
   for (const Timed::Issue &is : timed.issues) {
     int64_t cycle = root + is.offset;
     if (cycle < 0)
@@ -399,11 +390,9 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
       if (resources_.queueFree(unit, unsigned(is.queue), cycle, issue))
         queue = is.queue;
     } else {
-      for (unsigned q : is.candidates)
-        if (resources_.queueFree(unit, q, cycle, issue)) {
-          queue = int(q);
-          break;
-        }
+      for (unsigned i = 0; i < is.candidates.count && queue < 0; ++i)
+        if (resources_.queueFree(unit, is.candidates.at(i), cycle, issue))
+          queue = int(is.candidates.at(i));
     }
     if (queue < 0)
       return undo();

@@ -11,6 +11,9 @@
 
 #include "backend/Isa.h"
 #include "scheduler/Resources.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
 #include "scheduler/Schedule.h"
 
 #include <algorithm>
@@ -24,10 +27,10 @@ namespace lpu::scheduler {
 /// helpers below; the placer fills in streams, queues and cycles.
 struct WorkNode {
   backend::Instr instr;       // opcode, dtypes, unit (slice/plane), address
-  std::vector<int> inputs;    // nodes whose values this one reads: src0, src1
+  llvm::SmallVector<int, 2> inputs; // nodes whose values this one reads: src0, src1
   /// Read and write: the slice of each byte plane (one read or write per
   /// plane, each timed for its own slice's position); instr.unit unused.
-  std::vector<uint16_t> planes;
+  llvm::SmallVector<uint16_t, 4> planes;
   /// A fixed queue (MXM work: one queue per plane and purpose), or -1 to
   /// let the placer pick any free queue that may drive the unit.
   int queue = -1;
@@ -44,7 +47,7 @@ struct WorkNode {
 class WorkTree {
 public:
   /// Adds a node and returns its index. The first node added is the root.
-  int add(backend::Instr instr, std::vector<int> inputs = {}, int queue = -1);
+  int add(backend::Instr instr, llvm::ArrayRef<int> inputs = {}, int queue = -1);
   /// A read of one vector of a tensor whose byte planes are in `planes`.
   int read(const std::vector<uint16_t> &planes, uint32_t addr);
   /// A write of node `value` into one vector (byte planes in `planes`).
@@ -97,8 +100,13 @@ public:
   unsigned position(const backend::Instr &instr) const;
   /// The stream width of the value an instruction produces (0: none).
   unsigned resultWidth(const backend::Instr &instr) const;
-  /// The queues that may issue `instr`, in the order the placer tries them.
-  std::vector<unsigned> queueCandidates(const backend::Instr &instr) const;
+  /// The queues that may issue `instr`, in the order the placer tries
+  /// them: `count` of them, the i-th `base + (start + i) % count`.
+  struct QueueRange {
+    unsigned base = 0, count = 0, start = 0;
+    unsigned at(unsigned i) const { return base + (start + i) % count; }
+  };
+  QueueRange queueCandidates(const backend::Instr &instr) const;
 
 private:
   struct Timed;
