@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
-#include <map>
 #include <tuple>
 
 namespace lpu::scheduler {

@@ -11,10 +11,10 @@
 
 #include "backend/Isa.h"
 #include "scheduler/Resources.h"
+#include "scheduler/Schedule.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallVector.h>
-#include "scheduler/Schedule.h"
 
 #include <algorithm>
 #include <cstdint>
