@@ -95,8 +95,7 @@ void Resources::reserveStream(unsigned id, const StreamSegment &seg) {
   StreamUse &use = streams_[seg.dir - 1][id];
   use.emitted.set(seg.emitCycle, true);
   const Emission e{seg.emitCycle, seg.lastCycle};
-  auto [it, inserted] = use.byDiagonal.try_emplace(seg.diagonal(), e);
-  if (!inserted)
+  if (!use.byDiagonal.try_emplace(seg.diagonal(), e).second)
     use.more[seg.diagonal()].push_back(e);
 }
 
