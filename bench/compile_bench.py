@@ -6,14 +6,16 @@ usage: compile_bench.py LPUC [--examples a,b,...] [--timeout SECONDS] [--chip NA
 
 Each example is compiled once, `lpuc FILE -o X.lpx --report --json`: the
 wall and CPU seconds and the peak resident memory are those of that process
-(the report adds only the printing of a few numbers to `lpuc FILE -o X.lpx`). An example that does not
-compile prints its exit code and the first line of its diagnostics; one that
-runs past the timeout is killed and printed as such; the bench goes on.
+(the report adds only the printing of a few numbers to `lpuc FILE -o X.lpx`).
+An example that does not compile prints its exit code and the first line of
+its diagnostics; one that runs past the timeout is killed and printed as
+such; the bench goes on.
 """
 import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,7 +65,9 @@ def compile_example(lpuc, path, chip, timeout, tmp, select=()):
         out, err = out_f.read().decode(), err_f.read().decode(errors="replace")
     cpu = usage.ru_utime + usage.ru_stime
     peak_mb = usage.ru_maxrss / 1024  # Linux: kilobytes
-    if killed.is_set():
+    # The timer may fire just after the child ended on its own: only a
+    # child that died of the timer's SIGKILL timed out.
+    if killed.is_set() and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
         return Outcome(name, wall, cpu, peak_mb, failure=f"timed out after {timeout:g} s, killed")
     if proc.returncode != 0:
         first = next((line for line in err.splitlines() if line.strip()), "(no diagnostics)")
