@@ -467,21 +467,35 @@ void LoweringContext::notePace(const ir::Op &op, int64_t interval, int64_t cap) 
     rowPace[&op] = RowPace{pathOf(op), interval, cap};
 }
 
+std::optional<LoweringContext::RowPace> LoweringContext::paceOf(const ir::Op &op) const {
+  if (auto it = rowPace.find(&op); it != rowPace.end())
+    return it->second;
+  // Computed inside its users' group: row r follows its operands' rows r
+  // (those with its rows) through the group's tree, whose latency the
+  // group's own pace adds.
+  std::optional<RowPace> pace;
+  if (ir::isElementwise(op.kind()) && !materialized(&op))
+    for (const ir::Op *operand : op.operands())
+      if (rowsAndCols(operand->type()).first == rowsAndCols(op.type()).first)
+        if (std::optional<RowPace> p = paceOf(*operand); p && (!pace || p->last() > pace->last()))
+          pace = p;
+  return pace;
+}
+
 void LoweringContext::notePaceVia(const ir::Op &op, const ir::Op &from, int64_t latency) {
-  auto it = rowPace.find(&from);
-  if (it == rowPace.end() || rowsAndCols(op.type()) != rowsAndCols(from.type()))
+  std::optional<RowPace> pace = paceOf(from);
+  if (!pace || rowsAndCols(op.type()).first != rowsAndCols(from.type()).first)
     return;
-  RowPace pace = it->second;
-  pace.base += latency;
+  pace->base += latency;
   RowPace &have = rowPace[&op];
-  if (have.cap == 0 || pace.base + (pace.cap - 1) * pace.interval > have.base + (have.cap - 1) * have.interval)
-    have = pace;
+  if (have.cap == 0 || pace->last() > have.last())
+    have = *pace;
 }
 
 int64_t LoweringContext::pathOfRows(const ir::Op &op, int64_t n) const {
   int64_t end = pathOf(op);
-  if (auto it = rowPace.find(&op); it != rowPace.end() && n > 1)
-    end = std::max(end, it->second.base + (std::min(n, it->second.cap) - 1) * it->second.interval);
+  if (std::optional<RowPace> pace = paceOf(op); pace && n > 1)
+    end = std::max(end, pace->base + (std::min(n, pace->cap) - 1) * pace->interval);
   return end;
 }
 
@@ -489,8 +503,33 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   int64_t start = 0;
   for (const ir::Op *operand : op.operands())
     start = std::max(start, pathOf(*operand));
-  pathEnd[&op] = start + latency;
-  criticalPath = std::max(criticalPath, start + latency);
+  notePathEnd(op, start + latency);
+}
+
+int64_t LoweringContext::planesFree(const std::vector<PlaneWork> &work) const {
+  const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
+  int64_t free = -1;
+  for (size_t p = 0; p < work.size() && p < planes.size(); ++p)
+    if (work[p].mms > 0) {
+      const int64_t at = planes[p].pathLastMm < 0 ? 0 : planes[p].pathLastMm + 1 + iw;
+      free = free < 0 ? at : std::min(free, at);
+    }
+  return std::max<int64_t>(free, 0);
+}
+
+void LoweringContext::notePlaneWork(const std::vector<PlaneWork> &work, int64_t earliest) {
+  const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
+  const int64_t issue = chip_.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
+  for (size_t p = 0; p < work.size() && p < planes.size(); ++p) {
+    if (work[p].mms == 0)
+      continue;
+    PlaneState &st = planes[p];
+    const int64_t first = std::max(earliest, st.pathLastMm < 0 ? 0 : st.pathLastMm + 1 + iw);
+    // Queue order: an mm every issue interval, and between weight sets
+    // the last mm, the install after it and its latency.
+    st.pathLastMm = std::max(st.pathLastMm, first + (work[p].mms - 1) * issue +
+                                                (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue));
+  }
 }
 
 void encodeElement(ir::DType dtype, double value, uint8_t *out) {

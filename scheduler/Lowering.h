@@ -97,6 +97,14 @@ struct PlaneState {
   int64_t lastIw = -1;          // issue cycle of the last install
   int64_t lastMm = -1;          // issue cycle of the last matmul
   std::vector<int64_t> accFree; // per accumulator row: first cycle an mm may add
+  /// For the critical path: the last matmul's issue cycle at the earliest
+  /// (-1: none yet).
+  int64_t pathLastMm = -1;
+};
+
+/// An op's work on one MXM plane: its matmuls and weight installs.
+struct PlaneWork {
+  int64_t mms = 0, installs = 0;
 };
 
 class LoweringContext {
@@ -173,8 +181,8 @@ public:
   /// `mm`s issue in row order on one plane's queue).
   void notePace(const ir::Op &op, int64_t interval, int64_t cap);
   /// `op`'s rows each follow `from`'s row of the same index through
-  /// `latency` (same rows: an elementwise op's operand, a reshape that
-  /// keeps the rows).
+  /// `latency` (as many rows, row r from row r: an elementwise op's
+  /// operand, a reshape that keeps the rows, a reduction over the lanes).
   void notePaceVia(const ir::Op &op, const ir::Op &from, int64_t latency);
   /// When `op`'s first n rows can all be ready at the earliest: what a
   /// user that needs them all waits for (a transpose, a weight install).
@@ -183,10 +191,21 @@ public:
   std::map<const ir::Op *, int64_t> pathEnd;
   struct RowPace {
     int64_t base = 0, interval = 0, cap = 0;
+    int64_t last() const { return base + (cap - 1) * interval; }
   };
   std::map<const ir::Op *, RowPace> rowPace;
+  /// `op`'s row pace: its own, or for an op computed inside its users'
+  /// group, its operands' (the one whose last row comes latest).
+  std::optional<RowPace> paceOf(const ir::Op &op) const;
 
   std::vector<PlaneState> planes; // sized by the driver
+  /// Critical path: a plane multiplies one op's rows after another's (an
+  /// install waits for the previous op's last matmul there). When an op's
+  /// first matmul on the planes `work` names can issue at the earliest.
+  int64_t planesFree(const std::vector<PlaneWork> &work) const;
+  /// An op's matmuls went on those planes, none before `earliest`: on
+  /// each, one per issue interval and an install between weight sets.
+  void notePlaneWork(const std::vector<PlaneWork> &work, int64_t earliest);
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over
@@ -326,6 +345,7 @@ struct MatmulWork {
 /// its weights' path + lw + the install's latency + the mm's + acc.
 struct MatmulSpans {
   ShortestSpan lw, mm, acc;
+  std::vector<PlaneWork> planes; // per plane
   int64_t pathFromA() const { return mm.get() + acc.get(); }
   int64_t pathFromB(int64_t iwLatency, int64_t mmLatency) const {
     return lw.get() + iwLatency + mmLatency + acc.get();

@@ -325,6 +325,9 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         const ir::Op *v = op.operand(i);
         std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
         const ir::Op *root = storageRoot(v);
+        // The program ends once every row of every output is written.
+        if (ctx.hasView(v))
+          ctx.criticalPath = std::max(ctx.criticalPath, ctx.pathOfRows(*v, ctx.view(v).rows));
         if (outputRoots.count(root) && !used.count(root) && ctx.hasView(v) &&
             ctx.view(v).rowMap.empty()) {
           used.insert(root);

@@ -227,6 +227,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   unsigned job = 0;
   std::vector<const TensorView *> reads;
   MatmulSpans spans;
+  spans.planes.resize(mxm.count());
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
@@ -264,6 +265,8 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
             // Install once the rows are in and the previous tile's matmuls
             // have issued (they use the old weights).
             int64_t iwCycle = mxm.install(p, lastLw);
+            spans.planes[p].installs += 1;
+            spans.planes[p].mms += mRows;
             for (int64_t m = 0; m < mRows; ++m) {
               WorkTree tree = mxm.matmul(p, acc0 + m);
               reads.clear();
@@ -410,9 +413,15 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
   const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
   const int64_t tileRows = std::min<int64_t>(K, dim), shortest = K - (K - 1) / dim * dim;
-  ctx.notePathVia(result, lhs, spans->pathFromA());
-  ctx.notePathEnd(result, std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
-                              spans->pathFromB(iwLatency, mmLatency));
+  // The first mm at the earliest: A's row through the mm's tree, the
+  // weights loaded and installed, the planes done with earlier ops.
+  const int64_t firstMm =
+      std::max({ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
+                std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
+                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get(),
+                ctx.planesFree(spans->planes)});
+  ctx.notePathEnd(result, firstMm + mmLatency + spans->acc.get());
+  ctx.notePlaneWork(spans->planes, firstMm);
   // One job's rows (per column tile) go through one plane's mm queue in
   // row order.
   if (batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows))

@@ -591,8 +591,11 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
         ctx.releaseScratch(*T);
       }
       ctx.notePath(op, path);
-      if (epilogue)
+      ctx.notePaceVia(op, src, path); // row r folds row r
+      if (epilogue) {
         ctx.notePathVia(*epilogue, op, 0);
+        ctx.notePaceVia(*epilogue, op, 0);
+      }
       return llvm::Error::success();
     }
     int64_t path = 0;
@@ -643,6 +646,8 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
     }
     ctx.releaseScratch(*T);
     ctx.notePath(op, path);
+    if (outCols == 1)
+      ctx.notePaceVia(op, src, path); // row r folds row r
     return llvm::Error::success();
   }
 

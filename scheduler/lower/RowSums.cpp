@@ -57,6 +57,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     for (int64_t l = segment ? g * segment : 0; l < (segment ? (g + 1) * segment : lanes); ++l)
       encodeElement(DType::F16, 1.0, ones.data() + 2 * (g * lanes + l));
   std::vector<unsigned> used;
+  std::vector<PlaneWork> work(mxm.count());
   std::vector<uint16_t> avoid = in.allSlices();
   for (unsigned k = 0; k < planes; ++k) {
     const unsigned p = mxm.plane(k);
@@ -79,6 +80,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     }
     mxm.install(p, lastLw);
     used.push_back(p);
+    work[p].installs = 1;
   }
   int64_t prev = 0;
   ShortestSpan mmSpan, accSpan; // for the path
@@ -117,6 +119,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
           return cannotPlace(op);
         st.lastMm = std::max(st.lastMm, placed->rootCycle);
         mmSpan.note(*placed);
+        ++work[p].mms;
         done = placed->rootCycle + mxm.mmLatency();
         ctx.read(in, placed->doneCycle);
       }
@@ -132,6 +135,11 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   }
   if (path)
     *path = mmSpan.get() + accSpan.get();
+  // The critical path: the first mm no earlier than the planes are done
+  // with the ops before (or the input's first row through its tree).
+  const int64_t firstMm = std::max(ctx.planesFree(work), ctx.pathOf(*op.operand(0)) + mmSpan.get() - mxm.mmLatency());
+  ctx.notePathEnd(op, firstMm + mxm.mmLatency() + accSpan.get());
+  ctx.notePlaneWork(work, firstMm);
   return llvm::Error::success();
 }
 

@@ -218,8 +218,11 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   if (auto e = softmaxRows(op, ctx, in, **out, SoftmaxHow{inPlace, 0, roundedToF16, 0, {}}, finish, &path))
     return e;
   ctx.notePath(op, path);
-  if (epilogue)
+  ctx.notePaceVia(op, src, path); // row r from row r
+  if (epilogue) {
     ctx.notePathVia(*epilogue, op, 0);
+    ctx.notePaceVia(*epilogue, op, 0);
+  }
   return llvm::Error::success();
 }
 

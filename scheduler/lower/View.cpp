@@ -94,11 +94,17 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   if (to.empty() || from.empty() || (to.back() != from.back() && !splatAcrossLanes(op, lanes)))
     return moveLanes(op, ctx); // along the last dimension (lower/Layout.cpp)
   std::vector<int64_t> map(static_cast<size_t>(rows), 0);
-  for (int64_t r = 0; r < rows; ++r)
-    map[size_t(r)] = in.storageRow(broadcastSourceRow(to, from, r));
+  bool sameRows = rows == in.rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t source = broadcastSourceRow(to, from, r);
+    sameRows = sameRows && source == r;
+    map[size_t(r)] = in.storageRow(source);
+  }
   out.rowMap = std::move(map);
   ctx.setView(&op, std::move(out));
   ctx.notePath(op, 0);
+  if (sameRows) // lanes splat: row r is the source's row r
+    ctx.notePaceVia(op, src, 0);
   return llvm::Error::success();
 }
 
