@@ -55,6 +55,9 @@ struct SoftmaxHow {
   /// (attention's f16 scores into scaled f32 ones); it must be monotone
   /// (non-decreasing), as the max is taken of the stored values.
   SoftmaxPrologue prologue;
+  /// For the critical path: when `in`'s first row can be ready at the
+  /// earliest (-1: not known).
+  int64_t inputPath = -1;
 };
 
 /// Softmax of every row of `in` (f16 or f32) into `out`, computed in f32
@@ -79,6 +82,10 @@ struct MxmSum {
   int64_t segment = 0;
   bool split = false;
   unsigned planes = 0;
+  /// For the critical path: when `in`'s first row can be ready at the
+  /// earliest, where the caller knows better than `op`'s operand's path
+  /// (-1: it does not).
+  int64_t inputPath = -1;
 };
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                          const LaneFinish &finish, int64_t *path = nullptr, const MxmSum &how = {});

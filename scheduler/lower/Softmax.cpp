@@ -60,14 +60,15 @@ TensorView inOrder(const TensorView &v, const std::vector<int64_t> &order) {
 // rows fold faster than a plane loads its ones.
 constexpr int64_t kMxmSumRows = 64;
 llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, const TensorView &e,
-                                     int64_t segment, bool split, unsigned planes, int64_t *path) {
+                                     int64_t segment, bool split, unsigned planes, int64_t *path,
+                                     int64_t inputPath) {
   if (!segment && e.rows < kMxmSumRows)
     return acrossLanes(op, ctx, e, Combine::Sum, DType::F32, nullptr, 0, path);
   auto S = ctx.scratch(op, DType::F32, e.rows, ctx.chip().lanes);
   if (!S)
     return S.takeError();
   LaneFinish keep{&*S, [](Builder &, int value) { return value; }};
-  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, split, planes}))
+  if (auto err = sumRowsOnMxm(op, ctx, e, keep, path, MxmSum{segment, split, planes, inputPath}))
     return err;
   return *S;
 }
@@ -152,7 +153,10 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
       }
     ctx.releaseScratch(*M);
     int64_t blockSum = 0;
-    llvm::Expected<TensorView> S = sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, !how.roundedToF16, how.sumPlanes, &blockSum);
+    // e's first row: the input's, through the max's fold and the exp.
+    const int64_t ePath = how.inputPath < 0 || r0 > 0 ? -1 : how.inputPath + maxPath + expSpan.get();
+    llvm::Expected<TensorView> S =
+        sumOfExps(op, ctx, rowsOf(*E, r0, n), segment, !how.roundedToF16, how.sumPlanes, &blockSum, ePath);
     if (r0 == 0)
       sumPath = blockSum;
     if (!S)
@@ -215,7 +219,8 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
                                            epilogue->type().dtype == DType::F16
                                      : outType == DType::F16;
   int64_t path = 0;
-  if (auto e = softmaxRows(op, ctx, in, **out, SoftmaxHow{inPlace, 0, roundedToF16, 0, {}}, finish, &path))
+  if (auto e = softmaxRows(op, ctx, in, **out, SoftmaxHow{inPlace, 0, roundedToF16, 0, {}, ctx.pathOf(src)}, finish,
+                           &path))
     return e;
   ctx.notePath(op, path);
   ctx.notePaceVia(op, src, path); // row r from row r
