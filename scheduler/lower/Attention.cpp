@@ -377,7 +377,8 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   const unsigned sumPlanes =
       unsigned(std::max<int64_t>(2, int64_t(planes) - std::min<int64_t>(planes, contextJobs * contextParts)));
   int64_t softmaxPath = 0;
-  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, SoftmaxHow{true, Sk, true, sumPlanes, scaled, scoresPath}, toF16, &softmaxPath))
+  if (auto e = softmaxRows(*a.softmax, ctx, *sc, *probs, SoftmaxHow{true, Sk, true, sumPlanes, scaled, scoresPath},
+                           toF16, &softmaxPath))
     return e;
   ctx.releaseScratch(*sc);
 
