@@ -568,12 +568,16 @@ llvm::Error unsupported(const ir::Op &op, const std::string &why) {
       op.loc());
 }
 
-llvm::Error cannotPlace(const ir::Op &op) {
+llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx) {
+  const bool twice = ctx.placer().lastFailure() == Placer::Failure::PortTwice;
   return llvm::make_error<ScheduleError>(
       ScheduleError::Kind::Unsupported,
       "cannot compile '" + std::string(ir::mnemonic(op.kind())) +
-          "' onto the chip yet: no cycle fits one vector's work (it needs a MEM port twice "
-          "in one cycle)",
+          "' onto the chip yet: no cycle fits one vector's work (" +
+          (twice ? std::string("it needs a MEM port twice in one cycle")
+                 : "what it needs was never all free in the " + std::to_string(Placer::kMaxSearch) +
+                       " cycles after its inputs") +
+          ")",
       op.loc());
 }
 

@@ -441,7 +441,8 @@ void encodeElement(ir::DType dtype, double value, uint8_t *out);
 
 /// An error for an op the scheduler does not support (in this form).
 llvm::Error unsupported(const ir::Op &op, const std::string &why = "");
-/// An error for work the placer found no cycle for (a scheduler limit).
-llvm::Error cannotPlace(const ir::Op &op);
+/// An error for work the placer found no cycle for (a scheduler limit),
+/// saying why its last place() failed.
+llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx);
 
 } // namespace lpu::scheduler

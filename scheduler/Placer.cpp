@@ -266,16 +266,20 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
       const bool write = is.instr.op == Opcode::Write || is.instr.op == Opcode::Scatter;
       const auto use = std::make_tuple(unsigned(is.instr.unit), write, is.offset);
       uses.push_back(use);
-      if (unsigned(std::count(uses.begin(), uses.end(), use)) > (write ? chip_.memWritePorts : chip_.memReadPorts))
+      if (unsigned(std::count(uses.begin(), uses.end(), use)) > (write ? chip_.memWritePorts : chip_.memReadPorts)) {
+        failure_ = Failure::PortTwice;
         return std::nullopt;
+      }
     }
   }
   // A tree that cannot fit anywhere for another reason fails the same way
   // forever: give up after a generous search.
   const int64_t limit = root + kMaxSearch;
   while (!tryAt(tree, timed, root))
-    if (++root > limit)
+    if (++root > limit) {
+      failure_ = Failure::NoCycle;
       return std::nullopt;
+    }
   Placement out;
   out.rootCycle = root;
   out.firstCycle = root + timed.minOffset;

@@ -89,6 +89,11 @@ public:
   /// twice in one cycle, for instance).
   std::optional<Placement> place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore = 0);
   static constexpr int64_t kMaxSearch = 1 << 16;
+  /// Why the last place() that failed did: the tree needs one slice's
+  /// port more often in one cycle than it has, or no cycle of the search
+  /// had everything it needs free.
+  enum class Failure { PortTwice, NoCycle };
+  Failure lastFailure() const { return failure_; }
 
   /// A single instruction with no stream operands (iw) on a fixed queue.
   int64_t placeAlone(const backend::Instr &instr, unsigned queue, int64_t notBefore);
@@ -115,6 +120,7 @@ private:
   const backend::ChipDescription &chip_;
   Schedule &schedule_;
   Resources resources_;
+  Failure failure_ = Failure::NoCycle;
 };
 
 } // namespace lpu::scheduler

@@ -99,7 +99,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                 tree.nodes[0].inputs = {convmaps::distribute(tree, X, xrow, *maps, kw, east)};
                 auto placed = ctx.placer().place(std::move(tree), X.readyAt(xrow, 0), lastLw + 1);
                 if (!placed)
-                  return cannotPlace(op);
+                  return cannotPlace(op, ctx);
                 lastLw = placed->rootCycle;
                 ctx.read(X, placed->doneCycle);
               }
@@ -117,7 +117,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                   auto placed =
                       ctx.placer().place(std::move(tree), Wt.readyAt(wrow, 0), rootNotBefore);
                   if (!placed)
-                    return cannotPlace(op);
+                    return cannotPlace(op, ctx);
                   st.lastMm = std::max(st.lastMm, placed->rootCycle);
                   mmDone[size_t(m)] = placed->rootCycle + mmLatency;
                   ctx.read(Wt, placed->doneCycle);
@@ -142,7 +142,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                   {mmDone[size_t(m)], st.accFree[size_t(m)], Y.storage->block.writableFrom});
               auto placed = ctx.placer().place(std::move(tree), ready);
               if (!placed)
-                return cannotPlace(op);
+                return cannotPlace(op, ctx);
               st.accFree[size_t(m)] = placed->firstCycle + 1;
               ctx.written(Y, yrow, 0, placed->doneCycle - 1);
             }
@@ -225,7 +225,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
               tree.nodes[0].inputs = {tree.read(Wt.slices(wrow), Wt.address(wrow, j))};
               auto placed = ctx.placer().place(std::move(tree), Wt.readyAt(wrow, j), lastLw + 1);
               if (!placed)
-                return cannotPlace(op);
+                return cannotPlace(op, ctx);
               lastLw = placed->rootCycle;
               ctx.read(Wt, placed->doneCycle);
             }
@@ -241,7 +241,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
                             mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
               auto placed = ctx.placer().place(std::move(tree), X.readyAt(xrow, t), rootNotBefore);
               if (!placed)
-                return cannotPlace(op);
+                return cannotPlace(op, ctx);
               st.lastMm = std::max(st.lastMm, placed->rootCycle);
               mmDone[size_t(m)] = placed->rootCycle + mmLatency;
               ctx.read(X, placed->doneCycle);
@@ -271,7 +271,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
                                         Y.storage->block.writableFrom, lastRead + 1});
         auto placed = ctx.placer().place(std::move(tree), ready);
         if (!placed)
-          return cannotPlace(op);
+          return cannotPlace(op, ctx);
         lastRead = placed->firstCycle;
         st.accFree[size_t(m)] = placed->firstCycle + 1;
         ctx.written(Y, yrow, j, placed->doneCycle - 1);

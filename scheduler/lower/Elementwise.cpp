@@ -240,7 +240,7 @@ llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
       tree.nodes[0].inputs = {value};
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), prev);
       if (!placed)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       Placement p = *placed;
       prev = p.firstCycle;
       ctx.written(view, r, v, p.doneCycle - 1);
@@ -276,7 +276,7 @@ llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &
       int64_t ready = std::max(src.readyAt(r, v), view.storage->block.writableFrom);
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
       if (!placed)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       Placement p = *placed;
       prev = p.firstCycle;
       ctx.written(view, r, v, p.doneCycle - 1);

@@ -140,7 +140,7 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   auto place = [&](WorkTree tree, int64_t ready, int64_t &length) -> llvm::Expected<Placement> {
     std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
     if (!placed)
-      return cannotPlace(op);
+      return cannotPlace(op, ctx);
     prev = placed->firstCycle;
     if (length < 0)
       length = placed->span();
@@ -358,7 +358,7 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   auto place = [&](WorkTree tree, int64_t ready) -> llvm::Expected<Placement> {
     std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
     if (!placed)
-      return cannotPlace(op);
+      return cannotPlace(op, ctx);
     prev = placed->firstCycle;
     return *placed;
   };
@@ -526,7 +526,7 @@ llvm::Expected<TensorView> clampIds(const ir::Op &op, LoweringContext &ctx, cons
       int64_t ready = std::max(out->storage->block.writableFrom, ids.readyAt(r, v));
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
       if (!placed)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       prev = placed->firstCycle;
       ctx.written(*out, r, v, placed->doneCycle - 1);
       ctx.read(ids, placed->doneCycle);
@@ -644,7 +644,7 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
               std::max({view.storage->block.writableFrom, ids.readyAt(idRow, idVec), tableReady});
           std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
           if (!placed)
-            return cannotPlace(op);
+            return cannotPlace(op, ctx);
           Placement p = *placed;
           prev = p.firstCycle;
           done = std::max(done, p.doneCycle);

@@ -376,7 +376,7 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
       tree.nodes[0].inputs = {acc};
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
       if (!placed)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       Placement p = *placed;
       prev = p.firstCycle;
       ctx.written(view, r, v, p.doneCycle - 1);
@@ -604,7 +604,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
       int64_t ready = std::max(D.storage->block.writableFrom, in.readyAt(r, v));
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
       if (!placed)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       prev = placed->firstCycle;
       if (r == 0 && v == 0)
         path = placed->span();
@@ -660,7 +660,7 @@ std::optional<llvm::Error> transposeByGather(const ir::Op &op, LoweringContext &
             prevOfPart.resize(i + 1, 0);
           std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prevOfPart[i], ready));
           if (!placed)
-            return cannotPlace(op);
+            return cannotPlace(op, ctx);
           prevOfPart[i] = placed->firstCycle;
           written = placed->doneCycle;
           done = std::max(done, placed->doneCycle);

@@ -255,7 +255,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
               tree.nodes[0].inputs = {work.weightRow(tree, b, t, r, j, p, reads)};
               std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
               if (!placed)
-                return cannotPlace(op);
+                return cannotPlace(op, ctx);
               Placement pl = *placed;
               lastLw = pl.rootCycle;
               spans.lw.note(pl);
@@ -275,7 +275,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
                                                 firstTile ? st.accFree[size_t(acc0 + m)] : 0});
               std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
               if (!placed)
-                return cannotPlace(op);
+                return cannotPlace(op, ctx);
               Placement pl = *placed;
               st.lastMm = std::max(st.lastMm, pl.rootCycle);
               spans.mm.note(pl);
@@ -314,7 +314,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
             tree.nodes[size_t(accs[k])].notBefore = mmDone[accPart[k]][size_t(m)];
           std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0);
           if (!placed)
-            return cannotPlace(op);
+            return cannotPlace(op, ctx);
           Placement pl = *placed;
           spans.acc.note(pl);
           // The accs have issued by the root's cycle (the tree's first

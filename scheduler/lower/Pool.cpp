@@ -152,7 +152,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
         tree.nodes[0].inputs = {value};
         auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
         if (!placed)
-          return cannotPlace(op);
+          return cannotPlace(op, ctx);
         prev = placed->firstCycle;
         ctx.written(Y, yrow, 0, placed->doneCycle - 1);
         ctx.read(X, placed->doneCycle);
@@ -192,7 +192,7 @@ llvm::Error placeFold(const ir::Op &op, LoweringContext &ctx, const TensorView &
   tree.nodes[0].inputs = {foldRows(tree, X, rows, vec, isMax, divisor, outType, notBefore)};
   auto placed = ctx.placer().place(std::move(tree), std::max(prev, notBefore));
   if (!placed)
-    return cannotPlace(op);
+    return cannotPlace(op, ctx);
   prev = placed->firstCycle;
   ctx.written(Y, yrow, vec, placed->doneCycle - 1);
   ctx.read(X, placed->doneCycle);

@@ -334,7 +334,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
         return llvm::Error::success();
       }
       if (st.bundleSize == 1)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       st.bundleSize = 1;
     }
   };
@@ -495,7 +495,7 @@ llvm::Expected<TensorView> argmaxLanes(const ir::Op &op, LoweringContext &ctx, c
                        {cond, b.read(*iota, v, 0), b.readBeside(*big, 0, 0, *iota)});
       auto p = b.finish(pick, prev);
       if (!p)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       prev = p->firstCycle;
     }
   ctx.releaseScratch(*M);
@@ -614,7 +614,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
         int value = finishValue(b, b.read(*T, r, 0), &*T);
         auto p = b.finish(value, prev);
         if (!p)
-          return cannotPlace(op);
+          return cannotPlace(op, ctx);
         prev = p->firstCycle;
       }
     } else {
@@ -640,7 +640,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
                         {b.read(*masks, k, 0), b.readBeside(*T, base + k, 0, *masks), acc});
           auto p = b.finish(finishValue(b, acc), prev);
           if (!p)
-            return cannotPlace(op);
+            return cannotPlace(op, ctx);
           prev = p->firstCycle;
         }
     }
@@ -701,7 +701,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
         acc = b.add(vxm(combineOpcode(how), work), {acc, leaf(int64_t(k))});
       auto p = b.finish(finishValue(b, acc), prev);
       if (!p)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       prev = p->firstCycle;
     }
   ctx.notePath(op, 0);

@@ -75,7 +75,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
       tree.nodes[0].inputs = {tree.read(one->slices(g), one->address(g, 0))};
       std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
       if (!placed)
-        return cannotPlace(op);
+        return cannotPlace(op, ctx);
       lastLw = placed->rootCycle;
     }
     mxm.install(p, lastLw);
@@ -116,7 +116,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
                                                 v == 0 && part == 0 ? st.accFree[size_t(m)] : int64_t(0)});
         std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
         if (!placed)
-          return cannotPlace(op);
+          return cannotPlace(op, ctx);
         st.lastMm = std::max(st.lastMm, placed->rootCycle);
         mmSpan.note(*placed);
         ++work[p].mms;
@@ -128,7 +128,7 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     b.tree.nodes[size_t(sum)].notBefore = done;
     auto placed = b.finish(finish.value(b, sum), prev);
     if (!placed)
-      return cannotPlace(op);
+      return cannotPlace(op, ctx);
     prev = placed->firstCycle;
     st.accFree[size_t(m)] = placed->rootCycle + 1;
     accSpan.note(*placed);

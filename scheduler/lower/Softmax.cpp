@@ -147,7 +147,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
         int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.readBeside(*M, r - r0, 0, in)});
         auto p = b.finish(b.add(vxm(Opcode::Exp, DType::F32), {d}), prevE);
         if (!p)
-          return cannotPlace(op);
+          return cannotPlace(op, ctx);
         prevE = p->firstCycle;
         expSpan.note(*p);
       }
@@ -167,7 +167,7 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
         int q = b.add(vxm(Opcode::Div, DType::F32), {b.read(*E, r, v), b.readBeside(*S, r - r0, 0, *E)});
         auto p = b.finish(finish(b, q, order[size_t(r)], v), prevOut);
         if (!p)
-          return cannotPlace(op);
+          return cannotPlace(op, ctx);
         prevOut = p->firstCycle;
         divSpan.note(*p);
       }

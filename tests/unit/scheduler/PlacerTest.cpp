@@ -93,6 +93,34 @@ TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
   int a = t.read({0, 1}, 0), b = t.read({0, 1}, 1);
   t.nodes[0].inputs = {t.add(add, {a, b})};
   EXPECT_FALSE(p.place(std::move(t), 0));
+  EXPECT_EQ(p.lastFailure(), Placer::Failure::PortTwice);
+}
+
+TEST(Placer, ATreeWhoseQueueStaysBusyFailsAfterTheSearch) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  // A weight load on MXM queue 1, taken in every cycle the search covers.
+  Instr lw;
+  lw.op = Opcode::LoadWeights;
+  lw.dtype = backend::DType::F16;
+  for (int64_t cycle = 0; cycle <= Placer::kMaxSearch + 64; ++cycle)
+    ASSERT_EQ(p.placeAlone(lw, 1, cycle), cycle);
+  auto loadTree = [] {
+    WorkTree t;
+    Instr load;
+    load.op = Opcode::LoadWeights;
+    load.dtype = backend::DType::F16;
+    t.add(load, {}, 1);
+    t.nodes[0].inputs = {t.read({0, 1}, 0)};
+    return t;
+  };
+  EXPECT_FALSE(p.place(loadTree(), 0));
+  EXPECT_EQ(p.lastFailure(), Placer::Failure::NoCycle);
+  // Past the busy cycles it fits.
+  auto placed = p.place(loadTree(), Placer::kMaxSearch);
+  ASSERT_TRUE(placed);
+  EXPECT_EQ(placed->rootCycle, Placer::kMaxSearch + 65);
 }
 
 } // namespace
