@@ -506,30 +506,26 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   notePathEnd(op, start + latency);
 }
 
-int64_t LoweringContext::planesFree(const std::vector<PlaneWork> &work) const {
-  const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
-  int64_t free = -1;
-  for (size_t p = 0; p < work.size() && p < planes.size(); ++p)
-    if (work[p].mms > 0) {
-      const int64_t at = planes[p].pathLastMm < 0 ? 0 : planes[p].pathLastMm + 1 + iw;
-      free = free < 0 ? at : std::min(free, at);
-    }
-  return std::max<int64_t>(free, 0);
-}
-
-void LoweringContext::notePlaneWork(const std::vector<PlaneWork> &work, int64_t earliest) {
+int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest) {
   const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
   const int64_t issue = chip_.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
+  // When plane p is done with the ops before and installed again.
+  auto freeAt = [&](size_t p) { return planes[p].pathLastMm < 0 ? 0 : planes[p].pathLastMm + 1 + iw; };
+  int64_t free = -1;
+  for (size_t p = 0; p < work.size() && p < planes.size(); ++p)
+    if (work[p].mms > 0)
+      free = free < 0 ? freeAt(p) : std::min(free, freeAt(p));
+  const int64_t start = std::max(earliest, free);
   for (size_t p = 0; p < work.size() && p < planes.size(); ++p) {
     if (work[p].mms == 0)
       continue;
-    PlaneState &st = planes[p];
-    const int64_t first = std::max(earliest, st.pathLastMm < 0 ? 0 : st.pathLastMm + 1 + iw);
     // Queue order: an mm every issue interval, and between weight sets
     // the last mm, the install after it and its latency.
-    st.pathLastMm = std::max(st.pathLastMm, first + (work[p].mms - 1) * issue +
-                                                (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue));
+    const int64_t last = std::max(start, freeAt(p)) + (work[p].mms - 1) * issue +
+                         (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue);
+    planes[p].pathLastMm = std::max(planes[p].pathLastMm, last);
   }
+  return start;
 }
 
 void encodeElement(ir::DType dtype, double value, uint8_t *out) {

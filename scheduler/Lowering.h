@@ -200,12 +200,13 @@ public:
 
   std::vector<PlaneState> planes; // sized by the driver
   /// Critical path: a plane multiplies one op's rows after another's (an
-  /// install waits for the previous op's last matmul there). When an op's
-  /// first matmul on the planes `work` names can issue at the earliest.
-  int64_t planesFree(const std::vector<PlaneWork> &work) const;
-  /// An op's matmuls went on those planes, none before `earliest`: on
-  /// each, one per issue interval and an install between weight sets.
-  void notePlaneWork(const std::vector<PlaneWork> &work, int64_t earliest);
+  /// install waits for the previous op's last matmul there). An op did
+  /// `work` on the planes, its first matmul no earlier than `earliest`
+  /// from its data: returns when that matmul can issue at the earliest
+  /// (also after one of its planes is done with the ops before), and
+  /// notes when each plane's last matmul can (one per issue interval, an
+  /// install between weight sets).
+  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest);
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over

@@ -339,13 +339,11 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
       for (int64_t t = 0; t * dim < D; ++t)
         if (work.tileUsed(g, t, 0))
           loads = std::min(loads, std::min(hi(g), (t + 1) * dim) - std::max(lo(g), t * dim));
-    const int64_t firstMm =
-        std::max({ctx.pathOf(*a.q) + spans->mm.get() - mmLatency,
-                  ctx.pathOfRows(*a.k, Sk) + ktPath + loads - 1 + spans->pathFromB(iwLatency, mmLatency) -
-                      mmLatency - spans->acc.get(),
-                  ctx.planesFree(spans->planes)});
+    const int64_t firstMm = ctx.startOnPlanes(
+        spans->planes, std::max(ctx.pathOf(*a.q) + spans->mm.get() - mmLatency,
+                                ctx.pathOfRows(*a.k, Sk) + ktPath + loads - 1 +
+                                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()));
     scoresPath = firstMm + mmLatency + spans->acc.get();
-    ctx.notePlaneWork(spans->planes, firstMm);
   }
   ctx.releaseScratch(*kt);
 
@@ -439,13 +437,11 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     int64_t loads = lanes;
     for (int64_t g = 0; g < groups; ++g)
       loads = std::min(loads, headsOf(g) * Sk);
-    const int64_t firstMm =
-        std::max({scoresPath + softmaxPath + spans->mm.get() - mmLatency,
-                  std::max(ctx.pathOf(*a.v) + loads - 1, ctx.pathOfRows(*a.v, Sk)) +
-                      spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get(),
-                  ctx.planesFree(spans->planes)});
+    const int64_t firstMm = ctx.startOnPlanes(
+        spans->planes, std::max(scoresPath + softmaxPath + spans->mm.get() - mmLatency,
+                                std::max(ctx.pathOf(*a.v) + loads - 1, ctx.pathOfRows(*a.v, Sk)) +
+                                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()));
     ctx.notePathEnd(*a.merged, firstMm + mmLatency + spans->acc.get());
-    ctx.notePlaneWork(spans->planes, firstMm);
     if (B == 1)
       ctx.notePace(*a.merged, chip.timingOf(Opcode::MatMul, DType::F16).issue, Sq);
   }

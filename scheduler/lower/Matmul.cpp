@@ -415,13 +415,11 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const int64_t tileRows = std::min<int64_t>(K, dim), shortest = K - (K - 1) / dim * dim;
   // The first mm at the earliest: A's row through the mm's tree, the
   // weights loaded and installed, the planes done with earlier ops.
-  const int64_t firstMm =
-      std::max({ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
-                std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
-                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get(),
-                ctx.planesFree(spans->planes)});
+  const int64_t firstMm = ctx.startOnPlanes(
+      spans->planes, std::max(ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
+                              std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
+                                  spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()));
   ctx.notePathEnd(result, firstMm + mmLatency + spans->acc.get());
-  ctx.notePlaneWork(spans->planes, firstMm);
   // One job's rows (per column tile) go through one plane's mm queue in
   // row order.
   if (batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows))

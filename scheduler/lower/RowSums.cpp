@@ -137,10 +137,9 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
     *path = mmSpan.get() + accSpan.get();
   // The critical path: the first mm no earlier than the planes are done
   // with the ops before (or the input's first row through its tree).
-  const int64_t firstMm = std::max(ctx.planesFree(work), std::max(how.inputPath, ctx.pathOf(*op.operand(0))) +
-                                                             mmSpan.get() - mxm.mmLatency());
+  const int64_t firstMm = ctx.startOnPlanes(
+      work, std::max(how.inputPath, ctx.pathOf(*op.operand(0))) + mmSpan.get() - mxm.mmLatency());
   ctx.notePathEnd(op, firstMm + mxm.mmLatency() + accSpan.get());
-  ctx.notePlaneWork(work, firstMm);
   return llvm::Error::success();
 }
 
