@@ -32,13 +32,16 @@ struct QueueId {
 /// Where one op's work went (lpuc --report-ops): the issue cycles of the
 /// first and last instruction placed for it, and the cycles the first and
 /// last rows of the result it wrote are ready in SRAM (its own, an
-/// epilogue's root's, an attention's merged heads'; -1: none).
+/// epilogue's root's, an attention's merged heads'; -1: none), with the
+/// earliest the critical path allows for those two rows: the gap between
+/// the two is what the schedule lost there against the lower bound.
 struct OpTiming {
   std::string op;   // the IR mnemonic
   std::string type; // the result type as the IR prints it
   ir::Location loc;
   int64_t firstCycle = 0, lastCycle = 0;
   int64_t firstRowReady = -1, lastRowReady = -1;
+  int64_t firstRowBound = -1, lastRowBound = -1;
 };
 
 struct Schedule {

@@ -73,12 +73,16 @@ void noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before, c
   t.loc = op.loc();
   if (ctx.hasView(&result)) {
     const TensorView &v = ctx.view(&result);
-    for (int64_t r = 0; r < v.rows; ++r)
-      for (int64_t k = 0; k < v.vecsPerRow; ++k) {
-        const int64_t ready = v.readyAt(r, k);
-        t.firstRowReady = t.firstRowReady < 0 ? ready : std::min(t.firstRowReady, ready);
-        t.lastRowReady = std::max(t.lastRowReady, ready);
-      }
+    // A row is ready once its every vector is.
+    for (int64_t r = 0; r < v.rows; ++r) {
+      int64_t ready = 0;
+      for (int64_t k = 0; k < v.vecsPerRow; ++k)
+        ready = std::max(ready, v.readyAt(r, k));
+      t.firstRowReady = t.firstRowReady < 0 ? ready : std::min(t.firstRowReady, ready);
+      t.lastRowReady = std::max(t.lastRowReady, ready);
+    }
+    t.firstRowBound = ctx.pathOf(result);
+    t.lastRowBound = ctx.pathOfRows(result, v.rows);
   }
   schedule.ops.push_back(std::move(t));
 }

@@ -224,6 +224,21 @@ bool aliasesOperand(const ir::Op &op, unsigned lanes) {
 
 namespace {
 
+/// When the inputs of `op`'s first row can be ready at the earliest: its
+/// operands' paths, but for a concat along a leading axis, whose rows
+/// each come from one operand, the earliest of them.
+int64_t firstRowPath(const ir::Op &op, const LoweringContext &ctx) {
+  const int64_t rank = int64_t(op.type().shape.size());
+  int64_t axis = op.intAttr("axis").value_or(0);
+  if (axis < 0)
+    axis += rank;
+  const bool byRows = op.kind() == ir::OpKind::Concat && axis + 1 < rank;
+  int64_t path = byRows ? std::numeric_limits<int64_t>::max() : 0;
+  for (const ir::Op *operand : op.operands())
+    path = byRows ? std::min(path, ctx.pathOf(*operand)) : std::max(path, ctx.pathOf(*operand));
+  return op.operands().empty() ? 0 : path;
+}
+
 /// Every vector of `op`'s result seen as `type` (op.type(), or for a
 /// broadcast the shape it is assembled up to) from the lanes of its
 /// operands' vectors; the result becomes `op`'s view.
@@ -330,7 +345,9 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
   TensorView &view = **out;
   const DType bits = bitsType(dtype);
   int64_t prev = 0;
-  bool first = true;
+  // Trees differ (a vector's pieces, aligned or moved): the path takes the
+  // shortest.
+  ShortestSpan span;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t v = 0; v < vpr; ++v) {
       const std::vector<Piece> &ps = pieces[size_t(r * vpr + v)];
@@ -384,10 +401,9 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
         ctx.read(*in, p.doneCycle);
       if (maps)
         ctx.read(*maps, p.doneCycle); // for the next op's copy check above
-      if (first)
-        ctx.notePath(op, p.span());
-      first = false;
+      span.note(p);
     }
+  ctx.notePathEnd(op, firstRowPath(op, ctx) + span.get());
   return llvm::Error::success();
 }
 

@@ -189,12 +189,13 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
     if (!ops)
       continue;
     os << "  ops, in the order they were scheduled (cycles of their instructions; rows: "
-          "when the first and the last is ready):\n";
+          "when the first and the last is ready, and the earliest the critical path allows):\n";
     for (const scheduler::OpTiming &t : s.ops) {
       os << "    " << t.op << " " << t.type << " at " << locationText(t.loc) << ": cycles "
          << t.firstCycle << ".." << t.lastCycle;
       if (t.firstRowReady >= 0)
-        os << ", rows " << t.firstRowReady << ".." << t.lastRowReady;
+        os << ", rows " << t.firstRowReady << ".." << t.lastRowReady << " (bound " << t.firstRowBound << ".."
+           << t.lastRowBound << ")";
       os << "\n";
     }
   }
@@ -237,6 +238,8 @@ void printScheduleReportJson(const CompiledProgram &compiled,
         if (t.firstRowReady >= 0) {
           o["first_row_ready"] = t.firstRowReady;
           o["last_row_ready"] = t.lastRowReady;
+          o["first_row_bound"] = t.firstRowBound;
+          o["last_row_bound"] = t.lastRowBound;
         }
         opTimings.push_back(std::move(o));
       }

@@ -3,7 +3,9 @@
 For every bucket of every entry of each .lpu file given, the lower bound
 (the largest of each unit's work over its throughput and the critical
 path) must be positive and at most the predicted cycles: a bound above
-them would be no bound. With --at-least ENTRY=CYCLES, that
+them would be no bound. So must each op's: the critical path's earliest
+cycles for its first and last result rows (--report-ops) at most when
+they are ready. With --at-least ENTRY=CYCLES, that
 entry's bounds must also reach CYCLES. Prints one line per file (and per
 --at-least), and exits 1 on the first bucket that breaks it.
 """
@@ -26,23 +28,33 @@ def main(args):
             paths.append(a)
     seen = set()
     for path in paths:
-        r = subprocess.run(["lpuc", path, "--report", "--json"], capture_output=True, text=True)
+        r = subprocess.run(["lpuc", path, "--report", "--report-ops", "--json"], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"lpuc {path} failed ({r.returncode}):\n{r.stderr}")
         buckets = json.loads(r.stdout)["buckets"]
-        critical = 0
+        critical = ops = 0
         for b in buckets:
             where = f"{os.path.basename(path)} {b['entry']} {b['bucket']}"
             if not 0 < b["lower_bound"] <= b["cycles"]:
                 sys.exit(f"{where}: lower bound {b['lower_bound']} ({b['lower_bound_reason']}) "
                          f"is not in (0, {b['cycles']}]")
+            for op in b["ops"]:
+                if "first_row_ready" not in op:
+                    continue
+                ops += 1
+                if not (0 <= op["first_row_bound"] <= op["first_row_ready"]
+                        and op["first_row_bound"] <= op["last_row_bound"] <= op["last_row_ready"]):
+                    sys.exit(f"{where}: {op['op']} {op['type']} at {op['loc']}: rows ready "
+                             f"{op['first_row_ready']}..{op['last_row_ready']}, bound "
+                             f"{op['first_row_bound']}..{op['last_row_bound']}")
             seen.add(b["entry"])
             if b["lower_bound"] < at_least.get(b["entry"], 0):
                 sys.exit(f"{where}: lower bound {b['lower_bound']} ({b['lower_bound_reason']}) "
                          f"is below {at_least[b['entry']]}")
             critical += b["lower_bound_reason"] == "critical path"
         print(f"{os.path.basename(path)}: {len(buckets)} buckets, every lower bound at most the "
-              f"predicted cycles, {critical} set by the critical path")
+              f"predicted cycles, {critical} set by the critical path; {ops} ops' rows no "
+              f"earlier than their bound")
     for entry, cycles in at_least.items():
         if entry not in seen:
             sys.exit(f"no entry {entry}")
