@@ -9,6 +9,8 @@
 //   +0.0, so x + 0.0 is not x)     -> x
 //   x * 1, x / 1                   -> x
 //   x * 0 (integers only; for floats NaN * 0 and inf * 0 are NaN) -> 0
+//   gather(t, iota) along axis k, the ids a rank-1 iota no longer than t's
+//   axis k                         -> slice of t's first entries along k
 // A rewritten op keeps its location; the ops it no longer reads are left
 // for dce.
 #include "ir/passes/PassUtil.h"
@@ -120,17 +122,45 @@ Op *simplifyArithmetic(Op &op) {
   }
 }
 
+/// gather(table, ids) whose ids are a rank-1 iota (0, 1, .., S - 1) with
+/// S at most the table's extent along the axis: every id is in range (the
+/// gather clamps nothing) and picks its own index, so the result is the
+/// table's first S entries along the axis, a slice. A position embedding
+/// (`positions(iota<S>())`) then reads its table in place instead of
+/// gathering it at run time. Null when `op` is no such gather.
+Op *simplifyGather(Function &fn, Op &op) {
+  if (op.kind() != OpKind::Gather || op.operands().size() != 2)
+    return nullptr;
+  Op *table = op.operand(0), *ids = op.operand(1);
+  if (ids->kind() != OpKind::Iota || ids->type().shape.size() != 1 || ids->intAttr("axis").value_or(0) != 0 ||
+      !tensor::isInteger(ids->type().dtype))
+    return nullptr;
+  const auto &dims = table->type().shape;
+  const int64_t axis = op.intAttr("axis").value_or(0);
+  if (axis < 0 || axis >= int64_t(dims.size()) || ids->type().shape[0] > dims[size_t(axis)] ||
+      op.type().dtype != table->type().dtype)
+    return nullptr;
+  std::vector<int64_t> start(dims.size(), 0), limit(dims.begin(), dims.end());
+  limit[size_t(axis)] = ids->type().shape[0];
+  Op *slice = fn.insertBefore(&op, OpKind::Slice, op.type(), {table}, op.loc());
+  slice->setAttr("start", start);
+  slice->setAttr("limit", limit);
+  return slice;
+}
+
 class Simplify : public Pass {
 public:
   llvm::StringRef name() const override { return "simplify"; }
 
   bool run(Function &fn) override {
-    return rewriteOps(fn, [](Op &op, bool &changed) -> Op * {
+    return rewriteOps(fn, [&fn](Op &op, bool &changed) -> Op * {
       bool rewrote = false;
       Op *replacement = simplifyLayoutChain(op, rewrote);
       changed |= rewrote;
       if (!replacement && !rewrote)
         replacement = simplifyArithmetic(op);
+      if (!replacement && !rewrote)
+        replacement = simplifyGather(fn, op);
       return replacement;
     });
   }
