@@ -506,15 +506,17 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   notePathEnd(op, start + latency);
 }
 
-int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest) {
+int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane) {
   const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
   const int64_t issue = chip_.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
   // When plane p is done with the ops before and installed again.
   auto freeAt = [&](size_t p) { return planes[p].pathLastMm < 0 ? 0 : planes[p].pathLastMm + 1 + iw; };
-  int64_t free = -1;
+  int64_t free = -1, latest = -1;
   for (size_t p = 0; p < work.size() && p < planes.size(); ++p)
-    if (work[p].mms > 0)
+    if (work[p].mms > 0) {
       free = free < 0 ? freeAt(p) : std::min(free, freeAt(p));
+      latest = std::max(latest, freeAt(p));
+    }
   const int64_t start = std::max(earliest, free);
   for (size_t p = 0; p < work.size() && p < planes.size(); ++p) {
     if (work[p].mms == 0)
@@ -525,7 +527,7 @@ int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64
                          (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue);
     planes[p].pathLastMm = std::max(planes[p].pathLastMm, last);
   }
-  return start;
+  return everyPlane ? std::max(earliest, latest) : start;
 }
 
 void encodeElement(ir::DType dtype, double value, uint8_t *out) {

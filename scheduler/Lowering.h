@@ -205,8 +205,10 @@ public:
   /// from its data: returns when that matmul can issue at the earliest
   /// (also after one of its planes is done with the ops before), and
   /// notes when each plane's last matmul can (one per issue interval, an
-  /// install between weight sets).
-  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest);
+  /// install between weight sets). `everyPlane`: each plane's work holds
+  /// part of the first row (a matmul's column tiles and K parts, each on
+  /// its plane): that row's last matmul waits for the latest of them.
+  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane = false);
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over

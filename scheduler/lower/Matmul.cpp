@@ -413,12 +413,18 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
   const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
   const int64_t tileRows = std::min<int64_t>(K, dim), shortest = K - (K - 1) / dim * dim;
-  // The first mm at the earliest: A's row through the mm's tree, the
-  // weights loaded and installed, the planes done with earlier ops.
+  // The first row's last mm at the earliest: A's row through the mm's
+  // tree, the weights loaded and installed, the planes done with earlier
+  // ops. With one batch of rows that fit the accumulators every job is a
+  // column tile (or K part) of all the rows, so the first row waits for
+  // every plane the matmul takes.
+  const bool everyPlane = batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows);
   const int64_t firstMm = ctx.startOnPlanes(
-      spans->planes, std::max(ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
-                              std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
-                                  spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()));
+      spans->planes,
+      std::max(ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
+               std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
+                   spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()),
+      everyPlane);
   ctx.notePathEnd(result, firstMm + mmLatency + spans->acc.get());
   // One job's rows (per column tile) go through one plane's mm queue in
   // row order.
