@@ -506,7 +506,8 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   notePathEnd(op, start + latency);
 }
 
-int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane) {
+int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane,
+                                       int64_t *lastMm) {
   const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
   const int64_t issue = chip_.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
   // When plane p is done with the ops before and installed again.
@@ -526,6 +527,8 @@ int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64
     const int64_t last = std::max(start, freeAt(p)) + (work[p].mms - 1) * issue +
                          (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue);
     planes[p].pathLastMm = std::max(planes[p].pathLastMm, last);
+    if (lastMm)
+      *lastMm = std::max(*lastMm, last);
   }
   return everyPlane ? std::max(earliest, latest) : start;
 }

@@ -208,7 +208,9 @@ public:
   /// install between weight sets). `everyPlane`: each plane's work holds
   /// part of the first row (a matmul's column tiles and K parts, each on
   /// its plane): that row's last matmul waits for the latest of them.
-  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane = false);
+  /// `lastMm`, when given, gets the latest of the op's last matmuls.
+  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane = false,
+                        int64_t *lastMm = nullptr);
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over

@@ -419,17 +419,25 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // column tile (or K part) of all the rows, so the first row waits for
   // every plane the matmul takes.
   const bool everyPlane = batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows);
-  const int64_t firstMm = ctx.startOnPlanes(
+  int64_t lastMm = -1;
+  int64_t firstMm = ctx.startOnPlanes(
       spans->planes,
       std::max(ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
                std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()),
-      everyPlane);
+      everyPlane, &lastMm);
+  // Each weight set on a plane multiplies every row, in row order, and the
+  // rows are finished in the plane's last pass: its first mm comes all the
+  // plane's earlier passes after the plane's first (BERT-base's FFN
+  // down-projection passes seven or eight K-tiles on each plane).
+  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  if (everyPlane)
+    firstMm = std::max(firstMm, lastMm - (mPerBatch - 1) * issue);
   ctx.notePathEnd(result, firstMm + mmLatency + spans->acc.get());
   // One job's rows (per column tile) go through one plane's mm queue in
   // row order.
-  if (batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows))
-    ctx.notePace(result, chip.timingOf(Opcode::MatMul, DType::F16).issue, mPerBatch);
+  if (everyPlane)
+    ctx.notePace(result, issue, mPerBatch);
   return llvm::Error::success();
 }
 
