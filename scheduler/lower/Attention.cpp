@@ -437,13 +437,24 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     int64_t loads = lanes;
     for (int64_t g = 0; g < groups; ++g)
       loads = std::min(loads, headsOf(g) * Sk);
-    const int64_t firstMm = ctx.startOnPlanes(
-        spans->planes, std::max(scoresPath + softmaxPath + spans->mm.get() - mmLatency,
-                                std::max(ctx.pathOf(*a.v) + loads - 1, ctx.pathOfRows(*a.v, Sk)) +
-                                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()));
+    // With one batch every plane's jobs are column tiles (or K parts) of
+    // every query's row, taken a group's K-tile per pass: the first row
+    // waits for the latest plane and is done in each plane's last pass,
+    // as a matmul's (lowerMatmul).
+    const bool everyPlane = B == 1 && Sq <= int64_t(chip.mxmAccRows);
+    const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+    int64_t lastMm = -1;
+    int64_t firstMm = ctx.startOnPlanes(
+        spans->planes,
+        std::max(scoresPath + softmaxPath + spans->mm.get() - mmLatency,
+                 std::max(ctx.pathOf(*a.v) + loads - 1, ctx.pathOfRows(*a.v, Sk)) +
+                     spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()),
+        everyPlane, &lastMm);
+    if (everyPlane)
+      firstMm = std::max(firstMm, lastMm - (Sq - 1) * issue);
     ctx.notePathEnd(*a.merged, firstMm + mmLatency + spans->acc.get());
-    if (B == 1)
-      ctx.notePace(*a.merged, chip.timingOf(Opcode::MatMul, DType::F16).issue, Sq);
+    if (everyPlane)
+      ctx.notePace(*a.merged, issue, Sq);
   }
   ctx.releaseScratch(*probs);
   return llvm::Error::success();
