@@ -15,7 +15,7 @@ namespace lpu::scheduler {
 // vectors per row + vec), which a reshape keeping whole vectors regroups:
 // the chunk is found from that flat vector index.
 uint32_t TensorView::address(int64_t row, int64_t vec) const {
-  int64_t flat = storageRow(row) * vecsPerRow + vec;
+  int64_t flat = storageRow(row) * storedVecs() + storedVec(vec);
   if (storage->chunkRows)
     flat %= storage->chunkRows * storage->vecsPerRow;
   return uint32_t(storage->block.addr + flat);
@@ -24,7 +24,7 @@ uint32_t TensorView::address(int64_t row, int64_t vec) const {
 int64_t TensorView::chunkOf(int64_t row) const {
   if (!storage->chunkRows)
     return 0;
-  return storageRow(row) * vecsPerRow / (storage->chunkRows * storage->vecsPerRow);
+  return storageRow(row) * storedVecs() / (storage->chunkRows * storage->vecsPerRow);
 }
 
 const std::vector<uint16_t> &TensorView::slices(int64_t row) const {
@@ -36,7 +36,7 @@ const std::vector<uint16_t> &TensorView::allSlices() const { return storage->blo
 bool TensorView::chunked() const { return storage->chunkSlices.size() > 1; }
 
 int64_t TensorView::chunkRows() const {
-  return storage->chunkRows ? storage->chunkRows * storage->vecsPerRow / vecsPerRow : 0;
+  return storage->chunkRows ? storage->chunkRows * storage->vecsPerRow / storedVecs() : 0;
 }
 
 int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
@@ -53,7 +53,7 @@ int64_t TensorView::readyAt(int64_t row, int64_t vec) const {
       ready = std::max(ready, storage->ready[size_t(v)]);
     return ready;
   }
-  return storage->ready[size_t(storageRow(row) * vecsPerRow + vec)];
+  return storage->ready[size_t(storageRow(row) * storedVecs() + storedVec(vec))];
 }
 
 bool TensorView::packed() const { return storage && storage->packed; }
@@ -293,7 +293,7 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
 }
 
 void LoweringContext::written(const TensorView &view, int64_t row, int64_t vec, int64_t cycle) {
-  view.storage->ready[size_t(view.storageRow(row) * view.vecsPerRow + vec)] = cycle + 1;
+  view.storage->ready[size_t(view.storageRow(row) * view.storedVecs() + view.storedVec(vec))] = cycle + 1;
 }
 
 void LoweringContext::read(const TensorView &view, int64_t cycle) {

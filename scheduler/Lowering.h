@@ -31,6 +31,14 @@ struct TensorView {
   ir::DType dtype = ir::DType::F32;
   int64_t rows = 1, cols = 1, vecsPerRow = 1;
   std::vector<int64_t> rowMap;
+  /// Every vector of a row is the row's one stored vector: a value whose
+  /// every lane holds its row's element, broadcast along the last axis
+  /// past one vector (lower/View.cpp).
+  bool repeatVector = false;
+  /// Vectors a row takes in storage.
+  int64_t storedVecs() const { return repeatVector ? 1 : vecsPerRow; }
+  /// The stored vector that holds vector `vec` of a row.
+  int64_t storedVec(int64_t vec) const { return repeatVector ? 0 : vec; }
   /// The stored order of the value's dimensions (stored dimension i is
   /// logical dimension perm[i], as in a TensorPlacement; empty: as
   /// declared); rows and cols are those of the stored order.
@@ -422,8 +430,9 @@ bool aliasesOperand(const ir::Op &op, unsigned lanes);
 /// (its last dimension is 1): last-axis reductions, splat constants, and
 /// elementwise work on such values.
 bool laneSplat(const ir::Op &op, unsigned lanes);
-/// A broadcast [.., 1] -> [.., D <= lanes] of a laneSplat value: its rows
-/// are the operand's stored vectors as they are, a view.
+/// A broadcast [.., 1] -> [.., D] of a laneSplat value: its rows are the
+/// operand's stored vectors as they are, a view (past one vector, each of
+/// a row's vectors is the one stored: TensorView::repeatVector).
 bool splatAcrossLanes(const ir::Op &op, unsigned lanes);
 /// The row of a broadcast's operand (shape `from`, its dimensions aligned
 /// to the end of `to`) that row `row` of the result (shape `to`) repeats:

@@ -44,8 +44,8 @@ bool splatAcrossLanes(const ir::Op &op, unsigned lanes) {
   if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1)
     return false;
   const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
-  return !to.empty() && !from.empty() && from.back() == 1 && to.back() <= int64_t(lanes) &&
-         laneSplat(*op.operand(0), lanes);
+  (void)lanes;
+  return !to.empty() && !from.empty() && from.back() == 1 && laneSplat(*op.operand(0), lanes);
 }
 
 int64_t broadcastSourceRow(const std::vector<int64_t> &to, const std::vector<int64_t> &from,
@@ -75,7 +75,9 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
   out.vecsPerRow = ctx.vecsPerRow(cols);
   unsigned lanes = ctx.chip().lanes;
   if (op.kind() == ir::OpKind::Reshape) {
-    if (cols == in.cols) {
+    if (in.repeatVector && cols != in.cols) {
+      return moveLanes(op, ctx); // the row's vectors are not in storage
+    } else if (cols == in.cols) {
       // Same rows, regrouped leading dimensions.
     } else if (in.rowMap.empty() && cols % lanes == 0 && in.cols % lanes == 0 &&
                (!in.chunked() || (in.storage->chunkRows * in.storage->vecsPerRow) % out.vecsPerRow == 0)) {
@@ -101,6 +103,9 @@ llvm::Error lowerView(const ir::Op &op, LoweringContext &ctx) {
     map[size_t(r)] = in.storageRow(source);
   }
   out.rowMap = std::move(map);
+  // A lane splat over more than a vector: each vector is the stored one.
+  if (out.vecsPerRow > in.storedVecs())
+    out.repeatVector = true;
   ctx.setView(&op, std::move(out));
   ctx.notePath(op, 0);
   if (sameRows) // lanes splat: row r is the source's row r
