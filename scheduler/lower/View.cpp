@@ -44,7 +44,6 @@ bool splatAcrossLanes(const ir::Op &op, unsigned lanes) {
   if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1)
     return false;
   const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
-  (void)lanes;
   return !to.empty() && !from.empty() && from.back() == 1 && laneSplat(*op.operand(0), lanes);
 }
 
