@@ -203,7 +203,10 @@ bool aliasesOperand(const ir::Op &op, unsigned lanes) {
   switch (op.kind()) {
   case ir::OpKind::Reshape: {
     int64_t a = to.empty() ? 1 : to.back(), b = from.empty() ? 1 : from.back();
-    return a == b || (a % lanes == 0 && b % lanes == 0);
+    // A lane splat's broadcast past one vector stores one vector a row
+    // (TensorView::repeatVector): regrouping its lanes copies it.
+    const bool repeated = b > int64_t(lanes) && splatAcrossLanes(*op.operand(0), lanes);
+    return a == b || (a % lanes == 0 && b % lanes == 0 && !repeated);
   }
   case ir::OpKind::Broadcast:
     return !to.empty() && !from.empty() && (to.back() == from.back() || splatAcrossLanes(op, lanes));
