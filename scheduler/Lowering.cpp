@@ -506,13 +506,12 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
   notePathEnd(op, start + latency);
 }
 
-int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane,
-                                       int64_t *lastMm) {
+int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, int64_t passRows) {
   const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
   const int64_t issue = chip_.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
   // When plane p is done with the ops before and installed again.
   auto freeAt = [&](size_t p) { return planes[p].pathLastMm < 0 ? 0 : planes[p].pathLastMm + 1 + iw; };
-  int64_t free = -1, latest = -1;
+  int64_t free = -1, latest = -1, lastMm = -1;
   for (size_t p = 0; p < work.size() && p < planes.size(); ++p)
     if (work[p].mms > 0) {
       free = free < 0 ? freeAt(p) : std::min(free, freeAt(p));
@@ -527,10 +526,13 @@ int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64
     const int64_t last = std::max(start, freeAt(p)) + (work[p].mms - 1) * issue +
                          (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue);
     planes[p].pathLastMm = std::max(planes[p].pathLastMm, last);
-    if (lastMm)
-      *lastMm = std::max(*lastMm, last);
+    lastMm = std::max(lastMm, last);
   }
-  return everyPlane ? std::max(earliest, latest) : start;
+  if (passRows <= 0)
+    return start;
+  // The first row's last pass on each plane: every pass before it there,
+  // then its first row.
+  return std::max({earliest, latest, lastMm - (passRows - 1) * issue});
 }
 
 void encodeElement(ir::DType dtype, double value, uint8_t *out) {

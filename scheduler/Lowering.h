@@ -213,12 +213,12 @@ public:
   /// from its data: returns when that matmul can issue at the earliest
   /// (also after one of its planes is done with the ops before), and
   /// notes when each plane's last matmul can (one per issue interval, an
-  /// install between weight sets). `everyPlane`: each plane's work holds
-  /// part of the first row (a matmul's column tiles and K parts, each on
-  /// its plane): that row's last matmul waits for the latest of them.
-  /// `lastMm`, when given, gets the latest of the op's last matmuls.
-  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, bool everyPlane = false,
-                        int64_t *lastMm = nullptr);
+  /// install between weight sets). `passRows` > 0: every plane's work is
+  /// passes of that many rows, each pass part of every row (a matmul's
+  /// column tiles and K parts), so the first row's last matmul waits for
+  /// the latest plane and comes in each plane's last pass: that is what is
+  /// returned then.
+  int64_t startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, int64_t passRows = 0);
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over

@@ -443,15 +443,12 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     // as a matmul's (lowerMatmul).
     const bool everyPlane = B == 1 && Sq <= int64_t(chip.mxmAccRows);
     const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
-    int64_t lastMm = -1;
-    int64_t firstMm = ctx.startOnPlanes(
+    const int64_t firstMm = ctx.startOnPlanes(
         spans->planes,
         std::max(scoresPath + softmaxPath + spans->mm.get() - mmLatency,
                  std::max(ctx.pathOf(*a.v) + loads - 1, ctx.pathOfRows(*a.v, Sk)) +
                      spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()),
-        everyPlane, &lastMm);
-    if (everyPlane)
-      firstMm = std::max(firstMm, lastMm - (Sq - 1) * issue);
+        everyPlane ? Sq : 0);
     ctx.notePathEnd(*a.merged, firstMm + mmLatency + spans->acc.get());
     if (everyPlane)
       ctx.notePace(*a.merged, issue, Sq);

@@ -416,23 +416,19 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // The first row's last mm at the earliest: A's row through the mm's
   // tree, the weights loaded and installed, the planes done with earlier
   // ops. With one batch of rows that fit the accumulators every job is a
-  // column tile (or K part) of all the rows, so the first row waits for
-  // every plane the matmul takes.
+  // column tile (or K part) of all the rows, and each weight set on a
+  // plane multiplies every row in row order: the first row waits for every
+  // plane the matmul takes and is done in each plane's last pass
+  // (BERT-base's FFN down-projection passes seven or eight K-tiles on each
+  // plane).
   const bool everyPlane = batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows);
-  int64_t lastMm = -1;
-  int64_t firstMm = ctx.startOnPlanes(
+  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  const int64_t firstMm = ctx.startOnPlanes(
       spans->planes,
       std::max(ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
                std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()),
-      everyPlane, &lastMm);
-  // Each weight set on a plane multiplies every row, in row order, and the
-  // rows are finished in the plane's last pass: its first mm comes all the
-  // plane's earlier passes after the plane's first (BERT-base's FFN
-  // down-projection passes seven or eight K-tiles on each plane).
-  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
-  if (everyPlane)
-    firstMm = std::max(firstMm, lastMm - (mPerBatch - 1) * issue);
+      everyPlane ? mPerBatch : 0);
   ctx.notePathEnd(result, firstMm + mmLatency + spans->acc.get());
   // One job's rows (per column tile) go through one plane's mm queue in
   // row order.
