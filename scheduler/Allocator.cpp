@@ -118,6 +118,7 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       unsigned next; // the cursor after it
     };
     auto lowestIn = [&](unsigned hemi) -> std::optional<Found> {
+      std::optional<Found> earliest;
       std::vector<uint16_t> all;
       for (unsigned k = hemi; k < 2 * groups; k += 2)
         for (uint16_t s : groupSlices(k))
@@ -140,15 +141,24 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
           if (++found == chunks)
             f.next = (k + 1) % (2 * groups);
         }
-        if (found == chunks)
-          return f;
+        if (found == chunks) {
+          if (f.writable <= wantedBy)
+            return f;
+          if (!earliest || f.writable < earliest->writable)
+            earliest = std::move(f);
+        }
       }
-      return std::nullopt;
+      return earliest;
+    };
+    // Writable by `wantedBy` or earliest, then the lowest address.
+    auto better = [&](const Found &a, const Found &b) {
+      return std::make_pair(std::max(a.writable, wantedBy), a.addr) <
+             std::make_pair(std::max(b.writable, wantedBy), b.addr);
     };
     std::optional<Found> best;
-    for (unsigned h = 0; h < 2 && !(best && !balance); ++h) {
+    for (unsigned h = 0; h < 2 && !(best && !balance && best->writable <= wantedBy); ++h) {
       std::optional<Found> f = lowestIn((cursor_ + h) % 2);
-      if (f && (!best || f->addr < best->addr))
+      if (f && (!best || better(*f, *best)))
         best = std::move(f);
     }
     if (best) {

@@ -61,6 +61,12 @@ public:
   /// Blocks go as high in a slice as they fit, not as low: constants made
   /// during the run then stay atop the room the run's tensors share.
   bool fromTop = false;
+  /// Space writable by this cycle is as good as any (the writer cannot
+  /// write sooner): the first place in the usual order that is writable by
+  /// then wins. When none is, a block of several chunks takes the place
+  /// writable earliest (lowest address among equals) rather than the
+  /// lowest, which may hold a tensor read until much later.
+  int64_t wantedBy = std::numeric_limits<int64_t>::max();
 
 private:
   /// Whether [a, a + vectors) is free in `slices` (blocks freed earlier may

@@ -22,6 +22,22 @@ std::vector<Dim> placementShape(const ir::Type &type) {
   return out;
 }
 
+/// When `op`'s operands' first vectors are all ready (an operand computed
+/// in `op`'s fusion group: its own operands'): `op` writes nothing sooner.
+int64_t firstOperandsReady(const ir::Op &op, const LoweringContext &ctx) {
+  int64_t at = 0;
+  for (const ir::Op *operand : op.operands()) {
+    if (!ctx.hasView(operand)) {
+      at = std::max(at, firstOperandsReady(*operand, ctx));
+      continue;
+    }
+    const TensorView &v = ctx.view(operand);
+    if (v.rows > 0 && v.vecsPerRow > 0)
+      at = std::max(at, v.readyAt(0, 0));
+  }
+  return at;
+}
+
 /// The bytes of one row of a splat constant (C elements of `type`).
 std::vector<uint8_t> splatBytes(const ir::Op &op, int64_t cols) {
   double value = 0;
@@ -353,6 +369,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       const std::map<QueueId, size_t> before = queueLengths(schedule);
       if (auto a = absorbedBy.find(&op); a != absorbedBy.end()) {
         if (&op == a->second->scores) {
+          sram.wantedBy = firstOperandsReady(op, ctx);
           if (auto e = lowerAttention(*a->second, ctx))
             return e;
           noteOpTiming(schedule, before, op, *a->second->merged, ctx);
@@ -366,6 +383,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         lower = loweringFor(op.kind());
       if (!lower)
         return unsupported(op);
+      sram.wantedBy = firstOperandsReady(op, ctx);
       if (auto e = lowerWithRelayouts(op, lower, layouts, ctx))
         return e;
       // A result written by an epilogue is its root's (asking again

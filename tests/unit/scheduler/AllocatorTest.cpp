@@ -70,6 +70,53 @@ TEST(SramAllocator, ReusesDeadSpaceAfterItsLastRead) {
   EXPECT_EQ(a.peakBytes(), peak);
 }
 
+TEST(SramAllocator, ChunkedBlocksTakeSpaceWritableInTime) {
+  auto c = chip();
+  SramAllocator a(c);
+  const unsigned groups = c.memSlices / 2 / 2; // 2-slice groups per hemisphere
+  // In every slice group of both hemispheres, from address 0: a block read
+  // until cycle 5000, one read until cycle 100 and a live one.
+  std::vector<SramBlock> late, early, live;
+  for (auto [list, vectors] : {std::pair{&late, 200u}, {&early, 200u}, {&live, 10u}})
+    for (int h = 0; h < 2; ++h) {
+      auto b = a.allocate(2, vectors, {"t", {}}, groups);
+      ASSERT_TRUE(bool(b));
+      list->push_back(*b);
+    }
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_EQ(early[h].addr, 200u);
+    EXPECT_EQ(live[h].addr, 400u);
+    a.release(late[h].id, 5000);
+    a.release(early[h].id, 100);
+  }
+  // Wanted from cycle 6000: the lowest space will do, as before.
+  a.wantedBy = 6000;
+  auto low = a.allocate(2, 200, {"t", {}}, 4);
+  ASSERT_TRUE(bool(low));
+  EXPECT_EQ(low->addr, 0u);
+  EXPECT_EQ(low->writableFrom, 5001);
+  // Wanted from cycle 200: not the lowest space, read until 5000 (in the
+  // other hemisphere, above the live blocks, never written).
+  a.wantedBy = 200;
+  auto soon = a.allocate(2, 200, {"t", {}}, 4);
+  ASSERT_TRUE(bool(soon));
+  EXPECT_EQ(soon->addr, 410u);
+  EXPECT_EQ(soon->writableFrom, 0);
+  EXPECT_NE(c.isEastSlice(soon->slices[0]), c.isEastSlice(low->slices[0]));
+  // In `low`'s hemisphere, from its end: the space read until cycle 100.
+  auto next = a.allocate(2, 200, {"t", {}}, 4);
+  ASSERT_TRUE(bool(next));
+  EXPECT_EQ(next->addr, 200u);
+  EXPECT_EQ(next->writableFrom, 101);
+  EXPECT_EQ(c.isEastSlice(next->slices[0]), c.isEastSlice(low->slices[0]));
+  // Wanted sooner than any dead space is writable: the earliest there is,
+  // never-written space.
+  a.wantedBy = 0;
+  auto fresh = a.allocate(2, 200, {"t", {}}, 4);
+  ASSERT_TRUE(bool(fresh));
+  EXPECT_EQ(fresh->writableFrom, 0);
+}
+
 TEST(SramAllocator, AcceptPassesOverRefusedGroupsAndReusedSpace) {
   auto c = chip();
   SramAllocator a(c);
