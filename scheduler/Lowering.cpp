@@ -487,9 +487,13 @@ void LoweringContext::notePaceVia(const ir::Op &op, const ir::Op &from, int64_t 
   if (!pace || rowsAndCols(op.type()).first != rowsAndCols(from.type()).first)
     return;
   pace->base += latency;
+  noteRowPace(op, *pace);
+}
+
+void LoweringContext::noteRowPace(const ir::Op &op, RowPace pace) {
   RowPace &have = rowPace[&op];
-  if (have.cap == 0 || pace->last() > have.last())
-    have = *pace;
+  if (have.cap == 0 || pace.last() > have.last())
+    have = pace;
 }
 
 int64_t LoweringContext::pathOfRows(const ir::Op &op, int64_t n) const {

@@ -202,6 +202,9 @@ public:
     int64_t last() const { return base + (cap - 1) * interval; }
   };
   std::map<const ir::Op *, RowPace> rowPace;
+  /// `op`'s rows come no faster than `pace` either (kept when its last row
+  /// is later than the pace noted so far).
+  void noteRowPace(const ir::Op &op, RowPace pace);
   /// `op`'s row pace: its own, or for an op computed inside its users'
   /// group, its operands' (the one whose last row comes latest).
   std::optional<RowPace> paceOf(const ir::Op &op) const;

@@ -163,7 +163,7 @@ void putU16(std::vector<uint8_t> &out, unsigned value) {
 
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, DType work, const LaneFinish *finish,
-                                       int64_t segment, int64_t *path) {
+                                       int64_t segment, int64_t *path, FoldRate *rate) {
   const unsigned lanes = ctx.chip().lanes;
   auto T = ctx.scratch(op, work, in.rows, lanes);
   if (!T)
@@ -422,6 +422,14 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // A row's steps follow one another: their trees' spans add up.
   if (path)
     *path = one.span.get() + middle.span.get() + two.span.get();
+  // The partials' reads: a bundle's leaves share one (leaves alone, after
+  // a bundled tree found no cycle, read more).
+  auto bundles = [](int64_t leaves) { return (leaves + kBundle - 1) / kBundle; };
+  bool oneGroup = true;
+  for (int64_t r = 1; r < T->rows && oneGroup; ++r)
+    oneGroup = T->slices(r) == T->slices(0);
+  if (rate && s && oneGroup)
+    *rate = FoldRate{one.span.get(), mid ? bundles(s / mid) + bundles(mid) : bundles(s), two.span.get()};
   return *T;
 }
 
@@ -581,17 +589,20 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
                        return value;
                      }};
       int64_t path = 0;
+      FoldRate rate;
       if (how == Combine::Sum && work == DType::F32 && exactInF16(src) && !in.packed()) {
         if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path))
           return e;
       } else {
-        auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path);
+        auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path, &rate);
         if (!T)
           return T.takeError();
         ctx.releaseScratch(*T);
       }
       ctx.notePath(op, path);
       ctx.notePaceVia(op, src, path); // row r folds row r
+      if (rate.reads > 0)
+        ctx.noteRowPace(op, {ctx.pathOf(src) + rate.first + rate.reads - 1 + rate.last, rate.reads, in.rows});
       if (epilogue) {
         ctx.notePathVia(*epilogue, op, 0);
         ctx.notePaceVia(*epilogue, op, 0);

@@ -32,10 +32,21 @@ struct LaneFinish {
 /// `segment` > 0: every vector of `in` (one per row) holds several rows of
 /// `segment` lanes, from lanes 0, segment, 2 segment, ...; each is reduced
 /// on its own and its result fills its lanes.
+/// For the critical path: how fast a fold of several steps can give its
+/// rows. Every step after the first reads each row's partial from one
+/// slice group, `reads` times a row (once per bundle), so the first n rows
+/// are all done no sooner than the input's first row plus `first` (the
+/// first step's shortest span: the earliest partial), n * reads - 1 cycles
+/// of that slice's read port, and `last` (the last step's shortest span,
+/// from its read to its result). reads == 0: no such bound (one step, or
+/// partials in several slice groups).
+struct FoldRate {
+  int64_t first = 0, reads = 0, last = 0;
+};
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, backend::DType work,
                                        const LaneFinish *finish = nullptr, int64_t segment = 0,
-                                       int64_t *path = nullptr);
+                                       int64_t *path = nullptr, FoldRate *rate = nullptr);
 
 /// How softmaxRows goes about its rows.
 using SoftmaxPrologue = std::function<int(Builder &, int)>;
