@@ -228,6 +228,22 @@ public:
   /// a hemisphere's slice groups but kMapSlices, so that each takes a thin
   /// layer of the room left on top of the stripes; small ones stay whole.
   bool striped = false;
+  /// Choices that are each sound but move where everything after them is
+  /// placed, so that neither is faster everywhere (docs/scheduler.md,
+  /// "Variants"): the driver schedules a bucket with each set it tries and
+  /// keeps the fastest.
+  struct Heuristics {
+    /// Epilogues read a producer's value through the reshapes after it
+    /// that keep its rows (epilogueInput).
+    bool epilogueThroughReshapes = true;
+    /// Attention's scores stay off the slices of the scale's constants,
+    /// which the softmax reads with every score vector.
+    bool scoresOffScale = true;
+  };
+  Heuristics heuristics;
+  /// Whether a heuristic decided anything (if not, the other sets give the
+  /// same schedule).
+  mutable bool heuristicsMattered = false;
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
     return striped && vectors >= 64 ? (chip_.memSlices / 2 - kMapSlices) / tensor::dtypeSize(dtype) : 1;
@@ -290,6 +306,11 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx);
 /// ops lowered early if needed); null when there is none. The driver skips
 /// an op that already has its view.
 const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx);
+/// What an epilogue of `producer` reads as the producer's value: the
+/// producer, or the last of single-use reshapes after it that keep its rows
+/// (a Linear's matmul between its `[B, S, D]` reshapes). Those get no view:
+/// the driver skips them.
+const ir::Op *epilogueInput(const ir::Op &producer, const LoweringContext &ctx);
 /// Adds `root`'s group for vector (row, vec) to `tree`, node `value` being
 /// `producer`'s vector; returns the result's node and adds the views it
 /// reads to `reads`.

@@ -4,6 +4,8 @@
 #include "scheduler/LayoutAssignment.h"
 #include "scheduler/Lowering.h"
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -139,13 +141,18 @@ enum class ParamStorage { Rows, Packed, Striped };
 
 /// One attempt with the parameters stored as `storage` says.
 /// `packedAny`: whether any parameter qualified for packing.
+/// `heuristics`: the set to schedule with; `mattered`: whether any of them
+/// decided anything.
 llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip,
-                                      ParamStorage storage, bool &packedAny) {
+                                      ParamStorage storage, bool &packedAny,
+                                      const LoweringContext::Heuristics &heuristics, bool &mattered) {
   const bool pack = storage != ParamStorage::Rows;
   Schedule schedule;
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
   LoweringContext ctx(chip, placer, sram);
+  ctx.heuristics = heuristics;
+  auto noteMattered = llvm::make_scope_exit([&] { mattered = ctx.heuristicsMattered; });
   ctx.striped = sram.balance = storage == ParamStorage::Striped;
   const LayoutAssignment layouts = assignLayouts(fn, chip);
   ctx.storedOrder = layouts.order;
@@ -378,6 +385,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       }
       if (!ctx.materialized(&op) || ctx.hasView(&op))
         break; // computed in its users' trees, or in its producer's (epilogue)
+      if (op.kind() == ir::OpKind::Reshape && !ctx.hasView(op.operand(0)))
+        break; // between a producer and its epilogue (epilogueInput)
       LoweringFn lower = storedOrderLowering(op, ctx);
       if (!lower)
         lower = loweringFor(op.kind());
@@ -483,9 +492,26 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   }
   for (size_t i = 0;; ++i) {
     // An attempt that packs nothing fails as rows did: no further one.
-    bool packedAny = false;
-    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny);
-    if (schedule || i + 1 == attempts.size() || (attempts[i] == ParamStorage::Packed && !packedAny))
+    bool packedAny = false, mattered = false;
+    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, {}, mattered);
+    if (schedule) {
+      // The other sets of heuristics, with the storage that fits: the
+      // fewest cycles win, the default on a tie (docs/scheduler.md,
+      // "Variants"). One that fails is passed over.
+      if (!options.tune || !mattered)
+        return schedule;
+      for (const LoweringContext::Heuristics &h : {LoweringContext::Heuristics{true, false},
+                                                   LoweringContext::Heuristics{false, false}}) {
+        bool packed = false, unused = false;
+        auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused);
+        if (!other)
+          llvm::consumeError(other.takeError());
+        else if (other->cycles < schedule->cycles)
+          schedule = std::move(other);
+      }
+      return schedule;
+    }
+    if (i + 1 == attempts.size() || (attempts[i] == ParamStorage::Packed && !packedAny))
       return schedule;
     llvm::Error err = schedule.takeError();
     if (!takeDoesNotFit(err))

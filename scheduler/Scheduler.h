@@ -31,6 +31,10 @@ enum class ParamPacking : uint8_t {
 
 struct ScheduleOptions {
   ParamPacking packing = ParamPacking::Auto;
+  /// Schedule a bucket again with the other sets of placement heuristics
+  /// (LoweringContext::Heuristics) when one decided anything, and keep the
+  /// fastest; false: the default set only.
+  bool tune = true;
 };
 
 /// Schedules `fn`. Errors are ScheduleError values (an op not supported

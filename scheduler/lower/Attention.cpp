@@ -21,6 +21,7 @@
 #include "scheduler/lower/Reduce.h"
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 namespace lpu::scheduler {
@@ -284,7 +285,25 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   // stored scaled, as the IR says.
   const bool rawScores = op.type().dtype == DType::F16 && (!a.scale || monotoneScale(a.scale, op));
   const DType scoreType = rawScores ? DType::F16 : a.softmax->operand(0)->type().dtype;
-  auto sc = ctx.scratch(op, scoreType, B * groups * Sq, lanes);
+  // The softmax reads the scale's constants with every score vector: off
+  // their slices.
+  std::vector<uint16_t> scaleSlices;
+  std::function<void(const ir::Op *)> constantsOf = [&](const ir::Op *at) {
+    for (const ir::Op *operand : at->operands()) {
+      if (operand == &op)
+        continue;
+      if (ctx.hasView(operand)) {
+        const std::vector<uint16_t> &sl = ctx.view(operand).allSlices();
+        scaleSlices.insert(scaleSlices.end(), sl.begin(), sl.end());
+      } else {
+        constantsOf(operand);
+      }
+    }
+  };
+  if (rawScores && a.scale && ctx.heuristics.scoresOffScale)
+    constantsOf(a.scale);
+  ctx.heuristicsMattered |= !scaleSlices.empty();
+  auto sc = ctx.scratch(op, scoreType, B * groups * Sq, lanes, scaleSlices);
   if (!sc)
     return sc.takeError();
   {

@@ -188,10 +188,29 @@ private:
 
 } // namespace
 
+const ir::Op *epilogueInput(const ir::Op &producer, const LoweringContext &ctx) {
+  const ir::Op *at = &producer;
+  if (!ctx.heuristics.epilogueThroughReshapes)
+    return at;
+  for (;;) {
+    auto it = ctx.users.find(at);
+    if (it == ctx.users.end() || it->second.size() != 1)
+      return at;
+    const ir::Op *user = it->second[0];
+    if (user->kind() != ir::OpKind::Reshape || ctx.returned.count(user) ||
+        ctx.storedOrder.count(user) || ctx.storedOrder.count(at) ||
+        LoweringContext::rowsAndCols(user->type()) != LoweringContext::rowsAndCols(at->type()))
+      return at;
+    ctx.heuristicsMattered = true;
+    at = user;
+  }
+}
+
 const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx) {
-  if (ctx.returned.count(&producer))
+  const ir::Op &input = *epilogueInput(producer, ctx);
+  if (ctx.returned.count(&producer) || ctx.returned.count(&input))
     return nullptr;
-  const ir::Op *user = &producer;
+  const ir::Op *user = &input;
   do {
     auto it = ctx.users.find(user);
     if (it == ctx.users.end() || it->second.size() != 1 || !ir::isElementwise(it->second[0]->kind()))
@@ -204,7 +223,7 @@ const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx) {
     return nullptr;
   }
   int uses = 0;
-  if (!trees.countUses(*user, producer, uses) || uses != 1)
+  if (!trees.countUses(*user, input, uses) || uses != 1)
     return nullptr;
   return user;
 }
@@ -212,7 +231,7 @@ const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx) {
 int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, int value, int64_t row,
                   int64_t vec, LoweringContext &ctx, std::vector<const TensorView *> &reads) {
   GroupTrees trees(root, ctx);
-  trees.substitute_ = &producer;
+  trees.substitute_ = epilogueInput(producer, ctx);
   trees.substituteNode_ = value;
   int out = trees.build(tree, root, row, vec);
   reads.insert(reads.end(), trees.read_.begin(), trees.read_.end());

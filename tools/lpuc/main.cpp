@@ -69,6 +69,10 @@ int main(int argc, char **argv) {
                  "striped (packed and cut across every slice of a hemisphere) or never")
       ->check(CLI::IsMember({"auto", "always", "striped", "never"}))
       ->capture_default_str();
+  bool noTune = false;
+  app.add_flag("--no-tune", noTune,
+               "schedule each bucket once, with the default placement heuristics, instead of "
+               "also with the other sets and keeping the fastest");
   std::vector<std::string> entries, bucketSpecs;
   app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
   app.add_option("--bucket", bucketSpecs,
@@ -144,6 +148,7 @@ int main(int argc, char **argv) {
                             : packParams == "striped" ? scheduler::ParamPacking::Striped
                             : packParams == "never"   ? scheduler::ParamPacking::Never
                                                       : scheduler::ParamPacking::Auto;
+  scheduleOptions.tune = !noTune;
   BucketSelection selection;
   selection.entries = entries;
   for (const std::string &spec : bucketSpecs)
