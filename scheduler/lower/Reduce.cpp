@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -61,7 +62,7 @@ namespace {
 /// step: every leaf is an SXM `distribute` of a vector with a constant lane
 /// map, and the leaves meet on the VXM in a chain of combines. Each step
 /// costs a trip from the data to the SXM, to the VXM and back (about 100
-/// cycles on groqchip1), so there are at most three:
+/// cycles on groqchip1), so there are at most four:
 ///  - one step (`spacing == 0`): leaf j broadcasts lane j (map: all j);
 ///  - two steps: leaf (v, j) of the first gives lane i < spacing element
 ///    i + j * spacing of vector v, so lane i of the partial holds the
@@ -71,7 +72,9 @@ namespace {
 ///    partial by multiples of `middle` (a divisor of the spacing), leaving
 ///    in lane i < middle the partial's lanes congruent to i; the last step
 ///    broadcasts those. Fewer leaves (and values on the streams) per row
-///    for a trip more: for many rows.
+///    for a trip more: for many rows;
+///  - four steps: two such middle steps, the second's spacing a divisor of
+///    the first's.
 /// Leaves of one vector go in bundles of kBundle, combined in a balanced
 /// tree, so their distributes issue in one cycle and share one read of the
 /// vector (their maps come from kBundle copies on different slices): a
@@ -81,10 +84,11 @@ constexpr int64_t kBundle = 4;
 
 struct FoldPlan {
   unsigned spacing = 0;
-  /// A middle step (0: none): leaf j rotates the partial by j * middle
-  /// (middle divides the spacing), so lane i < middle sums the partial's
-  /// lanes congruent to i; the last step then broadcasts `middle` lanes.
-  unsigned middle = 0;
+  /// Middle steps (none: two steps), each a spacing that divides the one
+  /// before (the first: `spacing`): leaf j rotates the partial by j * that
+  /// spacing, so lane i below it sums the partial's lanes congruent to i;
+  /// the last step then broadcasts the last spacing's lanes.
+  std::vector<unsigned> middles;
   int64_t leaves1 = 0, leaves2 = 0;
 };
 
@@ -137,7 +141,7 @@ FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t 
     int64_t c = cost(2, b1, bundles(s), l1 + s);
     if (c < bestCost) {
       bestCost = c;
-      best = FoldPlan{unsigned(s), 0, l1, s};
+      best = FoldPlan{unsigned(s), {}, l1, s};
     }
     // Three steps: a trip more, fewer leaves (rows of 128 f32: 8 + 4 + 4
     // instead of 12 + 11).
@@ -147,7 +151,18 @@ FoldPlan planFold(const ChipDescription &chip, int64_t rows, int64_t n, int64_t 
       int64_t c3 = cost(3, b1, bundles(m), l1 + s / m + m, bundles(s / m));
       if (c3 < bestCost) {
         bestCost = c3;
-        best = FoldPlan{unsigned(s), unsigned(m), l1, m};
+        best = FoldPlan{unsigned(s), {unsigned(m)}, l1, m};
+      }
+      // Four steps: two middles, another trip for fewer leaves (512 rows
+      // of 256 f32: 4 + 4 + 4 + 4, a bundle each, instead of 8 + 8 + 4).
+      for (int64_t m2 = 2; m2 < m; ++m2) {
+        if (m % m2)
+          continue;
+        int64_t c4 = cost(4, b1, bundles(m2), l1 + s / m + m / m2 + m2, bundles(s / m) + bundles(m / m2));
+        if (c4 < bestCost) {
+          bestCost = c4;
+          best = FoldPlan{unsigned(s), {unsigned(m), unsigned(m2)}, l1, m2};
+        }
       }
     }
   }
@@ -176,7 +191,10 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   auto base = [&](int64_t i) { return segment && i < segments * segment ? i / segment * segment : 0; };
   const FoldPlan plan =
       planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in), tensor::dtypeSize(work));
-  const unsigned s = plan.spacing, mid = plan.middle;
+  const unsigned s = plan.spacing;
+  const std::vector<unsigned> &mids = plan.middles;
+  // The lanes the last step broadcasts.
+  const unsigned lastSpacing = mids.empty() ? s : mids.back();
   // The lane maps, one vector each, as constants in the hemisphere of the
   // data they go with (a map and its data meet at that side's SXM in one
   // cycle; from the far hemisphere a map would take ~80 cycles longer):
@@ -240,7 +258,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     return maps1.takeError();
   std::vector<TensorView> maps2;
   if (s) {
-    auto m = mapsNear(*T, broadcastMaps(mid ? mid : s));
+    auto m = mapsNear(*T, broadcastMaps(lastSpacing));
     if (!m)
       return m.takeError();
     maps2 = std::move(*m);
@@ -360,15 +378,16 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // writing.
   auto secondLeaves = [&](int64_t r) {
     std::vector<Leaf> leaves;
-    for (unsigned j = 0; j < (mid ? mid : s); ++j)
+    for (unsigned j = 0; j < lastSpacing; ++j)
       leaves.push_back({&*T, r, 0, j});
     return leaves;
   };
   // A middle step, in place too: rotations of the partial (lanes 0..s-1
   // hold its sums, whole groups of `mid`).
-  auto middleLeaves = [&](int64_t r) {
+  auto middleLeaves = [&](size_t i, int64_t r) {
     std::vector<Leaf> leaves;
-    for (unsigned j = 0; j * mid < s; ++j)
+    const unsigned before = i == 0 ? s : mids[i - 1], mid = mids[i];
+    for (unsigned j = 0; j * mid < before; ++j)
       leaves.push_back({&*T, r, 0, 0, int64_t((lanes - j * mid % lanes) % lanes)});
     return leaves;
   };
@@ -386,11 +405,29 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // it and a last step only its own (the transformer's layer norms: 8,771
   // cycles at S=64 went to 8,516, BERT's 421,865 to 420,532).
   const int64_t lead = stepTrip(ctx.chip(), eastOf(ctx, in)) / 2;
-  StepState one, middle, two;
-  int64_t next = 0;    // the next row whose last step is to be placed
-  int64_t nextMid = 0; // the next row whose middle step is to be placed
-  auto lastSteps = [&]() -> llvm::Error {
-    for (; next < nextMid && T->readyAt(next, 0) + lead <= middle.prev; ++next)
+  StepState one, two;
+  std::vector<StepState> middle(mids.size());
+  int64_t next = 0; // the next row whose last step is to be placed
+  // The next row whose i-th middle step is to be placed.
+  std::vector<int64_t> nextMid(mids.size(), 0);
+  int64_t placed = 0; // rows whose first step is placed
+  // Middle steps from the i-th on, then last steps, for the rows the step
+  // before has gone past.
+  std::function<llvm::Error(size_t)> cascade = [&](size_t from) -> llvm::Error {
+    for (size_t i = from; i < mids.size(); ++i) {
+      const int64_t upTo = i == 0 ? placed : nextMid[i - 1];
+      const StepState &before = i == 0 ? one : middle[i - 1];
+      for (; nextMid[i] < upTo && T->readyAt(nextMid[i], 0) <= before.prev; ++nextMid[i])
+        if (auto e = placeRow(nextMid[i], middleLeaves(i, nextMid[i]), maps2, false, middle[i]))
+          return e;
+    }
+    if (mids.empty()) {
+      for (; s && next < placed && T->readyAt(next, 0) <= one.prev; ++next)
+        if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
+          return e;
+      return llvm::Error::success();
+    }
+    for (; next < nextMid.back() && T->readyAt(next, 0) + lead <= middle.back().prev; ++next)
       if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
         return e;
     return llvm::Error::success();
@@ -398,38 +435,37 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   for (int64_t r = 0; r < in.rows; ++r) {
     if (auto e = placeRow(r, firstLeaves(r), *maps1, !s, one))
       return e;
-    if (mid) {
-      for (; nextMid <= r && T->readyAt(nextMid, 0) <= one.prev; ++nextMid)
-        if (auto e = placeRow(nextMid, middleLeaves(nextMid), maps2, false, middle))
-          return e;
-      if (auto e = lastSteps())
+    placed = r + 1;
+    if (auto e = cascade(0))
+      return e;
+  }
+  for (size_t i = 0; i < mids.size(); ++i)
+    for (; nextMid[i] < in.rows; ++nextMid[i]) {
+      if (auto e = placeRow(nextMid[i], middleLeaves(i, nextMid[i]), maps2, false, middle[i]))
         return e;
-      continue;
+      if (auto e = cascade(i + 1))
+        return e;
     }
-    for (; s && next <= r && T->readyAt(next, 0) <= one.prev; ++next)
-      if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
-        return e;
-  }
-  for (; mid && nextMid < in.rows; ++nextMid) {
-    if (auto e = placeRow(nextMid, middleLeaves(nextMid), maps2, false, middle))
-      return e;
-    if (auto e = lastSteps())
-      return e;
-  }
   for (; s && next < in.rows; ++next)
     if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
       return e;
   // A row's steps follow one another: their trees' spans add up.
-  if (path)
-    *path = one.span.get() + middle.span.get() + two.span.get();
+  if (path) {
+    *path = one.span.get() + two.span.get();
+    for (const StepState &m : middle)
+      *path += m.span.get();
+  }
   // The partials' reads: a bundle's leaves share one (leaves alone, after
   // a bundled tree found no cycle, read more).
   auto bundles = [](int64_t leaves) { return (leaves + kBundle - 1) / kBundle; };
   bool oneGroup = true;
   for (int64_t r = 1; r < T->rows && oneGroup; ++r)
     oneGroup = T->slices(r) == T->slices(0);
+  int64_t reads = bundles(lastSpacing);
+  for (size_t i = 0; i < mids.size(); ++i)
+    reads += bundles((i == 0 ? s : mids[i - 1]) / mids[i]);
   if (rate && s && oneGroup)
-    *rate = FoldRate{one.span.get(), mid ? bundles(s / mid) + bundles(mid) : bundles(s), two.span.get()};
+    *rate = FoldRate{one.span.get(), reads, two.span.get()};
   return *T;
 }
 
