@@ -499,7 +499,7 @@ void LoweringContext::noteRowPace(const ir::Op &op, RowPace pace) {
 int64_t LoweringContext::pathOfRows(const ir::Op &op, int64_t n) const {
   int64_t end = pathOf(op);
   if (std::optional<RowPace> pace = paceOf(op); pace && n > 1)
-    end = std::max(end, pace->base + (std::min(n, pace->cap) - 1) * pace->interval);
+    end = std::max(end, pace->at(n));
   return end;
 }
 

@@ -9,6 +9,7 @@
 #include "ir/IR.h"
 #include "scheduler/Allocator.h"
 #include "scheduler/Placer.h"
+#include "scheduler/Scheduler.h"
 
 #include <llvm/Support/Error.h>
 
@@ -199,7 +200,11 @@ public:
   std::map<const ir::Op *, int64_t> pathEnd;
   struct RowPace {
     int64_t base = 0, interval = 0, cap = 0;
-    int64_t last() const { return base + (cap - 1) * interval; }
+    /// Rows n are `interval` apart per `perRows` of them: rows 0..n-1 no
+    /// earlier than base + floor((n - 1) / perRows) * interval.
+    int64_t perRows = 1;
+    int64_t at(int64_t n) const { return base + (std::min(n, cap) - 1) / perRows * interval; }
+    int64_t last() const { return at(cap); }
   };
   std::map<const ir::Op *, RowPace> rowPace;
   /// `op`'s rows come no faster than `pace` either (kept when its last row
@@ -228,18 +233,8 @@ public:
   /// a hemisphere's slice groups but kMapSlices, so that each takes a thin
   /// layer of the room left on top of the stripes; small ones stay whole.
   bool striped = false;
-  /// Choices that are each sound but move where everything after them is
-  /// placed, so that neither is faster everywhere (docs/scheduler.md,
-  /// "Variants"): the driver schedules a bucket with each set it tries and
-  /// keeps the fastest.
-  struct Heuristics {
-    /// Epilogues read a producer's value through the reshapes after it
-    /// that keep its rows (epilogueInput).
-    bool epilogueThroughReshapes = true;
-    /// Attention's scores stay off the slices of the scale's constants,
-    /// which the softmax reads with every score vector.
-    bool scoresOffScale = true;
-  };
+  /// The placement heuristics this schedule uses (Scheduler.h).
+  using Heuristics = PlacementHeuristics;
   Heuristics heuristics;
   /// Whether a heuristic decided anything (if not, the other sets give the
   /// same schedule).

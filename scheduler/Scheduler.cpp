@@ -493,15 +493,17 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   for (size_t i = 0;; ++i) {
     // An attempt that packs nothing fails as rows did: no further one.
     bool packedAny = false, mattered = false;
-    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, {}, mattered);
+    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny,
+                                 options.heuristics.value_or(PlacementHeuristics{}), mattered);
     if (schedule) {
       // The other sets of heuristics, with the storage that fits: the
       // fewest cycles win, the default on a tie (docs/scheduler.md,
       // "Variants"). One that fails is passed over.
-      if (!options.tune || !mattered)
+      if (!options.tune || options.heuristics || !mattered)
         return schedule;
-      for (const LoweringContext::Heuristics &h : {LoweringContext::Heuristics{true, false},
-                                                   LoweringContext::Heuristics{false, false}}) {
+      for (const LoweringContext::Heuristics &h : {LoweringContext::Heuristics{true, false, false},
+                                                   LoweringContext::Heuristics{false, false, false},
+                                                   LoweringContext::Heuristics{true, true, true}}) {
         bool packed = false, unused = false;
         auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused);
         if (!other)

@@ -10,6 +10,8 @@
 
 #include <llvm/Support/Error.h>
 
+#include <optional>
+
 namespace lpu::scheduler {
 
 /// Which parameters are stored in the packed layout (backend Layout::Packed:
@@ -29,12 +31,29 @@ enum class ParamPacking : uint8_t {
   Never,
 };
 
+/// Choices that are each sound but move where everything after them is
+/// placed, so that none is faster everywhere (docs/scheduler.md,
+/// "Variants"). The defaults are the first set scheduleFunction tries.
+struct PlacementHeuristics {
+  /// Epilogues read a producer's value through the reshapes after it that
+  /// keep its rows (a Linear's matmul between its [B, S, D] reshapes).
+  bool epilogueThroughReshapes = true;
+  /// Attention's scores stay off the slices of the scale's constants,
+  /// which the softmax reads with every score vector.
+  bool scoresOffScale = true;
+  /// A fold across lanes of many rows keeps odd rows' partials in a second
+  /// slice group, so each group's read port serves half the rows.
+  bool halvedPartials = false;
+};
+
 struct ScheduleOptions {
   ParamPacking packing = ParamPacking::Auto;
   /// Schedule a bucket again with the other sets of placement heuristics
   /// (LoweringContext::Heuristics) when one decided anything, and keep the
   /// fastest; false: the default set only.
   bool tune = true;
+  /// Schedule once with exactly these heuristics (no other set is tried).
+  std::optional<PlacementHeuristics> heuristics;
 };
 
 /// Schedules `fn`. Errors are ScheduleError values (an op not supported

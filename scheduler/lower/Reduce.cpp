@@ -81,6 +81,8 @@ namespace {
 /// row's step reads its data once per bundle, which is what bounds the
 /// throughput over many rows.
 constexpr int64_t kBundle = 4;
+/// The fewest rows whose fold may halve its partials.
+constexpr int64_t kHalvedRows = 64;
 
 struct FoldPlan {
   unsigned spacing = 0;
@@ -180,17 +182,40 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
                                        Combine how, DType work, const LaneFinish *finish,
                                        int64_t segment, int64_t *path, FoldRate *rate) {
   const unsigned lanes = ctx.chip().lanes;
-  auto T = ctx.scratch(op, work, in.rows, lanes);
+  const int64_t vpr = segment ? 1 : in.vecsPerRow, n = segment ? segment : in.cols;
+  const FoldPlan plan =
+      planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in), tensor::dtypeSize(work));
+  // Halved partials (LoweringContext::Heuristics): only a fold of many
+  // rows whose partials nobody reads after it.
+  const bool canHalve = finish && plan.spacing && in.rows >= kHalvedRows;
+  ctx.heuristicsMattered |= canHalve;
+  const bool halves = canHalve && ctx.heuristics.halvedPartials;
+  auto T = ctx.scratch(op, work, halves ? (in.rows + 1) / 2 : in.rows, lanes);
   if (!T)
     return T.takeError();
-  const int64_t vpr = segment ? 1 : in.vecsPerRow, n = segment ? segment : in.cols;
+  std::optional<TensorView> TB;
+  if (halves) {
+    std::vector<uint16_t> avoid = T->allSlices();
+    for (unsigned sl = 0; sl < ctx.chip().memSlices; ++sl)
+      if (ctx.chip().isEastSlice(sl) != eastOf(ctx, *T))
+        avoid.push_back(uint16_t(sl));
+    auto tb = ctx.scratch(op, work, in.rows / 2, lanes, avoid);
+    if (!tb)
+      return tb.takeError();
+    TB = *tb;
+  }
+  // Row r's partial: odd rows' in TB when halved.
+  auto part = [&](int64_t r) -> std::pair<const TensorView *, int64_t> {
+    if (!halves)
+      return {&*T, r};
+    return {r % 2 ? &*TB : &*T, r / 2};
+  };
+  auto partReady = [&](int64_t r) { return part(r).first->readyAt(part(r).second, 0); };
   // With segments, lane i belongs to the row from lane base(i) on; lanes
   // past the last whole segment fold with the first (their results are
   // never read).
   const int64_t segments = segment ? lanes / segment : 1;
   auto base = [&](int64_t i) { return segment && i < segments * segment ? i / segment * segment : 0; };
-  const FoldPlan plan =
-      planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in), tensor::dtypeSize(work));
   const unsigned s = plan.spacing;
   const std::vector<unsigned> &mids = plan.middles;
   // The lanes the last step broadcasts.
@@ -209,6 +234,8 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
                       const std::vector<uint8_t> &bytes) -> llvm::Expected<std::vector<TensorView>> {
     std::vector<uint16_t> avoid = in.allSlices();
     avoid.insert(avoid.end(), T->allSlices().begin(), T->allSlices().end());
+    if (TB)
+      avoid.insert(avoid.end(), TB->allSlices().begin(), TB->allSlices().end());
     const bool eastData = eastOf(ctx, data);
     for (unsigned sl = 0; sl < ctx.chip().memSlices; ++sl)
       if (ctx.chip().isEastSlice(sl) != eastData)
@@ -342,7 +369,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
                       bool last, StepState &st) -> llvm::Error {
     const bool finishing = last && finish;
     for (;;) {
-      Builder b(ctx, finishing ? *finish->dest : *T, r, 0);
+      Builder b(ctx, finishing ? *finish->dest : *part(r).first, finishing ? r : part(r).second, 0);
       int value = step(b, leaves, maps, st.bundleSize);
       if (finishing)
         value = finish->value(b, value);
@@ -379,7 +406,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   auto secondLeaves = [&](int64_t r) {
     std::vector<Leaf> leaves;
     for (unsigned j = 0; j < lastSpacing; ++j)
-      leaves.push_back({&*T, r, 0, j});
+      leaves.push_back({part(r).first, part(r).second, 0, j});
     return leaves;
   };
   // A middle step, in place too: rotations of the partial (lanes 0..s-1
@@ -388,7 +415,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     std::vector<Leaf> leaves;
     const unsigned before = i == 0 ? s : mids[i - 1], mid = mids[i];
     for (unsigned j = 0; j * mid < before; ++j)
-      leaves.push_back({&*T, r, 0, 0, int64_t((lanes - j * mid % lanes) % lanes)});
+      leaves.push_back({part(r).first, part(r).second, 0, 0, int64_t((lanes - j * mid % lanes) % lanes)});
     return leaves;
   };
   // The steps' trees are placed in about the order of the cycles they take:
@@ -417,17 +444,17 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
     for (size_t i = from; i < mids.size(); ++i) {
       const int64_t upTo = i == 0 ? placed : nextMid[i - 1];
       const StepState &before = i == 0 ? one : middle[i - 1];
-      for (; nextMid[i] < upTo && T->readyAt(nextMid[i], 0) <= before.prev; ++nextMid[i])
+      for (; nextMid[i] < upTo && partReady(nextMid[i]) <= before.prev; ++nextMid[i])
         if (auto e = placeRow(nextMid[i], middleLeaves(i, nextMid[i]), maps2, false, middle[i]))
           return e;
     }
     if (mids.empty()) {
-      for (; s && next < placed && T->readyAt(next, 0) <= one.prev; ++next)
+      for (; s && next < placed && partReady(next) <= one.prev; ++next)
         if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
           return e;
       return llvm::Error::success();
     }
-    for (; next < nextMid.back() && T->readyAt(next, 0) + lead <= middle.back().prev; ++next)
+    for (; next < nextMid.back() && partReady(next) + lead <= middle.back().prev; ++next)
       if (auto e = placeRow(next, secondLeaves(next), maps2, true, two))
         return e;
     return llvm::Error::success();
@@ -459,13 +486,16 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // a bundled tree found no cycle, read more).
   auto bundles = [](int64_t leaves) { return (leaves + kBundle - 1) / kBundle; };
   bool oneGroup = true;
-  for (int64_t r = 1; r < T->rows && oneGroup; ++r)
-    oneGroup = T->slices(r) == T->slices(0);
+  for (const TensorView *t : {&*T, TB ? &*TB : &*T})
+    for (int64_t r = 1; r < t->rows && oneGroup; ++r)
+      oneGroup = t->slices(r) == t->slices(0);
   int64_t reads = bundles(lastSpacing);
   for (size_t i = 0; i < mids.size(); ++i)
     reads += bundles((i == 0 ? s : mids[i - 1]) / mids[i]);
+  if (TB)
+    ctx.releaseScratch(*TB);
   if (rate && s && oneGroup)
-    *rate = FoldRate{one.span.get(), reads, two.span.get()};
+    *rate = FoldRate{one.span.get(), reads, two.span.get(), halves ? 2 : 1};
   return *T;
 }
 
@@ -638,7 +668,8 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       ctx.notePath(op, path);
       ctx.notePaceVia(op, src, path); // row r folds row r
       if (rate.reads > 0)
-        ctx.noteRowPace(op, {ctx.pathOf(src) + rate.first + rate.reads - 1 + rate.last, rate.reads, in.rows});
+        ctx.noteRowPace(op, {ctx.pathOf(src) + rate.first + rate.reads - 1 + rate.last, rate.reads, in.rows,
+                             rate.perRows});
       if (epilogue) {
         ctx.notePathVia(*epilogue, op, 0);
         ctx.notePaceVia(*epilogue, op, 0);

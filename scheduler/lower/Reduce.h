@@ -37,11 +37,15 @@ struct LaneFinish {
 /// slice group, `reads` times a row (once per bundle), so the first n rows
 /// are all done no sooner than the input's first row plus `first` (the
 /// first step's shortest span: the earliest partial), n * reads - 1 cycles
-/// of that slice's read port, and `last` (the last step's shortest span,
-/// from its read to its result). reads == 0: no such bound (one step, or
-/// partials in several slice groups).
+/// of that slice's read port (ceil(n / perRows) rows' reads), and `last`
+/// (the last step's shortest span, from its read to its result). reads ==
+/// 0: no such bound (one step, or partials in chunks of several slice
+/// groups).
 struct FoldRate {
   int64_t first = 0, reads = 0, last = 0;
+  /// Rows whose partials share a slice group's port: 2 when odd rows'
+  /// are in a group of their own (LoweringContext::Heuristics).
+  int64_t perRows = 1;
 };
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                                        Combine how, backend::DType work,

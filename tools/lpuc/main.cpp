@@ -70,9 +70,18 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"auto", "always", "striped", "never"}))
       ->capture_default_str();
   bool noTune = false;
-  app.add_flag("--no-tune", noTune,
-               "schedule each bucket once, with the default placement heuristics, instead of "
-               "also with the other sets and keeping the fastest");
+  CLI::Option *noTuneFlag =
+      app.add_flag("--no-tune", noTune,
+                   "schedule each bucket once, with the default placement heuristics, instead of "
+                   "also with the other sets and keeping the fastest");
+  std::vector<std::string> heuristics;
+  app.add_option("--heuristics", heuristics,
+                 "schedule each bucket once with exactly these placement heuristics, comma "
+                 "separated (none: 'none'): epilogues-through-reshapes, scores-off-scale, "
+                 "halved-partials")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "epilogues-through-reshapes", "scores-off-scale", "halved-partials"}))
+      ->excludes(noTuneFlag);
   std::vector<std::string> entries, bucketSpecs;
   app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
   app.add_option("--bucket", bucketSpecs,
@@ -149,6 +158,15 @@ int main(int argc, char **argv) {
                             : packParams == "never"   ? scheduler::ParamPacking::Never
                                                       : scheduler::ParamPacking::Auto;
   scheduleOptions.tune = !noTune;
+  if (!heuristics.empty()) {
+    scheduler::PlacementHeuristics h{false, false, false};
+    for (const std::string &name : heuristics) {
+      h.epilogueThroughReshapes |= name == "epilogues-through-reshapes";
+      h.scoresOffScale |= name == "scores-off-scale";
+      h.halvedPartials |= name == "halved-partials";
+    }
+    scheduleOptions.heuristics = h;
+  }
   BucketSelection selection;
   selection.entries = entries;
   for (const std::string &spec : bucketSpecs)
