@@ -234,11 +234,10 @@ public:
   /// layer of the room left on top of the stripes; small ones stay whole.
   bool striped = false;
   /// The placement heuristics this schedule uses (Scheduler.h).
-  using Heuristics = PlacementHeuristics;
-  Heuristics heuristics;
-  /// Whether a heuristic decided anything (if not, the other sets give the
-  /// same schedule).
-  mutable bool heuristicsMattered = false;
+  PlacementHeuristics heuristics;
+  /// Which heuristics decided anything, set or not (a set that differs
+  /// from this one only in others gives the same schedule).
+  mutable PlacementHeuristics heuristicsDecided{false, false, false};
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
     return striped && vectors >= 64 ? (chip_.memSlices / 2 - kMapSlices) / tensor::dtypeSize(dtype) : 1;

@@ -141,18 +141,19 @@ enum class ParamStorage { Rows, Packed, Striped };
 
 /// One attempt with the parameters stored as `storage` says.
 /// `packedAny`: whether any parameter qualified for packing.
-/// `heuristics`: the set to schedule with; `mattered`: whether any of them
-/// decided anything.
+/// `heuristics`: the set to schedule with; `decided`: which of them decided
+/// anything.
 llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip,
                                       ParamStorage storage, bool &packedAny,
-                                      const LoweringContext::Heuristics &heuristics, bool &mattered) {
+                                      const PlacementHeuristics &heuristics,
+                                      PlacementHeuristics &decided) {
   const bool pack = storage != ParamStorage::Rows;
   Schedule schedule;
   Placer placer(chip, schedule);
   SramAllocator sram(chip);
   LoweringContext ctx(chip, placer, sram);
   ctx.heuristics = heuristics;
-  auto noteMattered = llvm::make_scope_exit([&] { mattered = ctx.heuristicsMattered; });
+  auto noteDecided = llvm::make_scope_exit([&] { decided = ctx.heuristicsDecided; });
   ctx.striped = sram.balance = storage == ParamStorage::Striped;
   const LayoutAssignment layouts = assignLayouts(fn, chip);
   ctx.storedOrder = layouts.order;
@@ -492,19 +493,30 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
   }
   for (size_t i = 0;; ++i) {
     // An attempt that packs nothing fails as rows did: no further one.
-    bool packedAny = false, mattered = false;
-    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny,
-                                 options.heuristics.value_or(PlacementHeuristics{}), mattered);
+    bool packedAny = false;
+    const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
+    PlacementHeuristics decided;
+    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided);
     if (schedule) {
       // The other sets of heuristics, with the storage that fits: the
       // fewest cycles win, the default on a tie (docs/scheduler.md,
-      // "Variants"). One that fails is passed over.
-      if (!options.tune || options.heuristics || !mattered)
+      // "Variants"). A set that differs from the default only in choices
+      // that never came up is the same schedule; one that fails is passed
+      // over.
+      if (!options.tune || options.heuristics)
         return schedule;
-      for (const LoweringContext::Heuristics &h : {LoweringContext::Heuristics{true, false, false},
-                                                   LoweringContext::Heuristics{false, false, false},
-                                                   LoweringContext::Heuristics{true, true, true}}) {
-        bool packed = false, unused = false;
+      auto differs = [&](const PlacementHeuristics &h) {
+        return (decided.epilogueThroughReshapes && h.epilogueThroughReshapes != first.epilogueThroughReshapes) ||
+               (decided.scoresOffScale && h.scoresOffScale != first.scoresOffScale) ||
+               (decided.halvedPartials && h.halvedPartials != first.halvedPartials);
+      };
+      for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false},
+                                           PlacementHeuristics{false, false, false},
+                                           PlacementHeuristics{true, true, true}}) {
+        if (!differs(h))
+          continue;
+        bool packed = false;
+        PlacementHeuristics unused;
         auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused);
         if (!other)
           llvm::consumeError(other.takeError());

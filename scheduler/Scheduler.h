@@ -49,7 +49,7 @@ struct PlacementHeuristics {
 struct ScheduleOptions {
   ParamPacking packing = ParamPacking::Auto;
   /// Schedule a bucket again with the other sets of placement heuristics
-  /// (LoweringContext::Heuristics) when one decided anything, and keep the
+  /// (PlacementHeuristics) when one decided anything, and keep the
   /// fastest; false: the default set only.
   bool tune = true;
   /// Schedule once with exactly these heuristics (no other set is tried).

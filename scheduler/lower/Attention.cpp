@@ -302,7 +302,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   };
   if (rawScores && a.scale && ctx.heuristics.scoresOffScale)
     constantsOf(a.scale);
-  ctx.heuristicsMattered |= !scaleSlices.empty();
+  ctx.heuristicsDecided.scoresOffScale |= !scaleSlices.empty();
   auto sc = ctx.scratch(op, scoreType, B * groups * Sq, lanes, scaleSlices);
   if (!sc)
     return sc.takeError();

@@ -201,7 +201,7 @@ const ir::Op *epilogueInput(const ir::Op &producer, const LoweringContext &ctx) 
         ctx.storedOrder.count(user) || ctx.storedOrder.count(at) ||
         LoweringContext::rowsAndCols(user->type()) != LoweringContext::rowsAndCols(at->type()))
       return at;
-    ctx.heuristicsMattered = true;
+    ctx.heuristicsDecided.epilogueThroughReshapes = true;
     at = user;
   }
 }

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <optional>
 
@@ -185,10 +184,11 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   const int64_t vpr = segment ? 1 : in.vecsPerRow, n = segment ? segment : in.cols;
   const FoldPlan plan =
       planFold(ctx.chip(), in.rows, n, vpr, eastOf(ctx, in), tensor::dtypeSize(work));
-  // Halved partials (LoweringContext::Heuristics): only a fold of many
-  // rows whose partials nobody reads after it.
-  const bool canHalve = finish && plan.spacing && in.rows >= kHalvedRows;
-  ctx.heuristicsMattered |= canHalve;
+  // Halved partials (PlacementHeuristics): only for a fold of many rows
+  // whose partials nobody reads after it (its last step writes the
+  // result), and not striped (the partials are cut over slice groups then).
+  const bool canHalve = finish && plan.spacing && in.rows >= kHalvedRows && !ctx.striped;
+  ctx.heuristicsDecided.halvedPartials |= canHalve;
   const bool halves = canHalve && ctx.heuristics.halvedPartials;
   auto T = ctx.scratch(op, work, halves ? (in.rows + 1) / 2 : in.rows, lanes);
   if (!T)
@@ -409,8 +409,8 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
       leaves.push_back({part(r).first, part(r).second, 0, j});
     return leaves;
   };
-  // A middle step, in place too: rotations of the partial (lanes 0..s-1
-  // hold its sums, whole groups of `mid`).
+  // The i-th middle step, in place too: rotations of the partial (its
+  // lanes below the spacing before hold sums, whole groups of `mid`).
   auto middleLeaves = [&](size_t i, int64_t r) {
     std::vector<Leaf> leaves;
     const unsigned before = i == 0 ? s : mids[i - 1], mid = mids[i];
@@ -440,7 +440,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   int64_t placed = 0; // rows whose first step is placed
   // Middle steps from the i-th on, then last steps, for the rows the step
   // before has gone past.
-  std::function<llvm::Error(size_t)> cascade = [&](size_t from) -> llvm::Error {
+  auto cascade = [&](size_t from) -> llvm::Error {
     for (size_t i = from; i < mids.size(); ++i) {
       const int64_t upTo = i == 0 ? placed : nextMid[i - 1];
       const StepState &before = i == 0 ? one : middle[i - 1];

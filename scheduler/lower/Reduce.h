@@ -44,7 +44,7 @@ struct LaneFinish {
 struct FoldRate {
   int64_t first = 0, reads = 0, last = 0;
   /// Rows whose partials share a slice group's port: 2 when odd rows'
-  /// are in a group of their own (LoweringContext::Heuristics).
+  /// are in a group of their own (PlacementHeuristics).
   int64_t perRows = 1;
 };
 llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
