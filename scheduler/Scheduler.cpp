@@ -506,9 +506,11 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
       if (!options.tune || options.heuristics)
         return schedule;
       auto differs = [&](const PlacementHeuristics &h) {
-        return (decided.epilogueThroughReshapes && h.epilogueThroughReshapes != first.epilogueThroughReshapes) ||
-               (decided.scoresOffScale && h.scoresOffScale != first.scoresOffScale) ||
-               (decided.halvedPartials && h.halvedPartials != first.halvedPartials);
+        auto in = [](bool came, bool a, bool b) { return came && a != b; };
+        return in(decided.epilogueThroughReshapes, h.epilogueThroughReshapes,
+                  first.epilogueThroughReshapes) ||
+               in(decided.scoresOffScale, h.scoresOffScale, first.scoresOffScale) ||
+               in(decided.halvedPartials, h.halvedPartials, first.halvedPartials);
       };
       for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false},
                                            PlacementHeuristics{false, false, false},
