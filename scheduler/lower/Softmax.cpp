@@ -112,31 +112,65 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
     ctx.releaseScratch(*T);
     return *M;
   };
-  llvm::Expected<TensorView> firstM = maxOf(in, &maxPath);
+  // In place: each e vector is written after the max of its row, which
+  // read the input vector it replaces, so nothing reads the old value
+  // later.
+  const bool inPlace = how.inPlace && inType == DType::F32;
+  // With one vector a row, a row's e is the max's last step's work: that
+  // step writes exp(x - max) instead of the max, so e waits neither for a
+  // pass of its own nor for the cycles every row's fold left (attention's
+  // e came about 350 cycles after its row's max at S=128).
+  const bool expInFold = in.vecsPerRow == 1;
+  std::optional<TensorView> early;
+  if (expInFold && !inPlace) {
+    auto E = ctx.scratch(op, DType::F32, in.rows, in.cols);
+    if (!E)
+      return E.takeError();
+    early = *E;
+  }
+  // e of a block's rows in the max's last step: its scratch is what the
+  // block gives back.
+  auto expOfMax = [&](const TensorView &rows, const TensorView &erows,
+                      int64_t *foldPath) -> llvm::Expected<TensorView> {
+    LaneFinish toExp{&erows, [&](Builder &b, int value) {
+                       int m = prologue ? prologue(b, value) : value;
+                       int x = b.read(rows, b.row(), 0);
+                       if (prologue)
+                         x = prologue(b, x);
+                       else if (inType != DType::F32)
+                         x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
+                       return b.add(vxm(Opcode::Exp, DType::F32), {b.add(vxm(Opcode::Sub, DType::F32), {x, m})});
+                     }};
+    return acrossLanes(op, ctx, rows, Combine::Max, prologue ? inType : DType::F32, &toExp, segment, foldPath);
+  };
+  const TensorView &eAll = expInFold ? (inPlace ? in : *early) : in;
+  auto firstPass = [&](int64_t rows, int64_t *foldPath) {
+    return expInFold ? expOfMax(rowsOf(in, 0, rows), rowsOf(eAll, 0, rows), foldPath)
+                     : maxOf(rowsOf(in, 0, rows), foldPath);
+  };
+  llvm::Expected<TensorView> firstM = firstPass(in.rows, &maxPath);
   while (!firstM && blockRows > 1) {
     llvm::Error err = firstM.takeError();
     if (!takeDoesNotFit(err))
       return err;
     blockRows = (blockRows + 1) / 2;
-    firstM = maxOf(rowsOf(in, 0, blockRows), &maxPath);
+    firstM = firstPass(blockRows, &maxPath);
   }
   if (!firstM)
     return firstM.takeError();
-  // In place: each e vector is written after the max of its row, which
-  // read the input vector it replaces, so nothing reads the old value
-  // later.
-  const bool inPlace = how.inPlace && inType == DType::F32;
-  llvm::Expected<TensorView> E = inPlace ? llvm::Expected<TensorView>(in)
-                                         : ctx.scratch(op, DType::F32, in.rows, in.cols);
+  llvm::Expected<TensorView> E = inPlace || expInFold ? llvm::Expected<TensorView>(eAll)
+                                                      : ctx.scratch(op, DType::F32, in.rows, in.cols);
   if (!E)
     return E.takeError();
   int64_t prevE = 0, prevOut = 0;
   for (int64_t r0 = 0; r0 < in.rows; r0 += blockRows) {
     const int64_t n = std::min(blockRows, in.rows - r0);
-    auto M = r0 == 0 ? std::move(firstM) : maxOf(rowsOf(in, r0, n), nullptr);
+    auto M = r0 == 0            ? std::move(firstM)
+             : expInFold ? expOfMax(rowsOf(in, r0, n), rowsOf(*E, r0, n), nullptr)
+                         : maxOf(rowsOf(in, r0, n), nullptr);
     if (!M)
       return M.takeError();
-    for (int64_t r = r0; r < r0 + n; ++r)
+    for (int64_t r = r0; r < r0 + n && !expInFold; ++r)
       for (int64_t v = 0; v < in.vecsPerRow; ++v) {
         Builder b(ctx, *E, r, v);
         int x = b.read(in, r, v);
