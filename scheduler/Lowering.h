@@ -109,6 +109,11 @@ struct PlaneState {
   /// For the critical path: the last matmul's issue cycle at the earliest
   /// (-1: none yet).
   int64_t pathLastMm = -1;
+  /// What the installed weights are when a row sum installed ones
+  /// (sumRowsOnMxm's key for their lanes and segments), so that the next
+  /// sum over such rows multiplies by them without loading them again; 0:
+  /// other weights.
+  int64_t heldOnes = 0;
 };
 
 /// An op's work on one MXM plane: its matmuls and weight installs.
@@ -237,7 +242,7 @@ public:
   PlacementHeuristics heuristics;
   /// Which heuristics decided anything, set or not (a set that differs
   /// from this one only in others gives the same schedule).
-  mutable PlacementHeuristics heuristicsDecided{false, false, false};
+  mutable PlacementHeuristics heuristicsDecided{false, false, false, false};
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
     return striped && vectors >= 64 ? (chip_.memSlices / 2 - kMapSlices) / tensor::dtypeSize(dtype) : 1;

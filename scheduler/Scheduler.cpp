@@ -510,11 +510,13 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDesc
         return in(decided.epilogueThroughReshapes, h.epilogueThroughReshapes,
                   first.epilogueThroughReshapes) ||
                in(decided.scoresOffScale, h.scoresOffScale, first.scoresOffScale) ||
-               in(decided.halvedPartials, h.halvedPartials, first.halvedPartials);
+               in(decided.halvedPartials, h.halvedPartials, first.halvedPartials) ||
+               in(decided.squaresOnMxm, h.squaresOnMxm, first.squaresOnMxm);
       };
-      for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false},
-                                           PlacementHeuristics{false, false, false},
-                                           PlacementHeuristics{true, true, true}}) {
+      for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false, false},
+                                           PlacementHeuristics{false, false, false, false},
+                                           PlacementHeuristics{true, true, true, false},
+                                           PlacementHeuristics{true, false, false, true}}) {
         if (!differs(h))
           continue;
         bool packed = false;

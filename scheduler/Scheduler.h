@@ -44,6 +44,10 @@ struct PlacementHeuristics {
   /// A fold across lanes of many rows keeps odd rows' partials in a second
   /// slice group, so each group's read port serves half the rows.
   bool halvedPartials = false;
+  /// A float sum across lanes of many rows of squares (a layer norm's
+  /// variance) runs on the MXM, each term as two f16, instead of folding
+  /// on the SXM and VXM.
+  bool squaresOnMxm = false;
 };
 
 struct ScheduleOptions {

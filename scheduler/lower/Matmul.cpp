@@ -62,6 +62,7 @@ int64_t MxmPlanes::install(unsigned p, int64_t lastLw) {
   iw.op = Opcode::InstallWeights;
   iw.unit = uint16_t(p);
   st.lastIw = ctx_.placer().placeAlone(iw, mmQueue(p), std::max(lastLw, st.lastMm) + 1);
+  st.heldOnes = 0;
   return st.lastIw;
 }
 

@@ -508,6 +508,24 @@ using namespace reduce;
 
 namespace {
 
+/// Rows a sum of squares needs for the MXM: fewer fold sooner than a plane
+/// loads its ones (as for softmax's sums).
+constexpr int64_t kMxmSquareRows = 64;
+
+/// Whether a float sum across lanes sums the squares of one value (a layer
+/// norm's variance) over enough rows for the MXM, and the heuristics put
+/// it there (PlacementHeuristics::squaresOnMxm). Every term is >= 0, so
+/// splitting each into two f16 (at most 2^-22 of it off) leaves the sum
+/// at most about 2^-22 of itself off.
+bool sumOfSquares(Combine how, DType work, const ir::Op &src, const TensorView &in,
+                  const LoweringContext &ctx) {
+  if (how != Combine::Sum || work != DType::F32 || src.kind() != ir::OpKind::Mul ||
+      src.operand(0) != src.operand(1) || in.rows < kMxmSquareRows || in.packed())
+    return false;
+  ctx.heuristicsDecided.squaresOnMxm = true;
+  return ctx.heuristics.squaresOnMxm;
+}
+
 /// f32 bytes of `value` repeated over one vector.
 std::vector<uint8_t> splatF32(float value, unsigned lanes) {
   std::vector<uint8_t> out(size_t(lanes) * 4);
@@ -658,6 +676,9 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       FoldRate rate;
       if (how == Combine::Sum && work == DType::F32 && exactInF16(src) && !in.packed()) {
         if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path))
+          return e;
+      } else if (sumOfSquares(how, work, src, in, ctx)) {
+        if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path, MxmSum{0, true, 0, -1, true}))
           return e;
       } else {
         auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path, &rate);

@@ -78,9 +78,10 @@ int main(int argc, char **argv) {
   app.add_option("--heuristics", heuristics,
                  "schedule each bucket once with exactly these placement heuristics, comma "
                  "separated (none: 'none'): epilogues-through-reshapes, scores-off-scale, "
-                 "halved-partials")
+                 "halved-partials, squares-on-mxm")
       ->delimiter(',')
-      ->check(CLI::IsMember({"none", "epilogues-through-reshapes", "scores-off-scale", "halved-partials"}))
+      ->check(CLI::IsMember({"none", "epilogues-through-reshapes", "scores-off-scale", "halved-partials",
+                                     "squares-on-mxm"}))
       ->excludes(noTuneFlag);
   std::vector<std::string> entries, bucketSpecs;
   app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
@@ -159,11 +160,12 @@ int main(int argc, char **argv) {
                                                       : scheduler::ParamPacking::Auto;
   scheduleOptions.tune = !noTune;
   if (!heuristics.empty()) {
-    scheduler::PlacementHeuristics h{false, false, false};
+    scheduler::PlacementHeuristics h{false, false, false, false};
     for (const std::string &name : heuristics) {
       h.epilogueThroughReshapes |= name == "epilogues-through-reshapes";
       h.scoresOffScale |= name == "scores-off-scale";
       h.halvedPartials |= name == "halved-partials";
+      h.squaresOnMxm |= name == "squares-on-mxm";
     }
     scheduleOptions.heuristics = h;
   }
