@@ -302,11 +302,12 @@ void LoweringContext::read(const TensorView &view, int64_t cycle) {
 
 llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType dtype, int64_t rows,
                                                    int64_t cols, const std::vector<uint16_t> &avoid,
-                                                   int64_t align) {
+                                                   int64_t align, int64_t chunks) {
   std::string what = std::string(ir::mnemonic(op.kind())) + " intermediate";
   // Striped, into as many chunks as keep whole runs of `align` rows.
   const int64_t stripe =
-      std::min(stripeChunks(dtype, rows * vecsPerRow(cols)), std::max<int64_t>(1, rows / std::max<int64_t>(align, 1)));
+      std::min(std::max(chunks, stripeChunks(dtype, rows * vecsPerRow(cols))),
+               std::max<int64_t>(1, rows / std::max<int64_t>(align, 1)));
   auto shares = [&](const SramBlock &b) {
     for (uint16_t s : b.slices)
       if (std::find(avoid.begin(), avoid.end(), s) != avoid.end())

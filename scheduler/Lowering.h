@@ -259,8 +259,10 @@ public:
   /// `avoid`: slices it should not share (read in the same trees as it).
   /// `align`: chunk boundaries on multiples of that many rows (as
   /// allocateStorage), for a lowering that reads runs of rows together.
+  /// `chunks`: cut into at least that many chunks of `align` rows each.
   llvm::Expected<TensorView> scratch(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
-                                     const std::vector<uint16_t> &avoid = {}, int64_t align = 1);
+                                     const std::vector<uint16_t> &avoid = {}, int64_t align = 1,
+                                     int64_t chunks = 1);
   void releaseScratch(const TensorView &view);
   /// A constant [rows, cols] of `dtype` that `op`'s lowering needs (lane
   /// maps, masks, divisors, iota values), stored with the program (`data`:
