@@ -678,7 +678,8 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
         if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path))
           return e;
       } else if (sumOfSquares(how, work, src, in, ctx)) {
-        if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path, MxmSum{0, true, 0, -1, true}))
+        // On two planes: its mean's, which hold the ones already.
+        if (auto e = sumRowsOnMxm(op, ctx, in, fin, &path, MxmSum{0, true, 2}))
           return e;
       } else {
         auto T = acrossLanes(op, ctx, in, how, work, &fin, 0, &path, &rate);

@@ -101,10 +101,6 @@ struct MxmSum {
   /// earliest, where the caller knows better than `op`'s operand's path
   /// (-1: it does not).
   int64_t inputPath = -1;
-  /// Take as many planes as the input's rows need at the pace they were
-  /// written at (at least two, at most `planes`), not one per kMmsPerPlane
-  /// matmuls: the input is placed already.
-  bool paced = false;
 };
 llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorView &in,
                          const LaneFinish &finish, int64_t *path = nullptr, const MxmSum &how = {});

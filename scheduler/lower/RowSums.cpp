@@ -43,16 +43,8 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   const int64_t vpr = segment ? 1 : in.vecsPerRow;
   const int64_t mms = in.rows * vpr * (how.split ? 2 : 1);
   const unsigned most = how.planes ? std::min(how.planes, mxm.count()) : mxm.count();
-  unsigned planes = unsigned(std::min<int64_t>(
+  const unsigned planes = unsigned(std::min<int64_t>(
       most, std::max<int64_t>(kMinSumPlanes, (mms + kMmsPerPlane - 1) / kMmsPerPlane)));
-  // Paced: as many planes as take the rows as fast as they come (an f16 mm
-  // keeps its plane `issue` cycles), so that the planes left keep the next
-  // matmul's weights, or the producer's own matmuls, going.
-  if (how.paced && in.rows > 1) {
-    const int64_t span = std::max<int64_t>(1, in.readyAt(in.rows - 1, 0) - in.readyAt(0, 0));
-    const int64_t busy = mms * int64_t(ctx.chip().timingOf(Opcode::MatMul, DType::F16).issue);
-    planes = unsigned(std::clamp<int64_t>((busy + span - 1) / span, kMinSumPlanes, most));
-  }
   // Weight rows: ones for every lane a row's vector may hold. Lanes past
   // the row's end are zeroed on the way in (they may hold NaN, and
   // NaN * 0 is NaN), so one set of ones serves every vector of a row.
@@ -64,21 +56,19 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   for (int64_t g = 0; g < segments; ++g)
     for (int64_t l = segment ? g * segment : 0; l < (segment ? (g + 1) * segment : lanes); ++l)
       encodeElement(DType::F16, 1.0, ones.data() + 2 * (g * lanes + l));
-  // Planes in the order they can take the first row: one that holds these
-  // ones from the sum before (a layer norm's variance after its mean)
-  // loads nothing, but its queue holds that sum's matmuls first.
+  // Planes that hold these ones from the sum before (a layer norm's
+  // variance after its mean) come first: they load nothing, and the other
+  // planes' weight buffers stay free for the next matmul's weights, which
+  // load from one slice group, a row a cycle for every plane together
+  // (ones loaded there for the variance held the feed-forward block's
+  // loads back: examples/transformer.lpu at S=64 took 8,116 cycles so,
+  // 7,768 with the mean's planes).
   const int64_t key = 1 + valid * int64_t(lanes + 1) + segment;
-  const int64_t firstRow = in.readyAt(0, 0);
-  auto freeAt = [&](unsigned p) {
-    const PlaneState &st = mxm.state(p);
-    if (st.heldOnes == key)
-      return std::max(firstRow, st.lastMm + 1);
-    return std::max(firstRow, std::max(st.lastIw + 1 + int64_t(rowsK), st.lastMm + 1) + mxm.iwLatency());
-  };
   std::vector<unsigned> order;
-  for (unsigned k = 0; k < mxm.count(); ++k)
-    order.push_back(mxm.plane(k));
-  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) { return freeAt(a) < freeAt(b); });
+  for (int held = 1; held >= 0; --held)
+    for (unsigned k = 0; k < mxm.count(); ++k)
+      if ((mxm.state(mxm.plane(k)).heldOnes == key) == bool(held))
+        order.push_back(mxm.plane(k));
   std::vector<unsigned> used;
   std::vector<PlaneWork> work(mxm.count());
   std::vector<uint16_t> avoid = in.allSlices();
