@@ -514,8 +514,14 @@ void LoweringContext::notePath(const ir::Op &op, int64_t latency) {
 int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64_t earliest, int64_t passRows) {
   const int64_t iw = chip_.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
   const int64_t issue = chip_.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
-  // When plane p is done with the ops before and installed again.
-  auto freeAt = [&](size_t p) { return planes[p].pathLastMm < 0 ? 0 : planes[p].pathLastMm + 1 + iw; };
+  // When plane p is done with the ops before and installed again (or, with
+  // no install, its queue has issued their last mm: a row sum on the ones
+  // a sum before it left, PlaneState::heldOnes).
+  auto freeAt = [&](size_t p) {
+    if (planes[p].pathLastMm < 0)
+      return int64_t(0);
+    return planes[p].pathLastMm + (work[p].installs > 0 ? 1 + iw : issue);
+  };
   int64_t free = -1, latest = -1, lastMm = -1;
   for (size_t p = 0; p < work.size() && p < planes.size(); ++p)
     if (work[p].mms > 0) {
@@ -529,7 +535,7 @@ int64_t LoweringContext::startOnPlanes(const std::vector<PlaneWork> &work, int64
     // Queue order: an mm every issue interval, and between weight sets
     // the last mm, the install after it and its latency.
     const int64_t last = std::max(start, freeAt(p)) + (work[p].mms - 1) * issue +
-                         (work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue);
+                         std::max<int64_t>(0, work[p].installs - 1) * std::max<int64_t>(0, 1 + iw - issue);
     planes[p].pathLastMm = std::max(planes[p].pathLastMm, last);
     lastMm = std::max(lastMm, last);
   }

@@ -65,10 +65,9 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   // 7,768 with the mean's planes).
   const int64_t key = 1 + valid * int64_t(lanes + 1) + segment;
   std::vector<unsigned> order;
-  for (int held = 1; held >= 0; --held)
-    for (unsigned k = 0; k < mxm.count(); ++k)
-      if ((mxm.state(mxm.plane(k)).heldOnes == key) == bool(held))
-        order.push_back(mxm.plane(k));
+  for (unsigned k = 0; k < mxm.count(); ++k)
+    order.push_back(mxm.plane(k));
+  std::stable_partition(order.begin(), order.end(), [&](unsigned p) { return mxm.state(p).heldOnes == key; });
   std::vector<unsigned> used;
   std::vector<PlaneWork> work(mxm.count());
   std::vector<uint16_t> avoid = in.allSlices();

@@ -6,7 +6,8 @@ path) must be positive and at most the predicted cycles: a bound above
 them would be no bound. So must each op's: the critical path's earliest
 cycles for its first and last result rows (--report-ops) at most when
 they are ready. With --at-least ENTRY=CYCLES, that
-entry's bounds must also reach CYCLES. Prints one line per file (and per
+entry's bounds must also reach CYCLES; --lpuc-flag F passes F to lpuc
+(repeatable). Prints one line per file (and per
 --at-least), and exits 1 on the first bucket that breaks it.
 """
 import json
@@ -18,17 +19,20 @@ import sys
 def main(args):
     # --at-least ENTRY=CYCLES: that entry's every bound is at least CYCLES
     # (a figure worked out by hand from the chip file's latencies).
-    at_least, paths = {}, []
+    at_least, paths, flags = {}, [], []
     while args:
         a = args.pop(0)
         if a == "--at-least":
             entry, cycles = args.pop(0).split("=")
             at_least[entry] = int(cycles)
+        elif a == "--lpuc-flag":
+            flags.append(args.pop(0))
         else:
             paths.append(a)
     seen = set()
     for path in paths:
-        r = subprocess.run(["lpuc", path, "--report", "--report-ops", "--json"], capture_output=True, text=True)
+        r = subprocess.run(["lpuc", path, "--report", "--report-ops", "--json", *flags], capture_output=True,
+                           text=True)
         if r.returncode != 0:
             sys.exit(f"lpuc {path} failed ({r.returncode}):\n{r.stderr}")
         buckets = json.loads(r.stdout)["buckets"]
