@@ -32,6 +32,10 @@ using namespace backend;
 
 namespace {
 
+/// Copies of a chunked table's chunk indices per byte-plane parity
+/// (lowerPackedGather).
+constexpr size_t kIndexCopies = 4;
+
 /// Constant maps for the SXM: row k spreads lane k to every lane.
 llvm::Expected<TensorView> spreadMaps(const ir::Op &op, LoweringContext &ctx, const TensorView &ids) {
   const int64_t lanes = ctx.chip().lanes;
@@ -342,14 +346,28 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   const TensorView &pmaps = scratch[copies];
   auto gmaps = [&](size_t b) -> const TensorView & { return scratch[b % copies]; };
   auto chunkOf = [&](size_t b) -> const TensorView & { return scratch[copies + 1 + b % copies]; };
+  // The chunk indices: every tree of chunk j reads row j, and the chunks'
+  // trees overlap (each gathers from slices of its own), so one copy per
+  // parity paced the op at its slice's read port (BERT-base's word
+  // embedding, 22 chunks striped: 8,064 reads a copy). Up to
+  // kIndexCopies per parity, chunk j's in copy j mod their count; a copy
+  // that could only share a slice with another read of the op is dropped,
+  // since a tree reading both in one cycle could not be placed.
   std::vector<TensorView> chunkIndex;
-  for (size_t c = 0; chunked && c < copies; ++c) {
+  for (size_t c = 0; chunked && c < copies * kIndexCopies; ++c) {
     auto v = ctx.constant(op, DType::I8, chunks, lanes, chunkIndices(chunks, lanes), apart);
     if (!v)
       return v.takeError();
+    const bool shares = std::any_of(v->allSlices().begin(), v->allSlices().end(), [&](uint16_t s) {
+      return std::find(apart.begin(), apart.end(), s) != apart.end();
+    });
+    if (c >= copies && shares)
+      break;
     apart.insert(apart.end(), v->allSlices().begin(), v->allSlices().end());
     chunkIndex.push_back(std::move(*v));
   }
+  // Copies per parity (whole sets only).
+  const size_t indexSets = std::max<size_t>(1, chunkIndex.size() / copies);
 
   // The critical path: the first id's longest first-pass tree, then its
   // first vector's tree of every chunk in turn.
@@ -444,7 +462,8 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
           if (j > 0) {
             const TensorView &which = chunkOf(b);
             int q = tree.read({which.slices(n)[0]}, which.address(n, 0));
-            int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, read(tree, chunkIndex[b % copies], j)});
+            const size_t index = size_t(j) % indexSets * copies + b % copies;
+            int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, read(tree, chunkIndex[index], j)});
             int kept = tree.read({outSlice}, view.address(r, v));
             value = vxm(tree, Opcode::Select, DType::I8, {cond, value, kept});
           }
