@@ -18,13 +18,17 @@ using namespace backend;
 namespace {
 /// Planes a reduction's rows are dealt to: at least two (rows come from a
 /// matmul at one per 4 cycles of its plane, and take an mm per vector
-/// each), one more per kMmsPerPlane mm's of work past that (256 cycles of
-/// a plane at the f16 rate). With 128, attention's 256 softmax rows at
-/// S=128 summed one f16 each went on two planes, as slowly as two f16 each
-/// on four: examples/transformer.lpu took 14,005 cycles there, 12,725
-/// with 64.
+/// each), one more per kMmsPerPlane mm's of work past that (512 cycles of
+/// a plane at the f16 rate). With 64, BERT-base's layer norms' means (128
+/// rows of three vectors: 384 mm's) took all four planes, and the model
+/// 298,958 cycles; on three, 294,363. softmax.test's cast64 (256 rows of
+/// one mm) goes on two instead of four, 1,391 -> 1,555 cycles. Attention's
+/// sums take the planes its context leaves (SoftmaxHow::sumPlanes): the
+/// transformer did not move. (Before that, 64 had won there: its 256
+/// softmax rows at S=128 went as slowly on two planes as twice the work
+/// on four.)
 constexpr unsigned kMinSumPlanes = 2;
-constexpr int64_t kMmsPerPlane = 64;
+constexpr int64_t kMmsPerPlane = 128;
 } // namespace
 
 bool exactInF16(const ir::Op &src) {
