@@ -128,18 +128,22 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
       return E.takeError();
     early = *E;
   }
+  // exp(x - m) for a stored vector `stored` of the input and its row's f32
+  // max `m`.
+  auto expOf = [&](Builder &b, int stored, int m) {
+    int x = stored;
+    if (prologue)
+      x = prologue(b, x);
+    else if (inType != DType::F32)
+      x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
+    return b.add(vxm(Opcode::Exp, DType::F32), {b.add(vxm(Opcode::Sub, DType::F32), {x, m})});
+  };
   // e of a block's rows in the max's last step: its scratch is what the
   // block gives back.
   auto expOfMax = [&](const TensorView &rows, const TensorView &erows,
                       int64_t *foldPath) -> llvm::Expected<TensorView> {
     LaneFinish toExp{&erows, [&](Builder &b, int value) {
-                       int m = prologue ? prologue(b, value) : value;
-                       int x = b.read(rows, b.row(), 0);
-                       if (prologue)
-                         x = prologue(b, x);
-                       else if (inType != DType::F32)
-                         x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
-                       return b.add(vxm(Opcode::Exp, DType::F32), {b.add(vxm(Opcode::Sub, DType::F32), {x, m})});
+                       return expOf(b, b.read(rows, b.row(), 0), prologue ? prologue(b, value) : value);
                      }};
     return acrossLanes(op, ctx, rows, Combine::Max, prologue ? inType : DType::F32, &toExp, segment, foldPath);
   };
@@ -170,21 +174,17 @@ llvm::Error reduce::softmaxRows(const ir::Op &op, LoweringContext &ctx, const Te
                          : maxOf(rowsOf(in, r0, n), nullptr);
     if (!M)
       return M.takeError();
-    for (int64_t r = r0; r < r0 + n && !expInFold; ++r)
-      for (int64_t v = 0; v < in.vecsPerRow; ++v) {
-        Builder b(ctx, *E, r, v);
-        int x = b.read(in, r, v);
-        if (prologue)
-          x = prologue(b, x);
-        else if (inType != DType::F32)
-          x = b.add(vxm(Opcode::Cvt, inType, DType::F32), {x});
-        int d = b.add(vxm(Opcode::Sub, DType::F32), {x, b.readBeside(*M, r - r0, 0, in)});
-        auto p = b.finish(b.add(vxm(Opcode::Exp, DType::F32), {d}), prevE);
-        if (!p)
-          return cannotPlace(op, ctx);
-        prevE = p->firstCycle;
-        expSpan.note(*p);
-      }
+    if (!expInFold)
+      for (int64_t r = r0; r < r0 + n; ++r)
+        for (int64_t v = 0; v < in.vecsPerRow; ++v) {
+          Builder b(ctx, *E, r, v);
+          int x = b.read(in, r, v);
+          auto p = b.finish(expOf(b, x, b.readBeside(*M, r - r0, 0, in)), prevE);
+          if (!p)
+            return cannotPlace(op, ctx);
+          prevE = p->firstCycle;
+          expSpan.note(*p);
+        }
     ctx.releaseScratch(*M);
     int64_t blockSum = 0;
     // e's first row: the input's, through the max's fold and the exp.

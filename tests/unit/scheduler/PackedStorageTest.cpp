@@ -2,7 +2,7 @@
 // packed set): a chunk's rows follow each other with no padding, every
 // chunk starts on a vector, and TensorView::segment / readyAt find a
 // row's vectors in it.
-#include "scheduler/Lowering.h"
+#include "LoweringFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +13,7 @@ using namespace lpu::scheduler;
 
 namespace {
 
-struct Fixture {
-  backend::ChipDescription chip = *backend::loadChipDescription("groqchip1");
-  Schedule schedule;
-  Placer placer{chip, schedule};
-  SramAllocator sram{chip};
-  LoweringContext ctx{chip, placer, sram};
-
+struct Fixture : LoweringFixture {
   std::shared_ptr<Storage> packed(int64_t rows, int64_t cols, int64_t align = 1) {
     auto s = ctx.allocateStorage(ir::DType::F16, rows, cols, {"w", {}}, align, {}, true);
     EXPECT_TRUE(bool(s)) << (s ? "" : llvm::toString(s.takeError()));

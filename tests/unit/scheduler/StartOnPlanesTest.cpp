@@ -3,7 +3,7 @@
 // installs weights first waits for the install's latency; one that
 // multiplies by the weights it holds (a variance on the ones its mean
 // installed, PlaneState::heldOnes) waits only for its queue.
-#include "scheduler/Lowering.h"
+#include "LoweringFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -12,12 +12,7 @@ using namespace lpu::scheduler;
 
 namespace {
 
-struct Fixture {
-  backend::ChipDescription chip = *backend::loadChipDescription("groqchip1");
-  Schedule schedule;
-  Placer placer{chip, schedule};
-  SramAllocator sram{chip};
-  LoweringContext ctx{chip, placer, sram};
+struct Fixture : LoweringFixture {
   MxmPlanes mxm{ctx}; // sets up ctx.planes
   int64_t iw = chip.timingOf(backend::Opcode::InstallWeights, ir::DType::F16).latency;
   int64_t issue = chip.timingOf(backend::Opcode::MatMul, ir::DType::F16).issue;
