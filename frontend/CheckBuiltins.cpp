@@ -1,4 +1,4 @@
-// The built-in operations of LANGUAGE.md, each typed by its real rule, and
+// The built-in operations of docs/language.md, each typed by its real rule, and
 // their work in FLOPs (docs/language.md, "Statistics").
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"

@@ -1,4 +1,4 @@
-// The size normal form (LANGUAGE.md, "Types"): a size is a polynomial with
+// The size normal form (docs/language.md, "Sizes"): a size is a polynomial with
 // integer coefficients over atoms. An atom is a size name, or one of `/`,
 // `%`, `min`, `max`, `floordiv`, `ceildiv` applied to two normalised sizes
 // that could not be simplified away. Two sizes are equal exactly when their

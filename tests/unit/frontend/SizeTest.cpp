@@ -1,4 +1,4 @@
-// The size normal form: the algebraic laws LANGUAGE.md promises, and the
+// The size normal form: the algebraic laws docs/language.md promises, and the
 // atoms kept over normalised operands.
 #include "frontend/Size.h"
 
