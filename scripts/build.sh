@@ -9,10 +9,13 @@ if [ "${1:-}" = "--sanitize" ]; then
 else
   dir=build; extra=()
 fi
-# ccache, when installed, makes rebuilds in several checkouts cheap; the
-# paths it hashes are made relative to the checkout.
+# ccache, when installed, makes rebuilds in several checkouts cheap: the
+# paths it hashes are made relative to the checkout, and the build folder
+# is left out of the hash (with -g it is in by default, so a second
+# checkout would miss on every file; only the debug info's compile folder
+# may then name the other checkout).
 if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR="$PWD"
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
   extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}" >/dev/null
