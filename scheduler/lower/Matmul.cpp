@@ -493,7 +493,12 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   for (size_t i = 0; i + 1 < as.size(); ++i)
     rowsA *= as[i];
   int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
-  const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
+  // f16 widened to f32 (LoweringContext::widenedOnRead) is read as the
+  // f16 it is: one piece, neither stored twice nor scaled.
+  auto stored = [&](const ir::Op &x) -> const ir::Op & {
+    return ctx.widenedOnRead(&x) ? *x.operand(0) : x;
+  };
+  const TensorView &A = ctx.view(&stored(lhs)), &B = ctx.view(&stored(rhs));
   // The policy packs only weights (scheduler/Scheduler.cpp, packable): A
   // is read a row vector at a time as rows.
   if (A.packed())
@@ -592,7 +597,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
         return read;
       });
     });
-    if (rowsK < int64_t(lanes) && !zeroPadded(lhs))
+    if (rowsK < int64_t(lanes) && !zeroPadded(stored(lhs)))
       x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
     return x;
   };
