@@ -266,8 +266,8 @@ llvm::Expected<TensorView> rowScales(const ir::Op &op, LoweringContext &ctx, con
 
 /// Every column's scale of B (`batches` of [K, N], rows of f32 or bf16):
 /// per batch and column tile one tree, the max of |B| down the K rows in a
-/// chain (one read every combine: the reads of B's slices fall in cycles
-/// of their own), then the scale. Scratch [batches, N] f32, off `avoid`.
+/// chain (its reads of B's slices each in a cycle of their own, one a
+/// cycle), then the scale. Scratch [batches, N] f32, off `avoid`.
 llvm::Expected<TensorView> columnScales(const ir::Op &op, LoweringContext &ctx, const TensorView &B,
                                         int64_t batches, int64_t K, int64_t N, const TensorView &consts,
                                         const std::vector<uint16_t> &avoid) {
@@ -284,12 +284,22 @@ llvm::Expected<TensorView> columnScales(const ir::Op &op, LoweringContext &ctx, 
           x = bl.add(reduce::vxm(Opcode::Cvt, B.dtype, DType::F32), {x});
         return bl.add(reduce::vxm(Opcode::Abs, DType::F32), {x});
       };
-      // A copy puts the first leaf's read a cycle before the second's.
-      int m = leaf(0);
-      if (K > 1)
-        m = bl.add(reduce::vxm(Opcode::Copy, DType::F32), {m});
-      for (int64_t k = 1; k < K; ++k)
-        m = bl.add(reduce::vxm(Opcode::Max, DType::F32), {m, leaf(k)});
+      // Two leaves a combine, the first through a copy: their reads fall a
+      // cycle apart, and the next pair's two cycles later (a max's
+      // latency), so the reads take every cycle of B's read port. The
+      // first pair goes through two copies more, to meet the second.
+      auto copy = [&](int x) { return bl.add(reduce::vxm(Opcode::Copy, DType::F32), {x}); };
+      auto pair = [&](int64_t k) {
+        if (k + 1 == K)
+          return leaf(k);
+        int first = copy(leaf(k));
+        return bl.add(reduce::vxm(Opcode::Max, DType::F32), {first, leaf(k + 1)});
+      };
+      int m = pair(0);
+      if (K > 2)
+        m = copy(copy(m));
+      for (int64_t k = 2; k < K; k += 2)
+        m = bl.add(reduce::vxm(Opcode::Max, DType::F32), {m, pair(k)});
       auto placed = bl.finish(scaleOf(bl, m, consts), prev);
       if (!placed)
         return cannotPlace(op, ctx);
@@ -527,18 +537,19 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     if (!c)
       return c.takeError();
     consts = *c;
-    if (scaleA) {
-      auto sa = rowScales(op, ctx, A, *consts);
-      if (!sa)
-        return sa.takeError();
-      rowScale = *sa;
-      avoid.insert(avoid.end(), rowScale->allSlices().begin(), rowScale->allSlices().end());
-    }
+    // B's first: its chain reads B's slices every cycle for K cycles, a
+    // window A's fold would break into.
     if (scaleB) {
       auto sb = columnScales(op, ctx, B, batches, K, N, *consts, avoid);
       if (!sb)
         return sb.takeError();
       colScale = *sb;
+    }
+    if (scaleA) {
+      auto sa = rowScales(op, ctx, A, *consts);
+      if (!sa)
+        return sa.takeError();
+      rowScale = *sa;
     }
   }
   // An operand's vector as it goes into f16Piece: scaled (f32), or as it
