@@ -5,9 +5,13 @@
 // (mm, accumulating in fp32 in ascending k-tile order); the next K-tile's
 // weights load while this one multiplies (the buffer is free once iw has
 // issued). The accumulator rows are then read out (acc), converted to the
-// result dtype on the VXM when it is f16, and written to SRAM. With fewer
+// result dtype on the VXM when it is not f32, and written to SRAM. With fewer
 // jobs than planes a job's K-tiles are split over several planes and the
-// parts' accumulators added on the VXM as they are read.
+// parts' accumulators added on the VXM as they are read. f32 and bf16
+// operands are scaled by powers of two per row of A and column of B and
+// go in as f16 pieces, each piece of B a weight set of its own, and the
+// product is scaled back as it is read (docs/scheduler.md, "f32 and bf16
+// matmuls").
 #include "scheduler/Lowering.h"
 #include "scheduler/lower/Reduce.h"
 
@@ -128,7 +132,7 @@ int packedWeight(WorkTree &tree, const TensorView &B, int64_t brow, int64_t j, u
       return value;
     Instr in;
     in.op = op;
-    in.dtype = B.dtype;
+    in.dtype = DType::F16;
     in.count = count % W;
     in.unit = p >= planes / 2 ? 1 : 0;
     return tree.add(in, {value});
@@ -157,10 +161,10 @@ int packedWeight(WorkTree &tree, const TensorView &B, int64_t brow, int64_t j, u
   int high = sxm(Opcode::Rotate, V, sxm(Opcode::Shift, W - b, tree.read(slices, seg.addr + 1)));
   Instr join;
   join.op = Opcode::Or;
-  // Bitwise: the bits as they are.
-  join.dtype = tensor::dtypeSize(B.dtype) == 4 ? DType::I32 : DType::I16;
+  join.dtype = DType::I16; // bitwise: the f16 bits as they are
   return tree.add(join, {lowPart(first), high});
 }
+
 /// The f16 pieces a matmul operand goes into the MXM as (MatmulWork::
 /// aPieces): one for f16, for f16 widened to f32 (exact) and for bf16 (its
 /// 8 bits of precision fit f16's 11); two for any other f32.
@@ -190,6 +194,7 @@ int f16Piece(WorkTree &tree, DType type, int piece, const std::function<int()> &
   sub.dtype = type;
   return cvt(type, DType::F16, tree.add(sub, {value(), cvt(DType::F16, type, hi)}));
 }
+
 /// Whether an operand is scaled before it is cut into f16 pieces: f32
 /// (but f16 widened) and bf16, whose ranges exceed f16's.
 bool scaledOperand(const ir::Op &operand) {
@@ -205,8 +210,9 @@ bool scaledOperand(const ir::Op &operand) {
 constexpr int kScaleExponent = 14;
 
 /// The i32 constants the scale of a largest |value| m is computed from
-/// (scaleOf): the f32 bits of 2^(k - 127), the exponent mask, and the bits
-/// of 2^(k + 127) plus the exponent bias (k: kScaleExponent).
+/// (scaleOf), k being kScaleExponent: the f32 bits of 2^(k - 127), the
+/// exponent field's mask, and (k + 254) << 23, from which m's exponent
+/// field E taken leaves (k + 254 - E) << 23, the bits of 2^(k - e).
 std::vector<uint8_t> scaleConstants(unsigned lanes) {
   const uint32_t words[3] = {uint32_t(kScaleExponent) << 23, 0x7F800000u,
                              uint32_t(kScaleExponent + 254) << 23};
@@ -219,8 +225,8 @@ std::vector<uint8_t> scaleConstants(unsigned lanes) {
 }
 
 /// The power of two s = 2^(k - e) for a largest |value| m = 2^e * (1 + f)
-/// (node `m`, f32): the exponent's bits of max(m, 2^(k - 127)) taken from
-/// those of 2^(k + 127) (i32 arithmetic on the f32 bits, wrapping). m * s
+/// (node `m`, f32): the exponent field of max(m, 2^(k - 127)) taken from
+/// (k + 254) << 23 (i32 arithmetic on the f32 bits, wrapping). m * s
 /// is in [2^k, 2^(k + 1)); the floor on m keeps s at most 2^127 (a row of
 /// zeros, or of values below 2^(k - 127), gets 2^127); m infinite or NaN
 /// gives 2^(k - 128), finite, and the non-finite values stay what they
