@@ -206,7 +206,8 @@ bool LoweringContext::widenedOnRead(const ir::Op *op) const {
   const int64_t rank = int64_t(op->type().shape.size());
   for (const ir::Op *u : it->second) {
     const ir::OpKind k = u->kind();
-    if (ir::isElementwise(k))
+    // A matmul takes f16 widened as the f16 it is (one piece).
+    if (ir::isElementwise(k) || k == ir::OpKind::Matmul)
       continue;
     if (k != ir::OpKind::ReduceSum && k != ir::OpKind::ReduceMean && k != ir::OpKind::ReduceMax &&
         k != ir::OpKind::ReduceMin)

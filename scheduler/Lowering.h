@@ -135,9 +135,10 @@ public:
   /// more than once and its tree is larger than kMaxRecomputedNodes).
   bool materialized(const ir::Op *op) const;
   /// A convert that widens f16 to f32 (exactly) whose every user is
-  /// elementwise or a reduction over the last axis: its value is not stored;
-  /// users read its f16 operand, half the bytes, and widen it on the way
-  /// (a layer norm's input, which its mean and its centering both read).
+  /// elementwise, a reduction over the last axis or a matmul: its value is
+  /// not stored; users read its f16 operand, half the bytes, and widen it
+  /// on the way (a layer norm's input, which its mean and its centering
+  /// both read) or, a matmul, multiply it as it is (`g @ f32(w)`).
   bool widenedOnRead(const ir::Op *op) const;
   /// The most instructions a value used more than once inside its fusion
   /// group may take to recompute in each use (else it is materialized).
@@ -360,13 +361,22 @@ private:
 /// own notBefore).
 struct MatmulWork {
   int64_t batches = 1, rows = 0, K = 0, N = 0;
-  /// Row r of K-tile t of B's column tile j (batch b), for plane p.
-  std::function<int(WorkTree &, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p,
+  /// The f16 pieces each operand goes into the MXM as (docs/scheduler.md,
+  /// "f32 and bf16 matmuls"): 1, or 2 for an f32 value cut into the f16
+  /// nearest it and the f16 nearest the rest. Per K-tile each piece of B is
+  /// a weight set of its own, installed in turn; through B's first piece go
+  /// all of A's pieces, through its second A's first only (the product of
+  /// two second pieces is left out). All of it adds into one accumulator row.
+  int aPieces = 1, bPieces = 1;
+  /// Piece `piece` of row r of K-tile t of B's column tile j (batch b), for
+  /// plane p.
+  std::function<int(WorkTree &, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p, int piece,
                     std::vector<const TensorView *> &reads)>
       weightRow;
-  /// Vector t of A's row m (batch b) on its way to plane p: lanes past the
-  /// K-tile's rows must hold zeros or finite values the weights zero.
-  std::function<int(WorkTree &, int64_t b, int64_t m, int64_t t, unsigned p,
+  /// Piece `piece` of vector t of A's row m (batch b) on its way to plane
+  /// p: lanes past the K-tile's rows must hold zeros or finite values the
+  /// weights zero.
+  std::function<int(WorkTree &, int64_t b, int64_t m, int64_t t, unsigned p, int piece,
                     std::vector<const TensorView *> &reads)>
       aVector;
   /// The accumulated f32 row (C row crow, column tile j) into what is written.

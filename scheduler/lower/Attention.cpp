@@ -322,7 +322,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     auto hi = [&](int64_t bg) { return lo(bg) + headsOf(bg % groups) * dh; };
     work.tileUsed = [&](int64_t bg, int64_t t, int64_t) { return lo(bg) < (t + 1) * dim && t * dim < hi(bg); };
     work.rowsLoaded = [&](int64_t bg, int64_t t, int64_t) { return std::min(dim, hi(bg) - t * dim); };
-    work.weightRow = [&](WorkTree &tree, int64_t bg, int64_t t, int64_t r, int64_t, unsigned,
+    work.weightRow = [&](WorkTree &tree, int64_t bg, int64_t t, int64_t r, int64_t, unsigned, int,
                          std::vector<const TensorView *> &reads) {
       const int64_t k = t * dim + r;
       if (k < lo(bg))
@@ -333,7 +333,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
       tree.nodes[size_t(n)].notBefore = kt->readyAt(row, 0);
       return n;
     };
-    work.aVector = [&](WorkTree &tree, int64_t bg, int64_t m, int64_t t, unsigned p,
+    work.aVector = [&](WorkTree &tree, int64_t bg, int64_t m, int64_t t, unsigned p, int,
                        std::vector<const TensorView *> &reads) {
       const int64_t row = bg / groups * Sq + m;
       reads.push_back(&Q);
@@ -416,7 +416,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     work.K = groups * dim;
     work.N = D;
     work.rowsLoaded = [&](int64_t, int64_t g, int64_t) { return headsOf(g) * Sk; };
-    work.weightRow = [&](WorkTree &tree, int64_t b, int64_t g, int64_t r, int64_t j, unsigned p,
+    work.weightRow = [&](WorkTree &tree, int64_t b, int64_t g, int64_t r, int64_t j, unsigned p, int,
                          std::vector<const TensorView *> &reads) {
       const int64_t h = g * per + r / Sk, row = b * Sk + r % Sk;
       // Head h's lanes within column tile j: [l, u).
@@ -439,7 +439,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
         x = move(Opcode::Rotate, u, move(Opcode::Shift, lanes - u, x));
       return x;
     };
-    work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t g, unsigned p,
+    work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t g, unsigned p, int,
                        std::vector<const TensorView *> &reads) {
       const int64_t row = (b * groups + g) * Sq + m;
       reads.push_back(&*probs);

@@ -25,7 +25,8 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &xin = *op.operand(0), &win = *op.operand(1);
   if (xin.type().dtype != DType::F16 || win.type().dtype != DType::F16)
     return unsupported(op, "conv2d of " + tensor::dtypeName(xin.type().dtype).str() +
-                               " operands: the MXM multiplies f16");
+                               " operands: the MXM multiplies f16, and a convolution is not cut into"
+                               " f16 pieces as a matmul is; cast its input and weights to f16");
   const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape, &ys = op.type().shape;
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
   const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];

@@ -5,12 +5,18 @@
 // (mm, accumulating in fp32 in ascending k-tile order); the next K-tile's
 // weights load while this one multiplies (the buffer is free once iw has
 // issued). The accumulator rows are then read out (acc), converted to the
-// result dtype on the VXM when it is f16, and written to SRAM. With fewer
+// result dtype on the VXM when it is not f32, and written to SRAM. With fewer
 // jobs than planes a job's K-tiles are split over several planes and the
-// parts' accumulators added on the VXM as they are read.
+// parts' accumulators added on the VXM as they are read. f32 and bf16
+// operands are scaled by powers of two per row of A and column of B and
+// go in as f16 pieces, each piece of B a weight set of its own, and the
+// product is scaled back as it is read (docs/scheduler.md, "f32 and bf16
+// matmuls").
 #include "scheduler/Lowering.h"
+#include "scheduler/lower/Reduce.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace lpu::scheduler {
 
@@ -158,6 +164,155 @@ int packedWeight(WorkTree &tree, const TensorView &B, int64_t brow, int64_t j, u
   join.dtype = DType::I16; // bitwise: the f16 bits as they are
   return tree.add(join, {lowPart(first), high});
 }
+
+/// The f16 pieces a matmul operand goes into the MXM as (MatmulWork::
+/// aPieces): one for f16, for f16 widened to f32 (exact) and for bf16 (its
+/// 8 bits of precision fit f16's 11); two for any other f32.
+int piecesOf(const ir::Op &operand) {
+  return operand.type().dtype == DType::F32 && !reduce::exactInF16(operand) ? 2 : 1;
+}
+
+/// Piece `piece` of a value of `type` as f16 (docs/scheduler.md, "f32 and
+/// bf16 matmuls"): the f16 nearest it, or the f16 nearest what that leaves
+/// (the subtraction is exact in f32). `value` builds the value, a node of
+/// its own each call (the second piece reads it twice).
+int f16Piece(WorkTree &tree, DType type, int piece, const std::function<int()> &value) {
+  if (type == DType::F16)
+    return value();
+  auto cvt = [&](DType from, DType to, int x) {
+    Instr in;
+    in.op = Opcode::Cvt;
+    in.dtype = from;
+    in.dtype2 = to;
+    return tree.add(in, {x});
+  };
+  int hi = cvt(type, DType::F16, value());
+  if (piece == 0)
+    return hi;
+  Instr sub;
+  sub.op = Opcode::Sub;
+  sub.dtype = type;
+  return cvt(type, DType::F16, tree.add(sub, {value(), cvt(DType::F16, type, hi)}));
+}
+
+/// Whether an operand is scaled before it is cut into f16 pieces: f32
+/// (but f16 widened) and bf16, whose ranges exceed f16's.
+bool scaledOperand(const ir::Op &operand) {
+  const DType t = operand.type().dtype;
+  return t == DType::BF16 || (t == DType::F32 && !reduce::exactInF16(operand));
+}
+
+/// A scaled operand's largest |value| in a row of A (a column of B) is
+/// brought into [2^kScaleExponent, 2^(kScaleExponent + 1)): f16's largest
+/// is 65504 (just below 2^16), and a binade to spare keeps the nearest f16
+/// of every scaled value finite; as high as that, so that small values
+/// stay clear of f16's subnormals (below 2^-14) as far as they can.
+constexpr int kScaleExponent = 14;
+
+/// The i32 constants the scale of a largest |value| m is computed from
+/// (scaleOf), k being kScaleExponent: the f32 bits of 2^(k - 127), the
+/// exponent field's mask, and (k + 254) << 23, from which m's exponent
+/// field E taken leaves (k + 254 - E) << 23, the bits of 2^(k - e).
+std::vector<uint8_t> scaleConstants(unsigned lanes) {
+  const uint32_t words[3] = {uint32_t(kScaleExponent) << 23, 0x7F800000u,
+                             uint32_t(kScaleExponent + 254) << 23};
+  std::vector<uint8_t> bytes;
+  for (uint32_t w : words)
+    for (unsigned i = 0; i < lanes; ++i)
+      for (int b = 0; b < 4; ++b)
+        bytes.push_back(uint8_t(w >> (8 * b)));
+  return bytes;
+}
+
+/// The power of two s = 2^(k - e) for a largest |value| m = 2^e * (1 + f)
+/// (node `m`, f32): the exponent field of max(m, 2^(k - 127)) taken from
+/// (k + 254) << 23 (i32 arithmetic on the f32 bits, wrapping). m * s
+/// is in [2^k, 2^(k + 1)); the floor on m keeps s at most 2^127 (a row of
+/// zeros, or of values below 2^(k - 127), gets 2^127); m infinite or NaN
+/// gives 2^(k - 128), finite, and the non-finite values stay what they
+/// are.
+int scaleOf(reduce::Builder &b, int m, const TensorView &consts) {
+  m = b.add(reduce::vxm(Opcode::Max, DType::F32), {m, b.read(consts, 0, 0)});
+  const int e = b.add(reduce::vxm(Opcode::And, DType::I32), {m, b.read(consts, 1, 0)});
+  return b.add(reduce::vxm(Opcode::Sub, DType::I32), {b.read(consts, 2, 0), e});
+}
+
+/// Every row's scale of A (rows of f32 or bf16): |A| into scratch, folded
+/// across lanes with max (reduce::acrossLanes), whose last step turns the
+/// row's largest |value| into its scale. Scratch [rows, one vector] f32,
+/// every lane the row's scale, off A's slices.
+llvm::Expected<TensorView> rowScales(const ir::Op &op, LoweringContext &ctx, const TensorView &A,
+                                     const TensorView &consts) {
+  auto absA = ctx.scratch(op, DType::F32, A.rows, A.cols, A.allSlices());
+  if (!absA)
+    return absA.takeError();
+  int64_t prev = 0;
+  for (int64_t r = 0; r < A.rows; ++r)
+    for (int64_t v = 0; v < A.vecsPerRow; ++v) {
+      reduce::Builder b(ctx, *absA, r, v);
+      int x = b.read(A, r, v);
+      if (A.dtype != DType::F32)
+        x = b.add(reduce::vxm(Opcode::Cvt, A.dtype, DType::F32), {x});
+      auto placed = b.finish(b.add(reduce::vxm(Opcode::Abs, DType::F32), {x}), prev);
+      if (!placed)
+        return cannotPlace(op, ctx);
+      prev = placed->firstCycle;
+    }
+  auto scales = ctx.scratch(op, DType::F32, A.rows, ctx.chip().lanes, A.allSlices());
+  if (!scales)
+    return scales.takeError();
+  reduce::LaneFinish finish{&*scales, [&](reduce::Builder &b, int m) { return scaleOf(b, m, consts); }};
+  auto T = reduce::acrossLanes(op, ctx, *absA, reduce::Combine::Max, DType::F32, &finish);
+  if (!T)
+    return T.takeError();
+  ctx.releaseScratch(*T);
+  ctx.releaseScratch(*absA);
+  return *scales;
+}
+
+/// Every column's scale of B (`batches` of [K, N], rows of f32 or bf16):
+/// per batch and column tile one tree, the max of |B| down the K rows in a
+/// chain (its reads of B's slices each in a cycle of their own, one a
+/// cycle), then the scale. Scratch [batches, N] f32, off `avoid`.
+llvm::Expected<TensorView> columnScales(const ir::Op &op, LoweringContext &ctx, const TensorView &B,
+                                        int64_t batches, int64_t K, int64_t N, const TensorView &consts,
+                                        const std::vector<uint16_t> &avoid) {
+  auto scales = ctx.scratch(op, DType::F32, batches, N, avoid);
+  if (!scales)
+    return scales.takeError();
+  int64_t prev = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t j = 0; j < B.vecsPerRow; ++j) {
+      reduce::Builder bl(ctx, *scales, b, j);
+      auto leaf = [&](int64_t k) {
+        int x = bl.read(B, b * K + k, j);
+        if (B.dtype != DType::F32)
+          x = bl.add(reduce::vxm(Opcode::Cvt, B.dtype, DType::F32), {x});
+        return bl.add(reduce::vxm(Opcode::Abs, DType::F32), {x});
+      };
+      // Two leaves a combine, the first through a copy: their reads fall a
+      // cycle apart, and the next pair's two cycles later (a max's
+      // latency), so the reads take every cycle of B's read port. The
+      // first pair goes through two copies more, to meet the second.
+      auto copy = [&](int x) { return bl.add(reduce::vxm(Opcode::Copy, DType::F32), {x}); };
+      auto pair = [&](int64_t k) {
+        if (k + 1 == K)
+          return leaf(k);
+        int first = copy(leaf(k));
+        return bl.add(reduce::vxm(Opcode::Max, DType::F32), {first, leaf(k + 1)});
+      };
+      int m = pair(0);
+      if (K > 2)
+        m = copy(copy(m));
+      for (int64_t k = 2; k < K; k += 2)
+        m = bl.add(reduce::vxm(Opcode::Max, DType::F32), {m, pair(k)});
+      auto placed = bl.finish(scaleOf(bl, m, consts), prev);
+      if (!placed)
+        return cannotPlace(op, ctx);
+      prev = placed->firstCycle;
+    }
+  return *scales;
+}
 } // namespace
 
 llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
@@ -244,48 +399,54 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           const unsigned p = parts[q].plane;
           mmDone.emplace_back(size_t(mRows), -1);
           PlaneState &st = mxm.state(p);
-          bool firstTile = true;
-          for (int64_t t : parts[q].tiles) {
-            int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
-            // Weight rows of this K-tile into the buffer, in row order.
-            int64_t lastLw = st.lastIw;
-            const int64_t loads = work.rowsLoaded ? work.rowsLoaded(b, t, j) : rowsK;
-            for (int64_t r = 0; r < loads; ++r) {
-              WorkTree tree = mxm.loadWeights(p);
-              reads.clear();
-              tree.nodes[0].inputs = {work.weightRow(tree, b, t, r, j, p, reads)};
-              std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
-              if (!placed)
-                return cannotPlace(op, ctx);
-              Placement pl = *placed;
-              lastLw = pl.rootCycle;
-              spans.lw.note(pl);
-              for (const TensorView *v : reads)
-                ctx.read(*v, pl.doneCycle);
+          bool firstPass = true;
+          for (int64_t t : parts[q].tiles)
+            for (int wp = 0; wp < work.bPieces; ++wp) {
+              int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
+              // Weight rows of this K-tile (its piece wp) into the buffer,
+              // in row order.
+              int64_t lastLw = st.lastIw;
+              const int64_t loads = work.rowsLoaded ? work.rowsLoaded(b, t, j) : rowsK;
+              for (int64_t r = 0; r < loads; ++r) {
+                WorkTree tree = mxm.loadWeights(p);
+                reads.clear();
+                tree.nodes[0].inputs = {work.weightRow(tree, b, t, r, j, p, wp, reads)};
+                std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
+                if (!placed)
+                  return cannotPlace(op, ctx);
+                Placement pl = *placed;
+                lastLw = pl.rootCycle;
+                spans.lw.note(pl);
+                for (const TensorView *v : reads)
+                  ctx.read(*v, pl.doneCycle);
+              }
+              // Install once the rows are in and the previous weight set's
+              // matmuls have issued (they use the old weights).
+              int64_t iwCycle = mxm.install(p, lastLw);
+              // A's pieces through this weight piece: all through the first,
+              // the first through the second.
+              const int aPieces = wp == 0 ? work.aPieces : 1;
+              spans.planes[p].installs += 1;
+              spans.planes[p].mms += mRows * aPieces;
+              for (int64_t m = 0; m < mRows; ++m)
+                for (int ap = 0; ap < aPieces; ++ap) {
+                  WorkTree tree = mxm.matmul(p, acc0 + m);
+                  reads.clear();
+                  tree.nodes[0].inputs = {work.aVector(tree, b, m0 + m, t, p, ap, reads)};
+                  int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
+                                                    firstPass ? st.accFree[size_t(acc0 + m)] : 0});
+                  std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
+                  if (!placed)
+                    return cannotPlace(op, ctx);
+                  Placement pl = *placed;
+                  st.lastMm = std::max(st.lastMm, pl.rootCycle);
+                  spans.mm.note(pl);
+                  mmDone[q][size_t(m)] = std::max(mmDone[q][size_t(m)], pl.rootCycle + mmLatency);
+                  for (const TensorView *v : reads)
+                    ctx.read(*v, pl.doneCycle);
+                }
+              firstPass = false;
             }
-            // Install once the rows are in and the previous tile's matmuls
-            // have issued (they use the old weights).
-            int64_t iwCycle = mxm.install(p, lastLw);
-            spans.planes[p].installs += 1;
-            spans.planes[p].mms += mRows;
-            for (int64_t m = 0; m < mRows; ++m) {
-              WorkTree tree = mxm.matmul(p, acc0 + m);
-              reads.clear();
-              tree.nodes[0].inputs = {work.aVector(tree, b, m0 + m, t, p, reads)};
-              int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
-                                                firstTile ? st.accFree[size_t(acc0 + m)] : 0});
-              std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
-              if (!placed)
-                return cannotPlace(op, ctx);
-              Placement pl = *placed;
-              st.lastMm = std::max(st.lastMm, pl.rootCycle);
-              spans.mm.note(pl);
-              mmDone[q][size_t(m)] = pl.rootCycle + mmLatency;
-              for (const TensorView *v : reads)
-                ctx.read(*v, pl.doneCycle);
-            }
-            firstTile = false;
-          }
         }
         // Read the accumulators out into C.
         for (int64_t m = 0; m < mRows; ++m) {
@@ -333,10 +494,11 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
-  if (lhs.type().dtype != DType::F16)
-    return unsupported(op, "matmul of " + tensor::dtypeName(lhs.type().dtype).str() +
-                               " operands: the MXM multiplies f16");
-  if (op.type().dtype != DType::F16 && op.type().dtype != DType::F32)
+  const DType inType = lhs.type().dtype, outType = op.type().dtype;
+  if (!tensor::isFloat(inType))
+    return unsupported(op, "matmul of " + tensor::dtypeName(inType).str() +
+                               " operands: the MXM multiplies floats as f16");
+  if (!tensor::isFloat(outType))
     return unsupported(op);
   const std::vector<int64_t> &as = lhs.type().shape, &bs = rhs.type().shape;
   int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
@@ -347,7 +509,12 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   for (size_t i = 0; i + 1 < as.size(); ++i)
     rowsA *= as[i];
   int64_t mPerBatch = batches > 1 ? M : rowsA; // rows of A per batch
-  const TensorView &A = ctx.view(&lhs), &B = ctx.view(&rhs);
+  // f16 widened to f32 (LoweringContext::widenedOnRead) is read as the
+  // f16 it is: one piece, neither stored twice nor scaled.
+  auto stored = [&](const ir::Op &x) -> const ir::Op & {
+    return ctx.widenedOnRead(&x) ? *x.operand(0) : x;
+  };
+  const TensorView &A = ctx.view(&stored(lhs)), &B = ctx.view(&stored(rhs));
   // The policy packs only weights (scheduler/Scheduler.cpp, packable): A
   // is read a row vector at a time as rows.
   if (A.packed())
@@ -361,42 +528,115 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   TensorView &C = **out;
   const unsigned dim = chip.mxmDim, planes = chip.mxmPlanes, lanes = chip.lanes;
 
+  // f32 and bf16 operands: every row of A and column of B scaled by a power
+  // of two into f16's range before it is cut into pieces, the product
+  // scaled back as it is read out (docs/scheduler.md, "f32 and bf16
+  // matmuls").
+  const bool scaleA = scaledOperand(lhs), scaleB = scaledOperand(rhs);
+  if (scaleB && B.packed())
+    return unsupported(op, "a matmul whose f32 or bf16 weights are stored packed");
+  std::optional<TensorView> consts, rowScale, colScale;
+  if (scaleA || scaleB) {
+    std::vector<uint16_t> avoid = A.allSlices();
+    avoid.insert(avoid.end(), B.allSlices().begin(), B.allSlices().end());
+    auto c = ctx.constant(op, DType::I32, 3, lanes, scaleConstants(lanes), avoid);
+    if (!c)
+      return c.takeError();
+    consts = *c;
+    // B's first: its chain reads B's slices every cycle for K cycles, a
+    // window A's fold would break into.
+    if (scaleB) {
+      auto sb = columnScales(op, ctx, B, batches, K, N, *consts, avoid);
+      if (!sb)
+        return sb.takeError();
+      colScale = *sb;
+    }
+    if (scaleA) {
+      auto sa = rowScales(op, ctx, A, *consts);
+      if (!sa)
+        return sa.takeError();
+      rowScale = *sa;
+    }
+  }
+  // An operand's vector as it goes into f16Piece: scaled (f32), or as it
+  // is stored. `read` reads the stored vector.
+  auto scaled = [&](WorkTree &tree, const TensorView &X, const std::optional<TensorView> &scale,
+                    int64_t srow, int64_t svec, const std::function<int()> &read) {
+    int x = read();
+    if (!scale)
+      return x;
+    if (X.dtype != DType::F32)
+      x = tree.add(reduce::vxm(Opcode::Cvt, X.dtype, DType::F32), {x});
+    int s = tree.read(scale->slices(srow), scale->address(srow, svec));
+    tree.nodes[size_t(s)].notBefore = scale->readyAt(srow, svec);
+    return tree.add(reduce::vxm(Opcode::Mul, DType::F32), {x, s});
+  };
+
   MatmulWork work;
   work.batches = batches;
   work.rows = mPerBatch;
   work.K = K;
   work.N = N;
-  work.weightRow = [&](WorkTree &tree, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p,
+  work.aPieces = piecesOf(lhs);
+  work.bPieces = piecesOf(rhs);
+  work.weightRow = [&](WorkTree &tree, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p, int piece,
                        std::vector<const TensorView *> &reads) {
     int64_t brow = b * K + t * dim + r;
     reads.push_back(&B);
-    int x = B.packed() ? packedWeight(tree, B, brow, j, p, planes, lanes)
-                       : tree.read(B.slices(brow), B.address(brow, j));
-    // The first read node (packed: the segment's first vector) waits for
-    // the row to be written.
-    for (WorkNode &node : tree.nodes)
-      if (node.instr.op == Opcode::Read)
-        node.notBefore = std::max(node.notBefore, B.readyAt(brow, j));
+    if (colScale)
+      reads.push_back(&*colScale);
+    int x = f16Piece(tree, colScale ? DType::F32 : B.dtype, piece, [&] {
+      return scaled(tree, B, colScale, b, j, [&] {
+        const size_t first = tree.nodes.size();
+        int v = B.packed() ? packedWeight(tree, B, brow, j, p, planes, lanes)
+                           : tree.read(B.slices(brow), B.address(brow, j));
+        // The read nodes (packed: the segment's vectors) wait for the row
+        // to be written.
+        for (size_t n = first; n < tree.nodes.size(); ++n)
+          if (tree.nodes[n].instr.op == Opcode::Read)
+            tree.nodes[n].notBefore = std::max(tree.nodes[n].notBefore, B.readyAt(brow, j));
+        return v;
+      });
+    });
     return x;
   };
-  work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t t, unsigned p,
+  work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t t, unsigned p, int piece,
                      std::vector<const TensorView *> &reads) {
     int64_t arow = b * mPerBatch + m;
     int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
     reads.push_back(&A);
-    int x = tree.read(A.slices(arow), A.address(arow, t));
-    tree.nodes[size_t(x)].notBefore = A.readyAt(arow, t);
-    if (rowsK < int64_t(lanes) && !zeroPadded(lhs))
+    if (rowScale)
+      reads.push_back(&*rowScale);
+    int x = f16Piece(tree, rowScale ? DType::F32 : A.dtype, piece, [&] {
+      return scaled(tree, A, rowScale, arow, 0, [&] {
+        int read = tree.read(A.slices(arow), A.address(arow, t));
+        tree.nodes[size_t(read)].notBefore = A.readyAt(arow, t);
+        return read;
+      });
+    });
+    if (rowsK < int64_t(lanes) && !zeroPadded(stored(lhs)))
       x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
     return x;
   };
   work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
                     std::vector<const TensorView *> &reads) {
-    if (op.type().dtype == DType::F16) {
+    // Scaled back: divisions by powers of two, exact (but past f32's
+    // range), A's row's and then B's column's.
+    auto unscale = [&](const std::optional<TensorView> &scale, int64_t srow, int64_t svec) {
+      if (!scale)
+        return;
+      reads.push_back(&*scale);
+      int s = tree.read(scale->slices(srow), scale->address(srow, svec));
+      tree.nodes[size_t(s)].notBefore = scale->readyAt(srow, svec);
+      value = tree.add(reduce::vxm(Opcode::Div, DType::F32), {value, s});
+    };
+    unscale(rowScale, crow, 0);
+    unscale(colScale, crow / mPerBatch, j);
+    if (outType != DType::F32) {
       Instr cvt;
       cvt.op = Opcode::Cvt;
       cvt.dtype = DType::F32;
-      cvt.dtype2 = DType::F16;
+      cvt.dtype2 = outType;
       value = tree.add(cvt, {value});
     }
     if (epilogue)
@@ -406,6 +646,9 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   auto spans = runMatmul(op, ctx, work, C);
   if (!spans)
     return spans.takeError();
+  for (const std::optional<TensorView> &scale : {rowScale, colScale})
+    if (scale)
+      ctx.releaseScratch(*scale);
   // A row of the result needs its A row through the plane, and the
   // weights loaded and installed: every row of a K-tile (B's first
   // min(K, dim) rows for the first tile of batch 0), loaded one a cycle on
@@ -424,17 +667,20 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // plane).
   const bool everyPlane = batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows);
   const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  // A plane's last pass is B's last piece, which takes this many of A's
+  // pieces per row, each an mm.
+  const int64_t lastPieces = work.bPieces > 1 ? 1 : work.aPieces;
   const int64_t firstMm = ctx.startOnPlanes(
       spans->planes,
       std::max(ctx.pathOf(lhs) + spans->mm.get() - mmLatency,
                std::max(ctx.pathOf(rhs) + shortest - 1, ctx.pathOfRows(rhs, tileRows)) +
                    spans->pathFromB(iwLatency, mmLatency) - mmLatency - spans->acc.get()),
-      everyPlane ? mPerBatch : 0);
+      everyPlane ? (mPerBatch - 1) * lastPieces + 1 : 0);
   ctx.notePathEnd(result, firstMm + mmLatency + spans->acc.get());
   // One job's rows (per column tile) go through one plane's mm queue in
   // row order.
   if (everyPlane)
-    ctx.notePace(result, issue, mPerBatch);
+    ctx.notePace(result, issue * lastPieces, mPerBatch);
   return llvm::Error::success();
 }
 
