@@ -167,13 +167,12 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
         fits(op))
       cl.insert(&op);
   }
-  // An activation: a conv or pool result, or arithmetic on one.
-  // Worked out again from `cl` in each round below (so that two
-  // elementwise ops cannot keep each other channels-last with no conv or
-  // pool behind either): `activation`, a conv or pool result or arithmetic
-  // on one; `feedsActivation`, arithmetic that channels-last arithmetic
-  // reaching an activation reads (an operand of a group after a conv
-  // computed from other operands).
+  // `activation`: a conv or pool result, or arithmetic on one;
+  // `feedsActivation`: arithmetic that an activation (or arithmetic
+  // feeding one) reads, such as an operand of a group after a conv
+  // computed from other operands. Worked out again from `cl` in each round
+  // below, so that two elementwise ops cannot keep each other
+  // channels-last with no conv or pool behind or ahead of either.
   std::set<const ir::Op *> activations, feeders;
   auto activation = [&](const ir::Op *op) { return activations.count(op) > 0; };
   auto feedsActivation = [&](const ir::Op *op) {
