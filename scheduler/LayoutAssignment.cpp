@@ -48,56 +48,73 @@ bool globalPool(const ir::Op &op) {
   return axes == std::vector<int64_t>{2, 3};
 }
 
-/// A reshape of [.., C] to [A, C, 1, 1]: channels-last it is the same
-/// bytes seen as A rows of C.
+/// A per-channel shape: [A, C, 1, 1], or [C, 1, 1] (a value that NumPy
+/// broadcasting aligns to an [N, C, H, W]'s last three dimensions); its C
+/// is the dimension before the two 1s.
+bool perChannel(const std::vector<int64_t> &s) {
+  return (s.size() == 4 || s.size() == 3) && s[s.size() - 2] == 1 && s.back() == 1;
+}
+int64_t channelsOf(const std::vector<int64_t> &s) { return s[s.size() - 3]; }
+
+/// A reshape of [.., C] to [A, C, 1, 1] or [C, 1, 1]: channels-last
+/// ([A, 1, 1, C], [1, 1, C]) it is the same bytes seen as A rows of C.
 bool channelReshape(const ir::Op &op) {
   const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
-  return op.kind() == K::Reshape && to.size() == 4 && to[2] == 1 && to[3] == 1 && !from.empty() &&
-         from.back() == to[1];
+  return op.kind() == K::Reshape && perChannel(to) && !from.empty() &&
+         from.back() == channelsOf(to);
 }
 
-/// A broadcast of [A, C, 1, 1] over H and W (and N when A is 1): each
-/// channels-last row repeats one stored row.
+/// A broadcast to [N, C, H, W] that keeps C: of an [N', C, H', W'] (N',
+/// H', W' each 1 or as in the result) or a per-channel [C, 1, 1]. Each
+/// channels-last row repeats one stored row of the operand (a bias
+/// [1, C, 1, 1] over every pixel, an addend [1, C, H, W] over the images).
 bool channelBroadcast(const ir::Op &op) {
   const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
-  return op.kind() == K::Broadcast && to.size() == 4 && from.size() == 4 && from[2] == 1 &&
-         from[3] == 1 && from[1] == to[1] && (from[0] == 1 || from[0] == to[0]);
+  if (op.kind() != K::Broadcast || to.size() != 4 || !(from.size() == 4 || perChannel(from)))
+    return false;
+  std::vector<int64_t> aligned(4 - from.size(), 1);
+  aligned.insert(aligned.end(), from.begin(), from.end());
+  if (aligned[1] != to[1])
+    return false;
+  for (size_t d : {0, 2, 3})
+    if (aligned[d] != 1 && aligned[d] != to[d])
+      return false;
+  return true;
 }
 
 /// A channels-last value whose H and W are 1: its stored bytes are those
 /// of the declared order.
-bool pixelFree(const ir::Op &op) {
-  const std::vector<int64_t> &s = op.type().shape;
-  return s.size() == 4 && s[2] == 1 && s[3] == 1;
-}
+bool pixelFree(const ir::Op &op) { return perChannel(op.type().shape); }
 
 bool storedPermuted(const LoweringContext &ctx, const ir::Op *op) {
   return ctx.hasView(op) && !ctx.view(op).perm.empty();
 }
 
-/// A reshape of a channels-last [A, C, 1, 1] keeping C last: a view with
-/// the declared order.
+/// A reshape of a channels-last [A, C, 1, 1] (or [C, 1, 1]) keeping C
+/// last: a view with the declared order.
 bool pixelFreeReshape(const ir::Op &op) {
   return op.kind() == K::Reshape && pixelFree(*op.operand(0)) && !op.type().shape.empty() &&
-         op.type().shape.back() == op.operand(0)->type().shape[1];
+         op.type().shape.back() == channelsOf(op.operand(0)->type().shape);
 }
 
 llvm::Error storedView(const ir::Op &op, LoweringContext &ctx) {
   const TensorView &in = ctx.view(op.operand(0));
   TensorView out = in;
-  const std::vector<int64_t> &to = op.type().shape;
   auto it = ctx.storedOrder.find(&op);
   out.perm = it == ctx.storedOrder.end() ? std::vector<uint8_t>{} : it->second;
   auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), out.perm));
   out.rows = rows;
   out.cols = cols;
   if (op.kind() == K::Broadcast) {
-    // Pixel row (n, h, w) reads the stored row of image n (or the only one).
-    const int64_t pixels = to[2] * to[3];
-    const bool perImage = op.operand(0)->type().shape[0] != 1;
+    // Pixel row (n, h, w) reads the operand's stored row at the indices it
+    // has (0 along those it has as 1): both stored with C last, the
+    // broadcast repeats whole rows.
+    const std::vector<int64_t> toStored = LoweringContext::storedType(op.type(), out.perm).shape;
+    const std::vector<int64_t> fromStored =
+        LoweringContext::storedType(op.operand(0)->type(), in.perm).shape;
     out.rowMap.assign(size_t(rows), 0);
     for (int64_t r = 0; r < rows; ++r)
-      out.rowMap[size_t(r)] = in.storageRow(perImage ? r / pixels : 0);
+      out.rowMap[size_t(r)] = in.storageRow(broadcastSourceRow(toStored, fromStored, r));
   }
   ctx.setView(&op, std::move(out));
   ctx.notePath(op, 0);
@@ -115,6 +132,8 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
   // at most kMaxChunkSlices slices.
   auto fits = [&](const ir::Op &op) {
     const std::vector<int64_t> &s = op.type().shape;
+    if (s.size() == 3)
+      return true; // [C, 1, 1]: one row
     int64_t vecs = s[0] * s[2] * s[3] * ((s[1] + chip.lanes - 1) / chip.lanes);
     int64_t chunks = (vecs + chip.memVectors - 1) / chip.memVectors;
     return chunks * tensor::dtypeSize(op.type().dtype) <= kMaxChunkSlices;
@@ -135,20 +154,53 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     K kind = op.kind();
-    if (!rank4(op))
+    if (!rank4(op) && !(pixelFree(op) && (channelReshape(op) || kind == K::Param ||
+                                          kind == K::Input || kind == K::Constant)))
       continue;
-    if (kind == K::Param)
+    if (kind == K::Param && rank4(op))
       weights.insert(&op);
-    else if (((kind == K::Conv2d && convCandidate(op)) || kind == K::Input || kind == K::Constant ||
-              isPool(kind) || channelReshape(op) || channelBroadcast(op) ||
-              ir::isElementwise(kind)) &&
-             fits(op))
+    // A parameter only channels-last ops read (a bias [1, C, 1, 1] or
+    // [C, 1, 1] a broadcast repeats, an addend [1, C, H, W]) is laid out so.
+    if (((kind == K::Conv2d && convCandidate(op)) || kind == K::Input || kind == K::Constant ||
+         kind == K::Param || isPool(kind) || channelReshape(op) || channelBroadcast(op) ||
+         ir::isElementwise(kind)) &&
+        fits(op))
       cl.insert(&op);
   }
-  // An activation: a conv or pool result, or arithmetic on one.
-  auto activation = [&](const ir::Op *op) {
-    return cl.count(op) && (op->kind() == K::Conv2d || isPool(op->kind()) ||
-                            ir::isElementwise(op->kind()));
+  // `activation`: a conv or pool result, or arithmetic on one;
+  // `feedsActivation`: arithmetic that an activation (or arithmetic
+  // feeding one) reads, such as an operand of a group after a conv
+  // computed from other operands. Worked out again from `cl` in each round
+  // below, so that two elementwise ops cannot keep each other
+  // channels-last with no conv or pool behind or ahead of either.
+  std::set<const ir::Op *> activations, feeders;
+  auto activation = [&](const ir::Op *op) { return activations.count(op) > 0; };
+  auto feedsActivation = [&](const ir::Op *op) {
+    for (auto [u, i] : users[op])
+      if (activations.count(u) || feeders.count(u))
+        return true;
+    return false;
+  };
+  auto noteActivations = [&] {
+    activations.clear();
+    feeders.clear();
+    for (const auto &owned : fn.ops()) {
+      const ir::Op *op = owned.get();
+      if (!cl.count(op))
+        continue;
+      bool yes = op->kind() == K::Conv2d || isPool(op->kind());
+      if (ir::isElementwise(op->kind()))
+        for (const ir::Op *operand : op->operands())
+          yes |= activations.count(operand) > 0;
+      if (yes)
+        activations.insert(op);
+    }
+    for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
+      const ir::Op *op = it->get();
+      if (cl.count(op) && ir::isElementwise(op->kind()) && !activations.count(op) &&
+          feedsActivation(op))
+        feeders.insert(op);
+    }
   };
   auto accepts = [&](const ir::Op *user, size_t i) {
     if (cl.count(user)) {
@@ -170,21 +222,27 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
       return cl.count(op.operand(0)) > 0;
     case K::Reshape:
       return !cl.count(op.operand(0)) && !weights.count(op.operand(0));
-    case K::Input:
-      // Worth it only for an image a convolution or pool reads.
+    case K::Param: {
+      // Laid out so only for channels-last readers: a lane move back to
+      // the declared order for another reader would cost what a view saves.
+      bool all = !users[&op].empty();
       for (auto [u, i] : users[&op])
-        if (cl.count(u) && i == 0 && (u->kind() == K::Conv2d || isPool(u->kind())))
-          return true;
-      return false;
+        all = all && cl.count(u);
+      return all;
+    }
+    case K::Input:
     case K::Constant:
+      // Worth it when a channels-last op reads it (then all its users do).
       for (auto [u, i] : users[&op])
         if (cl.count(u))
           return true;
       return false;
     default: {
-      // Elementwise: an activation among the operands; the others
+      // Elementwise: an activation among the operands, or feeding one
+      // (arithmetic on other operands that a group after a conv takes in:
+      // a group's ops are all channels-last or none is); the operands
       // channels-last, or copied so unless they are fused into this op.
-      bool any = false;
+      bool any = feedsActivation(&op);
       for (const ir::Op *operand : op.operands()) {
         bool fused = ir::isElementwise(operand->kind()) && operand->fusionGroup() &&
                      operand->fusionGroup() == op.fusionGroup();
@@ -198,6 +256,7 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
   };
   for (bool changed = true; changed;) {
     changed = false;
+    noteActivations();
     for (const auto &owned : fn.ops()) {
       const ir::Op *op = owned.get();
       if (cl.count(op)) {
@@ -222,7 +281,7 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
   }
   LayoutAssignment out;
   for (const ir::Op *op : cl)
-    out.order[op] = kChannelsLast;
+    out.order[op] = rank4(*op) ? kChannelsLast : kPerChannelOrder;
   for (const ir::Op *op : weights)
     out.order[op] = kConvWeightOrder;
   out.scratch = std::make_unique<ir::Function>(fn.name() + ".relayout");
@@ -266,13 +325,34 @@ LoweringFn storedOrderLowering(const ir::Op &op, const LoweringContext &ctx) {
   return nullptr;
 }
 
+namespace {
+
+/// The values `op`'s lowering reads: its operands, and for each operand
+/// computed inside the trees that read it (an op of the same fusion group,
+/// a widened convert) what that operand reads, as GroupTrees walks them.
+void loweringReads(const ir::Op &op, const LoweringContext &ctx,
+                   std::vector<const ir::Op *> &reads) {
+  for (const ir::Op *operand : op.operands()) {
+    if (ir::isElementwise(operand->kind()) && !ctx.materialized(operand))
+      loweringReads(*operand, ctx, reads);
+    else if (std::find(reads.begin(), reads.end(), operand) == reads.end())
+      reads.push_back(operand);
+  }
+}
+
+} // namespace
+
 llvm::Error lowerWithRelayouts(const ir::Op &op, LoweringFn lower, const LayoutAssignment &layouts,
                                LoweringContext &ctx) {
   if (!layouts.order.count(&op))
     return lower(op, ctx);
-  // The declared views this op's operands had, put back once it is lowered.
+  // The declared views the values it reads had, put back once it is
+  // lowered. A fusion group reads the operands of all its ops, not only
+  // its root's: each is read in the group's stored order.
+  std::vector<const ir::Op *> reads;
+  loweringReads(op, ctx, reads);
   std::vector<std::pair<const ir::Op *, TensorView>> saved;
-  for (const ir::Op *operand : op.operands()) {
+  for (const ir::Op *operand : reads) {
     auto it = layouts.relayout.find(operand);
     if (it == layouts.relayout.end() || !ctx.hasView(operand))
       continue;

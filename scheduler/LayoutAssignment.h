@@ -35,6 +35,9 @@ struct LayoutAssignment {
 
 /// [N, C, H, W] stored [N, H, W, C].
 inline const std::vector<uint8_t> kChannelsLast = {0, 2, 3, 1};
+/// A per-channel [C, 1, 1] (an activation's bias or scale) stored
+/// [1, 1, C]: one row of C, as [1, C, 1, 1] channels-last.
+inline const std::vector<uint8_t> kPerChannelOrder = {1, 2, 0};
 /// [O, C, KH, KW] stored [KH, KW, C, O].
 inline const std::vector<uint8_t> kConvWeightOrder = {2, 3, 1, 0};
 

@@ -102,6 +102,36 @@ public:
     return llvm::Error::success();
   }
 
+  /// Checks that every operand the group reads is stored as its result is
+  /// (`perm`, `rows` rows of `cols`): the trees read vector (row, vec) of
+  /// each operand for vector (row, vec) of the result, so an operand in
+  /// another order would give other elements (or rows past its end). The
+  /// layout assignment gives a channels-last group channels-last operands
+  /// (copies where needed); this is the guard that a form it missed is
+  /// refused, not computed wrong.
+  llvm::Error checkReads(const ir::Op &op, const std::vector<uint8_t> &perm, int64_t rows,
+                         int64_t cols) {
+    for (const ir::Op *operand : op.operands()) {
+      if (inGroup(*operand)) {
+        if (auto e = checkReads(*operand, perm, rows, cols))
+          return e;
+        continue;
+      }
+      if (operand == substitute_ || !ctx_.hasView(operand))
+        continue;
+      const TensorView &v = ctx_.view(operand);
+      if (!sameOrder(v.perm, perm))
+        return unsupported(root_, "an operand of its fusion group is stored " +
+                                      orderName(v.perm) + ", its result " + orderName(perm));
+      if (v.rows != rows || v.cols != cols)
+        return unsupported(root_, "an operand of its fusion group is stored as " +
+                                      std::to_string(v.rows) + " rows of " +
+                                      std::to_string(v.cols) + ", its result as " +
+                                      std::to_string(rows) + " of " + std::to_string(cols));
+    }
+    return llvm::Error::success();
+  }
+
   /// The node computing `op`'s vector (row, vec) into `tree`.
   int build(WorkTree &tree, const ir::Op &op, int64_t row, int64_t vec) {
     Instr in = *vxmInstr(op);
@@ -165,6 +195,24 @@ public:
   }
 
 private:
+  static bool identity(const std::vector<uint8_t> &perm) {
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != i)
+        return false;
+    return true;
+  }
+  static bool sameOrder(const std::vector<uint8_t> &a, const std::vector<uint8_t> &b) {
+    return a == b || (identity(a) && identity(b));
+  }
+  /// How a value with stored order `perm` is stored, for a diagnostic.
+  static std::string orderName(const std::vector<uint8_t> &perm) {
+    if (identity(perm))
+      return "as declared";
+    std::string out = "with its dimensions in the order (";
+    for (size_t i = 0; i < perm.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(perm[i]);
+    return out + ")";
+  }
   bool ensureView(const ir::Op &op) {
     if (ctx_.hasView(&op))
       return true;
@@ -185,6 +233,11 @@ private:
   const ir::Op &root_;
   LoweringContext &ctx_;
 };
+
+std::vector<uint8_t> storedOrderOf(const ir::Op &op, const LoweringContext &ctx) {
+  auto it = ctx.storedOrder.find(&op);
+  return it == ctx.storedOrder.end() ? std::vector<uint8_t>{} : it->second;
+}
 
 } // namespace
 
@@ -225,6 +278,17 @@ const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx) {
   int uses = 0;
   if (!trees.countUses(*user, input, uses) || uses != 1)
     return nullptr;
+  // The producer writes the root's rows in its own stored order, and the
+  // group reads the other operands row for row in that order too.
+  const std::vector<uint8_t> perm = storedOrderOf(*user, ctx);
+  if (perm != storedOrderOf(producer, ctx))
+    return nullptr;
+  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(user->type(), perm));
+  trees.substitute_ = &input;
+  if (auto e = trees.checkReads(*user, perm, rows, cols)) {
+    llvm::consumeError(std::move(e));
+    return nullptr;
+  }
   return user;
 }
 
@@ -241,6 +305,10 @@ int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, in
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   GroupTrees trees(op, ctx);
   if (auto e = trees.check(op))
+    return e;
+  const std::vector<uint8_t> perm = storedOrderOf(op, ctx);
+  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), perm));
+  if (auto e = trees.checkReads(op, perm, rows, cols))
     return e;
   auto out = ctx.define(&op);
   if (!out)
