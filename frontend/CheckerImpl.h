@@ -53,6 +53,11 @@ struct Frame {
   /// The value of the first `return` reached: a `return` ends the body.
   Value returned;
   bool hasReturned = false;
+  /// Every path checked so far has reached a `return`: the statements after
+  /// it are not reached, so they are neither checked nor lowered (an `if`
+  /// whose condition is known takes its branch's; one checked both ways,
+  /// both branches').
+  bool ended = false;
   uint64_t flops = 0;
   uint64_t peakBytes = 0;
   std::vector<std::string> *typeLog = nullptr;
