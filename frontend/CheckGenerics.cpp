@@ -402,9 +402,13 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     Value returned;
     if (!instantiateBody(fn, env, paramValues, caller, callRange, label, &returned))
       return Value::error();
-    // Inlined: the call's value is the body's result.
-    if (lowering())
+    // Inlined: the call's value is the body's result (none when the body's
+    // `return` failed: that error is reported already).
+    if (lowering()) {
+      if (returned.isError())
+        return Value::error();
       result.op = lower_->materialize(returned, *ret, callRange);
+    }
   }
   result.origin = callRange;
   result.originWhat = "'" + fnName + "'";
@@ -423,8 +427,12 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   for (const auto &[k, v] : env.packs)
     key += k + "~" + v.str() + ",";
   Instance &inst = instances_[key];
+  // A definition that failed, or a recursive one, has its errors reported
+  // already; its calls fail silently (its result has no value to go on).
+  if (failedDefinitions_.count(&fn) || recursive_.count(&fn))
+    return false;
   // Lowering inlines every call afresh: each has its own operands.
-  if ((inst.done && !lowering()) || failedDefinitions_.count(&fn) || recursive_.count(&fn) ||
+  if ((inst.done && !lowering()) ||
       std::find(activeInstances_.begin(), activeInstances_.end(), &fn) !=
           activeInstances_.end()) {
     caller.flops += inst.flops;
