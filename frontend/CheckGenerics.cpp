@@ -87,7 +87,7 @@ std::optional<Size> Checker::sizeOf(const ast::SizeExpr &e, const Env &env, cons
 }
 
 void Checker::checkExactDivision(const Size &a, const Size &b, const Env &env,
-                                 llvm::SMRange range) {
+                                 llvm::SMRange range, const std::string &what) {
   if (b.isZero()) {
     error(DiagID::DivisionByZero, range, "'" + sourceText(range) + "'");
     return;
@@ -99,9 +99,11 @@ void Checker::checkExactDivision(const Size &a, const Size &b, const Env &env,
     // Proven by a where clause, or repeated once the sizes are numbers.
     return;
   }
-  std::string text = sourceText(range);
+  std::string text = what.empty() ? sourceText(range) : what;
   auto d = error(DiagID::InexactDivision, range,
                  "'" + text + "' = " + std::to_string(*ca) + " / " + std::to_string(*cb));
+  if (!what.empty())
+    return;
   size_t slash = text.find('/');
   if (slash != std::string::npos && !env.concrete)
     d.help("use floordiv or ceildiv to round");

@@ -130,7 +130,10 @@ public:
   std::optional<Size> sizeOf(const ast::SizeExpr &e, const Env &env, const Frame *frame = nullptr);
   std::optional<std::string> dtypeOf(llvm::StringRef name, const Env &env);
   /// Checks that `a / b` divides exactly (or defers it); `range` is the `/`.
-  void checkExactDivision(const Size &a, const Size &b, const Env &env, llvm::SMRange range);
+  /// `what` names the division in the message when it is not the source
+  /// text at `range` (`channels / groups` for conv2d's groups argument).
+  void checkExactDivision(const Size &a, const Size &b, const Env &env, llvm::SMRange range,
+                          const std::string &what = "");
   std::optional<bool> decideWhere(const ast::WhereConstraint &w, const Env &env);
   Value callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInstPtr self,
                      const std::vector<ast::GenericArg> *explicitArgs, std::vector<Arg> args,
