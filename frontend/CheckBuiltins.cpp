@@ -257,14 +257,20 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     auto a = bind({"cond", "a", "b"}, 3);
     if (!a)
       return Value::error();
-    const TensorType *c = tensorArg((*a)[0]);
+    // A compile-time bool (`true`, `N > 4`) is a rank-0 bool tensor here.
+    auto asTensor = [](Value v) {
+      return v.kind == Value::Kind::Bool ? Value::ofTensor(TensorType{"bool", std::nullopt, {}})
+                                         : v;
+    };
+    Value cond = asTensor((*a)[0]->value);
+    const TensorType *c = cond.isTensor() ? &cond.tensor : tensorArg((*a)[0]);
     if (!c)
       return Value::error();
     if (c->dtype != "bool") {
       error(DiagID::WrongDtypeKind, (*a)[0]->range, "select", "a bool condition", c->str());
       return Value::error();
     }
-    Value x = (*a)[1]->value, y = (*a)[2]->value;
+    Value x = asTensor((*a)[1]->value), y = asTensor((*a)[2]->value);
     if (!x.isTensor() && !y.isTensor()) {
       error(DiagID::ExpectedTensor, (*a)[1]->range, x.describe());
       return Value::error();
@@ -278,7 +284,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!t)
       return Value::error();
     t->dtype = x.tensor.dtype;
-    return result(*t, t->elements(), {&(*a)[0]->value, &x, &y});
+    return result(*t, t->elements(), {&cond, &x, &y});
   }
   if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "argmax" ||
       name == "softmax") {

@@ -137,7 +137,7 @@ Value Checker::annotated(const ast::TypeExpr &type, const ast::Expr &value, Valu
   auto t = tensorType(type, f.env);
   if (!t)
     return v;
-  if (v.isNumber() && t->dims.empty()) {
+  if (adoptsType(v, *t)) {
     Value r = Value::ofTensor(*t);
     if (lowering())
       r.op = lower_->materialize(v, *t, value.range);
@@ -192,7 +192,7 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     if (v.isError() || !f.returnType)
       return;
     const TensorType &t = *f.returnType;
-    if (v.isNumber() && t.dims.empty())
+    if (adoptsType(v, t))
       return;
     if (!v.isTensor() || !mayEqual(v.tensor, t)) {
       auto b = error(DiagID::TypeMismatch, ret->value->range, t.str(), v.describe());
@@ -442,6 +442,10 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
 }
 
 bool Checker::unifyDtypes(Value &a, Value &b, Frame &f, llvm::SMRange at, llvm::StringRef op) {
+  // A compile-time bool meeting a tensor is a rank-0 bool tensor.
+  for (Value *v : {&a, &b})
+    if (v->kind == Value::Kind::Bool && (a.isTensor() || b.isTensor()))
+      *v = Value::ofTensor(TensorType{"bool", std::nullopt, {}});
   if (a.isTensor() && b.isTensor() && a.tensor.dtype != b.tensor.dtype) {
     error(DiagID::DtypeMismatch, at, op.str(), a.tensor.dtype, b.tensor.dtype)
         .help("convert one side explicitly, e.g. " + b.tensor.dtype + "(...) or " +

@@ -284,6 +284,13 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     if (!a.value.isTensor()) {
       if (a.value.isNumber() && pt->dims.empty())
         continue; // a literal adopts the parameter's dtype
+      if (a.value.kind == Value::Kind::Bool && pt->dims.empty()) {
+        // `true` is a rank-0 bool: it binds a dtype generic `T` to bool.
+        const std::string &dn = pt->path[0].name;
+        if (generics.count(dn) && !env.dtypes.count(dn))
+          env.dtypes[dn] = "bool";
+        continue;
+      }
       error(DiagID::TypeMismatch, a.range, toString(*pt), a.value.describe())
           .note("parameter '" + fn.params[i].name.name + "' of '" + fnName + "'",
                 fn.params[i].range);
@@ -363,6 +370,13 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     auto expected = fn.params[i].type ? tensorType(*fn.params[i].type, env) : std::nullopt;
     if (!expected)
       return Value::error();
+    if (!a.value.isTensor() && !adoptsType(a.value, *expected)) {
+      error(DiagID::TypeMismatch, a.range, expected->str(), a.value.describe())
+          .note("parameter '" + fn.params[i].name.name + "' of '" + fnName + "' is declared " +
+                    toString(*fn.params[i].type),
+                fn.params[i].range);
+      return Value::error();
+    }
     if (a.value.isTensor()) {
       const TensorType &at = a.value.tensor;
       if (!mayEqual(at, *expected)) {
