@@ -133,6 +133,7 @@ ifStmt : IF expr block (ELSE (ifStmt | block))? ;
 // the prefix level, so `-x ** 2` is `-(x ** 2)` and `-a * b` is `(-a) * b`.
 expr
   : primaryExpr                                                           # primary
+  | expr DOT IDENT genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN  # memberGenericCall
   | expr LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN                  # callExpr
   | expr LBRACK indexItem (COMMA indexItem)* COMMA? RBRACK                # indexExpr
   | expr DOT IDENT                                                        # memberExpr
@@ -153,8 +154,10 @@ indexItem
   ;
 
 // A call with generic arguments names its function directly: `iota<N>()`,
-// `nn.split_heads<H = 4>(x)`. Listed before a plain name, it wins where both
-// readings parse (`f < a > (b)`); docs/language.md says so.
+// `nn.split_heads<H = 4>(x)`, or as a member of any expression
+// (`blocks[i].forward<B = B>(x)`, memberGenericCall above). Listed before a
+// plain name and a plain member, it wins where both readings parse
+// (`f < a > (b)`); docs/language.md says so.
 primaryExpr
   : IDENT (DOT IDENT)* genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN  # genericCall
   | (INT | HEX_INT)                                       # intLit

@@ -10,7 +10,8 @@
 // - loops of postfix and binary operators continue greedily (ANTLR picks the
 //   first alternative, "continue", when both readings are viable);
 // - `name<...>(...)` is a generic call when it parses as one (the grammar
-//   lists genericCall first, and it wins every ambiguity it is part of);
+//   lists genericCall first, and it wins every ambiguity it is part of),
+//   and so is `.name<...>(...)` after any expression (memberGenericCall);
 // - a generic argument is a size unless it starts like a type (`[`, or a
 //   name followed by `.`, `<` or `[`): a bare name is both, and sizeExpr is
 //   listed first.
@@ -510,7 +511,8 @@ private:
   // expr, precedence climbing as ANTLR compiles the left-recursive rule:
   //   primaryExpr | (MINUS | BANG) expr(6)
   //   then, while the operator's precedence >= minPrecedence:
-  //   call (10), index (9), member (8), `**` (7, right operand expr(7)),
+  //   generic member call (11), call (10), index (9), member (8), `**` (7,
+  //   right operand expr(7)),
   //   * / % @ (5), + - (4), comparisons (3), && (2), || (1): right operand
   //   expr(precedence + 1).
   void expr(int minPrecedence) {
@@ -525,7 +527,10 @@ private:
     }
     for (;;) {
       int k = kind();
-      if (k == L::LPAREN && minPrecedence <= 10) {
+      if (k == L::DOT && kind(1) == L::IDENT && kind(2) == L::LT && minPrecedence <= 11 &&
+          memberGenericCall()) {
+        // taken: `.name<...>(...)`
+      } else if (k == L::LPAREN && minPrecedence <= 10) {
         take();
         commaList(L::RPAREN, true, [&] { callArg(); });
         expect(L::RPAREN);
@@ -617,6 +622,27 @@ private:
       commaList(L::RPAREN, true, [&] { callArg(); });
       expect(L::RPAREN);
       close(m, P::RulePrimaryExpr);
+      return true;
+    } catch (const Reject &) {
+      build_.rollback(saved);
+      pos_ = savedPos;
+      return false;
+    }
+  }
+
+  /// The generic call reading of `.IDENT <` after an expression, if it
+  /// parses: DOT IDENT genericArgs LPAREN callArgs RPAREN, in the node of
+  /// the expression it follows.
+  bool memberGenericCall() {
+    SyntaxTreeBuilder::Checkpoint saved = build_.checkpoint();
+    size_t savedPos = pos_;
+    try {
+      take();
+      take();
+      genericArgs();
+      expect(L::LPAREN);
+      commaList(L::RPAREN, true, [&] { callArg(); });
+      expect(L::RPAREN);
       return true;
     } catch (const Reject &) {
       build_.rollback(saved);
