@@ -497,6 +497,10 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
     failedDefinitions_.insert(&fn);
 }
 
+std::pair<unsigned, const char *> Checker::sourceOrder(llvm::SMLoc at) const {
+  return {diags_.sources().FindBufferContainingLoc(at), at.getPointer()};
+}
+
 void Checker::detectSelfContainment() {
   // A model that holds itself, directly or through others, would have
   // infinitely many parameters: the same rule as recursion.
@@ -527,7 +531,15 @@ void Checker::detectSelfContainment() {
     }
     state[m] = 2;
   };
+  // From the first model in source order, so that a cycle is reported
+  // from the same place on every run (the map is ordered by address).
+  std::vector<const ast::ModelDecl *> models;
   for (const auto &[m, edges] : containment_)
+    models.push_back(m);
+  std::sort(models.begin(), models.end(), [&](const auto *a, const auto *b) {
+    return sourceOrder(a->name.range.Start) < sourceOrder(b->name.range.Start);
+  });
+  for (const ast::ModelDecl *m : models)
     if (state[m] == 0) {
       stack.push_back({m, llvm::SMRange()});
       visit(m);
@@ -568,7 +580,13 @@ void Checker::detectRecursion() {
     }
     state[fn] = 2;
   };
+  std::vector<const ast::FnDecl *> fns;
   for (const auto &[fn, edges] : callGraph_)
+    fns.push_back(fn);
+  std::sort(fns.begin(), fns.end(), [&](const auto *a, const auto *b) {
+    return sourceOrder(a->name.range.Start) < sourceOrder(b->name.range.Start);
+  });
+  for (const ast::FnDecl *fn : fns)
     if (state[fn] == 0) {
       stack.push_back({fn, llvm::SMRange()});
       visit(fn);

@@ -132,6 +132,9 @@ public:
   /// Checks that `a / b` divides exactly (or defers it); `range` is the `/`.
   /// `what` names the division in the message when it is not the source
   /// text at `range` (`channels / groups` for conv2d's groups argument).
+  /// Where a location is in the sources: its buffer (the main file first,
+  /// imports in the order loaded), then its place in it.
+  std::pair<unsigned, const char *> sourceOrder(llvm::SMLoc at) const;
   void checkExactDivision(const Size &a, const Size &b, const Env &env, llvm::SMRange range,
                           const std::string &what = "");
   std::optional<bool> decideWhere(const ast::WhereConstraint &w, const Env &env);
