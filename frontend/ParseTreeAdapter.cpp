@@ -671,13 +671,32 @@ private:
     return call;
   }
 
+
+
   ExprPtr indexExpr(LPUParser::IndexExprContext *c) {
     checkContinuation(c->LBRACK());
     ExprPtr base = expr(exprChild(c, 0));
     if (!base)
       return nullptr;
-    auto index = std::make_unique<IndexExpr>(std::move(base), range(c));
-    for (auto *item : c->indexItem()) {
+    if (!c->genericArgs()) {
+      auto index = std::make_unique<IndexExpr>(std::move(base), range(c));
+      index->items = indexItems(c->indexItem());
+      return index;
+    }
+    // `blocks[i]<B = B>(x)`: a generic call of the element (a layer's forward).
+    SMRange indexRange(range(c).Start, c->RBRACK() ? range(c->RBRACK()).End : range(c).End);
+    auto index = std::make_unique<IndexExpr>(std::move(base), indexRange);
+    index->items = indexItems(c->indexItem());
+    auto call = std::make_unique<CallExpr>(std::move(index), range(c));
+    call->hasGenericArgs = true;
+    call->genericArgs = genericArgs(c->genericArgs());
+    call->args = callArgs(c->callArg());
+    return call;
+  }
+
+  std::vector<IndexItem> indexItems(const std::vector<LPUParser::IndexItemContext *> &contexts) {
+    std::vector<IndexItem> items;
+    for (auto *item : contexts) {
       IndexItem ii;
       ii.range = range(item);
       if (auto *s = dynamic_cast<LPUParser::SliceItemContext *>(item)) {
@@ -691,9 +710,9 @@ private:
       } else if (auto *x = dynamic_cast<LPUParser::ExprItemContext *>(item)) {
         ii.index = expr(x->expr());
       }
-      index->items.push_back(std::move(ii));
+      items.push_back(std::move(ii));
     }
-    return index;
+    return items;
   }
 
   ExprPtr primaryExpr(LPUParser::PrimaryExprContext *ctx) {

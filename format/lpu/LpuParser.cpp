@@ -11,7 +11,8 @@
 //   first alternative, "continue", when both readings are viable);
 // - `name<...>(...)` is a generic call when it parses as one (the grammar
 //   lists genericCall first, and it wins every ambiguity it is part of),
-//   and so is `.name<...>(...)` after any expression (memberGenericCall);
+//   and so are `.name<...>(...)` and `[...]<...>(...)` after any
+//   expression (memberGenericCall, indexExpr's optional generic tail);
 // - a generic argument is a size unless it starts like a type (`[`, or a
 //   name followed by `.`, `<` or `[`): a bare name is both, and sizeExpr is
 //   listed first.
@@ -511,8 +512,8 @@ private:
   // expr, precedence climbing as ANTLR compiles the left-recursive rule:
   //   primaryExpr | (MINUS | BANG) expr(6)
   //   then, while the operator's precedence >= minPrecedence:
-  //   generic member call (11), call (10), index (9), member (8), `**` (7,
-  //   right operand expr(7)),
+  //   generic member call (11), call (10), index with an optional generic
+  //   call (9), member (8), `**` (7, right operand expr(7)),
   //   * / % @ (5), + - (4), comparisons (3), && (2), || (1): right operand
   //   expr(precedence + 1).
   void expr(int minPrecedence) {
@@ -528,7 +529,7 @@ private:
     for (;;) {
       int k = kind();
       if (k == L::DOT && kind(1) == L::IDENT && kind(2) == L::LT && minPrecedence <= 11 &&
-          memberGenericCall()) {
+          genericCallTail(2)) {
         // taken: `.name<...>(...)`
       } else if (k == L::LPAREN && minPrecedence <= 10) {
         take();
@@ -538,6 +539,8 @@ private:
         take();
         commaList(L::RBRACK, false, [&] { indexItem(); });
         expect(L::RBRACK);
+        if (at(L::LT))
+          genericCallTail(0); // `[...]<...>(...)`, when it parses so
       } else if (k == L::DOT && minPrecedence <= 8) {
         take();
         expect(L::IDENT);
@@ -630,15 +633,15 @@ private:
     }
   }
 
-  /// The generic call reading of `.IDENT <` after an expression, if it
-  /// parses: DOT IDENT genericArgs LPAREN callArgs RPAREN, in the node of
-  /// the expression it follows.
-  bool memberGenericCall() {
+  /// The generic call reading of the next `lead` tokens (`.name`, or none
+  /// after `[...]`) and then genericArgs LPAREN callArgs RPAREN, in the
+  /// node of the expression they follow, if it parses.
+  bool genericCallTail(int lead) {
     SyntaxTreeBuilder::Checkpoint saved = build_.checkpoint();
     size_t savedPos = pos_;
     try {
-      take();
-      take();
+      for (int i = 0; i < lead; ++i)
+        take();
       genericArgs();
       expect(L::LPAREN);
       commaList(L::RPAREN, true, [&] { callArg(); });

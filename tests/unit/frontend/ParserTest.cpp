@@ -95,12 +95,13 @@ TEST(ParserTest, GenericCallsAndComparisonsAreTellable) {
   EXPECT_EQ(toString(*call->genericArgs[0].type), "f16[B, S]");
 }
 
-TEST(ParserTest, GenericCallsOnMembersOfAnyExpression) {
+TEST(ParserTest, GenericCallsOnAnyCallee) {
   EXPECT_EQ(exprOf("blocks[i].forward<B = B>(x)"), "(call (. (index blocks i) forward) x)");
   EXPECT_EQ(exprOf("a[0].b[1].f<4>(x, axis = 1)"),
             "(call (. (index (. (index a 0) b) 1) f) x axis=1)");
   EXPECT_EQ(exprOf("blocks[i].forward<B = B>(h) + 1"),
             "(+ (call (. (index blocks i) forward) h) 1)");
+  EXPECT_EQ(exprOf("blocks[i]<B = B>(x)"), "(call (index blocks i) x)");
   // As for a dotted name, the generic call wins over comparisons.
   EXPECT_EQ(exprOf("x[0].a < b > (c)"), "(call (. (index x 0) a) c)");
   EXPECT_EQ(exprOf("x[0].a < b"), "(< (. (index x 0) a) b)");
