@@ -234,10 +234,13 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
       if (bucket.chips.size() != program.numChips)
         return error(where + ": has code for " + llvm::Twine(bucket.chips.size()) +
                      " chips, the topology has " + llvm::Twine(program.numChips));
-      std::set<std::string> names;
+      // Each role names its tensors apart: lpurun finds inputs, parameters
+      // and outputs by name within their role (an input or a parameter may
+      // be called `out`, as the output is).
+      std::set<std::pair<TensorRole, std::string>> names;
       for (const TensorPlacement &t : bucket.tensors) {
         std::string tw = where + ": " + tensorRoleName(t.role).str() + " '" + t.name + "'";
-        if (!names.insert(t.name).second)
+        if (!names.insert({t.role, t.name}).second)
           return error(tw + " is placed twice");
         if (t.chip >= program.numChips)
           return error(tw + " is on chip " + llvm::Twine(t.chip) + " of " +

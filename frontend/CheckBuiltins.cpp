@@ -257,14 +257,20 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     auto a = bind({"cond", "a", "b"}, 3);
     if (!a)
       return Value::error();
-    const TensorType *c = tensorArg((*a)[0]);
+    // A compile-time bool (`true`, `N > 4`) is a rank-0 bool tensor here.
+    auto asTensor = [](Value v) {
+      return v.kind == Value::Kind::Bool ? Value::ofTensor(TensorType{"bool", std::nullopt, {}})
+                                         : v;
+    };
+    Value cond = asTensor((*a)[0]->value);
+    const TensorType *c = cond.isTensor() ? &cond.tensor : tensorArg((*a)[0]);
     if (!c)
       return Value::error();
     if (c->dtype != "bool") {
       error(DiagID::WrongDtypeKind, (*a)[0]->range, "select", "a bool condition", c->str());
       return Value::error();
     }
-    Value x = (*a)[1]->value, y = (*a)[2]->value;
+    Value x = asTensor((*a)[1]->value), y = asTensor((*a)[2]->value);
     if (!x.isTensor() && !y.isTensor()) {
       error(DiagID::ExpectedTensor, (*a)[1]->range, x.describe());
       return Value::error();
@@ -278,7 +284,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!t)
       return Value::error();
     t->dtype = x.tensor.dtype;
-    return result(*t, t->elements(), {&(*a)[0]->value, &x, &y});
+    return result(*t, t->elements(), {&cond, &x, &y});
   }
   if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "argmax" ||
       name == "softmax") {
@@ -566,7 +572,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     const TensorType *x = tensorArg((*a)[0]);
     const TensorType *w = x ? tensorArg((*a)[1]) : nullptr;
     auto stride = sizeArg((*a)[2], 1), pad = sizeArg((*a)[3], 0), dil = sizeArg((*a)[4], 1);
-    auto groups = intArg((*a)[5], 1);
+    auto groups = sizeArg((*a)[5], 1);
     if (!x || !w || !stride || !pad || !dil || !groups)
       return Value::error();
     if (x->dims.size() != 4 || x->pack || w->dims.size() != 4 || w->pack) {
@@ -583,21 +589,26 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       auto c = s.constantValue();
       return c && *c < min;
     };
-    if (below(*stride, 1) || below(*dil, 1) || *groups < 1 || below(*pad, 0)) {
+    if (below(*stride, 1) || below(*dil, 1) || below(*groups, 1) || below(*pad, 0)) {
       error(DiagID::ConvShape, e.range, name, "stride, dilation and groups are at least 1, padding at least 0");
       return Value::error();
     }
-    Size g = Size::constant(*groups);
+    // groups may be a size of the model (depthwise: groups = C); its
+    // divisions are then checked once it is a number, as any other.
+    const Size &g = *groups;
     const Size &C = x->dims[1], &O = w->dims[0], &KH = w->dims[2], &KW = w->dims[3];
     Size perGroup = sizes::div(C, g);
-    if (*groups > 1) {
-      checkExactDivision(C, g, f.env, e.range);
-      checkExactDivision(O, g, f.env, e.range);
+    bool grouped = g.constantValue() != std::optional<int64_t>(1);
+    if (grouped) {
+      // At the groups argument: the channels of both sides split into groups.
+      llvm::SMRange at = (*a)[5] ? (*a)[5]->range : e.range;
+      checkExactDivision(C, g, f.env, at, "channels / groups");
+      checkExactDivision(O, g, f.env, at, "output channels / groups");
     }
     if (sizesEqual(perGroup, w->dims[1]) == Decision::No) {
       error(DiagID::ConvShape, e.range, name,
             "the input has " + C.str() + " channels, the weights expect " + w->dims[1].str() +
-                (*groups > 1 ? " per group" : ""))
+                (grouped ? " per group" : ""))
           .label((*a)[0]->range, x->str())
           .label((*a)[1]->range, w->str());
       return Value::error();

@@ -19,6 +19,75 @@ CheckResult checkProgram(const ast::Module &module, DiagnosticEngine &diags,
 
 namespace check {
 
+namespace {
+bool endsInReturn(const ast::Block &block);
+
+/// Whether a statement returns on every path through it: a `return`, or an
+/// `if` with an `else` whose branches all do. A loop does not (its range
+/// may be empty), nor an `if` without `else` (its condition may be false).
+bool endsInReturn(const ast::Stmt &s) {
+  if (llvm::isa<ast::ReturnStmt>(s))
+    return true;
+  if (auto *cond = llvm::dyn_cast<ast::IfStmt>(&s))
+    return cond->otherwise && endsInReturn(cond->then) && endsInReturn(*cond->otherwise);
+  return false;
+}
+
+bool endsInReturn(const ast::Block &block) {
+  return std::any_of(block.stmts.begin(), block.stmts.end(),
+                     [](const ast::StmtPtr &s) { return s && endsInReturn(*s); });
+}
+
+bool containsReturn(const ast::Block &block) {
+  for (const ast::StmtPtr &s : block.stmts) {
+    if (!s)
+      continue;
+    if (llvm::isa<ast::ReturnStmt>(*s))
+      return true;
+    if (auto *cond = llvm::dyn_cast<ast::IfStmt>(s.get()))
+      if (containsReturn(cond->then) || (cond->otherwise && containsReturn(*cond->otherwise)))
+        return true;
+    if (auto *loop = llvm::dyn_cast<ast::ForStmt>(s.get()))
+      if (containsReturn(loop->body))
+        return true;
+  }
+  return false;
+}
+
+/// The closing brace of a block, where a path through it ends.
+llvm::SMRange closingBrace(const ast::Block &block) {
+  if (!block.range.End.isValid())
+    return block.range;
+  llvm::SMLoc last = llvm::SMLoc::getFromPointer(block.range.End.getPointer() - 1);
+  return *last.getPointer() == '}' ? llvm::SMRange(last, block.range.End) : block.range;
+}
+
+/// For a body that does not end in a return: where a path leaves it, as
+/// labels. When its last statement is an `if` that returns on some path,
+/// the branch that does not (or the condition of an `if` without `else`);
+/// otherwise the closing brace.
+void labelFallThrough(DiagnosticBuilder &b, const ast::Block &block, bool branch = false) {
+  const ast::Stmt *last = nullptr;
+  for (const ast::StmtPtr &s : block.stmts)
+    if (s)
+      last = s.get();
+  auto *cond = llvm::dyn_cast_or_null<ast::IfStmt>(last);
+  if (!cond || !(containsReturn(cond->then) ||
+                 (cond->otherwise && containsReturn(*cond->otherwise)))) {
+    b.label(closingBrace(block), branch ? "this branch ends here without 'return'"
+                                        : "the body ends here without 'return'");
+    return;
+  }
+  if (!endsInReturn(cond->then))
+    labelFallThrough(b, cond->then, true);
+  else if (!cond->otherwise)
+    b.label(cond->cond ? cond->cond->range : cond->range,
+            "returns only when this holds: the 'if' has no 'else'");
+  if (cond->otherwise && !endsInReturn(*cond->otherwise))
+    labelFallThrough(b, *cond->otherwise, true);
+}
+} // namespace
+
 void ContextConsumer::handle(const Diagnostic &diag) {
   if (diag.severity == Severity::Error &&
       !seen_.insert({static_cast<int>(diag.id), diag.primary.Start.getPointer()}).second)
@@ -420,14 +489,16 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
   definingFn_ = &fn;
   checkBlock(fn.body, f);
   definingFn_ = nullptr;
-  bool returns = std::any_of(fn.body.stmts.begin(), fn.body.stmts.end(), [](const auto &s) {
-    return s && llvm::isa<ast::ReturnStmt>(s.get());
-  });
-  if (!returns)
-    error(DiagID::MissingReturn, fn.name.range, fn.name.name)
-        .label(fn.body.range, "the body ends here without 'return'");
+  if (!endsInReturn(fn.body)) {
+    auto b = error(DiagID::MissingReturn, fn.name.range, fn.name.name);
+    labelFallThrough(b, fn.body);
+  }
   if (inner_.errorCount() > before)
     failedDefinitions_.insert(&fn);
+}
+
+std::pair<unsigned, const char *> Checker::sourceOrder(llvm::SMLoc at) const {
+  return {diags_.sources().FindBufferContainingLoc(at), at.getPointer()};
 }
 
 void Checker::detectSelfContainment() {
@@ -460,7 +531,15 @@ void Checker::detectSelfContainment() {
     }
     state[m] = 2;
   };
+  // From the first model in source order, so that a cycle is reported
+  // from the same place on every run (the map is ordered by address).
+  std::vector<const ast::ModelDecl *> models;
   for (const auto &[m, edges] : containment_)
+    models.push_back(m);
+  std::sort(models.begin(), models.end(), [&](const auto *a, const auto *b) {
+    return sourceOrder(a->name.range.Start) < sourceOrder(b->name.range.Start);
+  });
+  for (const ast::ModelDecl *m : models)
     if (state[m] == 0) {
       stack.push_back({m, llvm::SMRange()});
       visit(m);
@@ -501,7 +580,13 @@ void Checker::detectRecursion() {
     }
     state[fn] = 2;
   };
+  std::vector<const ast::FnDecl *> fns;
   for (const auto &[fn, edges] : callGraph_)
+    fns.push_back(fn);
+  std::sort(fns.begin(), fns.end(), [&](const auto *a, const auto *b) {
+    return sourceOrder(a->name.range.Start) < sourceOrder(b->name.range.Start);
+  });
+  for (const ast::FnDecl *fn : fns)
     if (state[fn] == 0) {
       stack.push_back({fn, llvm::SMRange()});
       visit(fn);

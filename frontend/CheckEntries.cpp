@@ -382,8 +382,8 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
                                    fn->params[k].name.range);
     }
     Value returned;
-    instantiateBody(*fn, fenv, args, top, entry.name.range, "", &returned);
-    if (lower_ && inner_.errorCount() == before)
+    bool instantiated = instantiateBody(*fn, fenv, args, top, entry.name.range, "", &returned);
+    if (lower_ && instantiated && !returned.isError() && inner_.errorCount() == before)
       lower_->finishFunction(returned, *ret, entry.name.range);
     else if (lower_)
       lower_->abandonFunction();

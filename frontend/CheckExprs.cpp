@@ -123,7 +123,7 @@ void Checker::noteOrigin(DiagnosticBuilder &b, const ast::Expr *e, const Value &
 Value Checker::checkBlock(const ast::Block &block, Frame &f) {
   f.scopes.emplace_back();
   for (const ast::StmtPtr &s : block.stmts)
-    if (s)
+    if (s && !f.ended)
       checkStmt(*s, f);
   f.scopes.pop_back();
   return Value();
@@ -137,7 +137,7 @@ Value Checker::annotated(const ast::TypeExpr &type, const ast::Expr &value, Valu
   auto t = tensorType(type, f.env);
   if (!t)
     return v;
-  if (v.isNumber() && t->dims.empty()) {
+  if (adoptsType(v, *t)) {
     Value r = Value::ofTensor(*t);
     if (lowering())
       r.op = lower_->materialize(v, *t, value.range);
@@ -188,10 +188,11 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     if (!f.hasReturned)
       f.returned = v;
     f.hasReturned = true;
+    f.ended = true;
     if (v.isError() || !f.returnType)
       return;
     const TensorType &t = *f.returnType;
-    if (v.isNumber() && t.dims.empty())
+    if (adoptsType(v, t))
       return;
     if (!v.isTensor() || !mayEqual(v.tensor, t)) {
       auto b = error(DiagID::TypeMismatch, ret->value->range, t.str(), v.describe());
@@ -242,7 +243,7 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
             Local{Value::ofInt(Size::constant(*start + i)), loop->var.range, false};
         checkBlock(loop->body, f);
         f.scopes.pop_back();
-        if (diags_.errorLimitReached())
+        if (f.ended || diags_.errorLimitReached())
           break;
       }
       return;
@@ -252,6 +253,7 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     declareLocal(f, loop->var, Value::ofInt(Size::name(loop->var.name)), false);
     checkBlock(loop->body, f);
     f.scopes.pop_back();
+    f.ended = false; // the range may be empty
     return;
   }
   if (auto *cond = llvm::dyn_cast<ast::IfStmt>(&s)) {
@@ -264,10 +266,18 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
         b.help("choose per element with select(" + sourceText(cond->cond->range) + ", a, b)");
       return;
     }
-    if (!c.boolean || *c.boolean)
+    // A branch not taken ends nothing; one checked both ways ends the
+    // body only when both branches do.
+    bool thenEnds = false, elseEnds = false;
+    if (!c.boolean || *c.boolean) {
       checkBlock(cond->then, f);
-    if (cond->otherwise && (!c.boolean || !*c.boolean))
+      thenEnds = std::exchange(f.ended, false);
+    }
+    if (cond->otherwise && (!c.boolean || !*c.boolean)) {
       checkBlock(*cond->otherwise, f);
+      elseEnds = std::exchange(f.ended, false);
+    }
+    f.ended = !c.boolean ? thenEnds && elseEnds : *c.boolean ? thenEnds : elseEnds;
     return;
   }
   if (auto *es = llvm::dyn_cast<ast::ExprStmt>(&s))
@@ -432,6 +442,10 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
 }
 
 bool Checker::unifyDtypes(Value &a, Value &b, Frame &f, llvm::SMRange at, llvm::StringRef op) {
+  // A compile-time bool meeting a tensor is a rank-0 bool tensor.
+  for (Value *v : {&a, &b})
+    if (v->kind == Value::Kind::Bool && (a.isTensor() || b.isTensor()))
+      *v = Value::ofTensor(TensorType{"bool", std::nullopt, {}});
   if (a.isTensor() && b.isTensor() && a.tensor.dtype != b.tensor.dtype) {
     error(DiagID::DtypeMismatch, at, op.str(), a.tensor.dtype, b.tensor.dtype)
         .help("convert one side explicitly, e.g. " + b.tensor.dtype + "(...) or " +

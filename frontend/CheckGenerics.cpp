@@ -87,7 +87,7 @@ std::optional<Size> Checker::sizeOf(const ast::SizeExpr &e, const Env &env, cons
 }
 
 void Checker::checkExactDivision(const Size &a, const Size &b, const Env &env,
-                                 llvm::SMRange range) {
+                                 llvm::SMRange range, const std::string &what) {
   if (b.isZero()) {
     error(DiagID::DivisionByZero, range, "'" + sourceText(range) + "'");
     return;
@@ -99,9 +99,11 @@ void Checker::checkExactDivision(const Size &a, const Size &b, const Env &env,
     // Proven by a where clause, or repeated once the sizes are numbers.
     return;
   }
-  std::string text = sourceText(range);
+  std::string text = what.empty() ? sourceText(range) : what;
   auto d = error(DiagID::InexactDivision, range,
                  "'" + text + "' = " + std::to_string(*ca) + " / " + std::to_string(*cb));
+  if (!what.empty())
+    return;
   size_t slash = text.find('/');
   if (slash != std::string::npos && !env.concrete)
     d.help("use floordiv or ceildiv to round");
@@ -282,6 +284,13 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     if (!a.value.isTensor()) {
       if (a.value.isNumber() && pt->dims.empty())
         continue; // a literal adopts the parameter's dtype
+      if (a.value.kind == Value::Kind::Bool && pt->dims.empty()) {
+        // `true` is a rank-0 bool: it binds a dtype generic `T` to bool.
+        const std::string &dn = pt->path[0].name;
+        if (generics.count(dn) && !env.dtypes.count(dn))
+          env.dtypes[dn] = "bool";
+        continue;
+      }
       error(DiagID::TypeMismatch, a.range, toString(*pt), a.value.describe())
           .note("parameter '" + fn.params[i].name.name + "' of '" + fnName + "'",
                 fn.params[i].range);
@@ -361,6 +370,13 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     auto expected = fn.params[i].type ? tensorType(*fn.params[i].type, env) : std::nullopt;
     if (!expected)
       return Value::error();
+    if (!a.value.isTensor() && !adoptsType(a.value, *expected)) {
+      error(DiagID::TypeMismatch, a.range, expected->str(), a.value.describe())
+          .note("parameter '" + fn.params[i].name.name + "' of '" + fnName + "' is declared " +
+                    toString(*fn.params[i].type),
+                fn.params[i].range);
+      return Value::error();
+    }
     if (a.value.isTensor()) {
       const TensorType &at = a.value.tensor;
       if (!mayEqual(at, *expected)) {
@@ -402,9 +418,13 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     Value returned;
     if (!instantiateBody(fn, env, paramValues, caller, callRange, label, &returned))
       return Value::error();
-    // Inlined: the call's value is the body's result.
-    if (lowering())
+    // Inlined: the call's value is the body's result (none when the body's
+    // `return` failed: that error is reported already).
+    if (lowering()) {
+      if (returned.isError())
+        return Value::error();
       result.op = lower_->materialize(returned, *ret, callRange);
+    }
   }
   result.origin = callRange;
   result.originWhat = "'" + fnName + "'";
@@ -423,8 +443,12 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   for (const auto &[k, v] : env.packs)
     key += k + "~" + v.str() + ",";
   Instance &inst = instances_[key];
+  // A definition that failed, or a recursive one, has its errors reported
+  // already; its calls fail silently (its result has no value to go on).
+  if (failedDefinitions_.count(&fn) || recursive_.count(&fn))
+    return false;
   // Lowering inlines every call afresh: each has its own operands.
-  if ((inst.done && !lowering()) || failedDefinitions_.count(&fn) || recursive_.count(&fn) ||
+  if ((inst.done && !lowering()) ||
       std::find(activeInstances_.begin(), activeInstances_.end(), &fn) !=
           activeInstances_.end()) {
     caller.flops += inst.flops;

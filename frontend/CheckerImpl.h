@@ -53,6 +53,11 @@ struct Frame {
   /// The value of the first `return` reached: a `return` ends the body.
   Value returned;
   bool hasReturned = false;
+  /// Every path checked so far has reached a `return`: the statements after
+  /// it are not reached, so they are neither checked nor lowered (an `if`
+  /// whose condition is known takes its branch's; one checked both ways,
+  /// both branches').
+  bool ended = false;
   uint64_t flops = 0;
   uint64_t peakBytes = 0;
   std::vector<std::string> *typeLog = nullptr;
@@ -125,7 +130,13 @@ public:
   std::optional<Size> sizeOf(const ast::SizeExpr &e, const Env &env, const Frame *frame = nullptr);
   std::optional<std::string> dtypeOf(llvm::StringRef name, const Env &env);
   /// Checks that `a / b` divides exactly (or defers it); `range` is the `/`.
-  void checkExactDivision(const Size &a, const Size &b, const Env &env, llvm::SMRange range);
+  /// `what` names the division in the message when it is not the source
+  /// text at `range` (`channels / groups` for conv2d's groups argument).
+  /// Where a location is in the sources: its buffer (the main file first,
+  /// imports in the order loaded), then its place in it.
+  std::pair<unsigned, const char *> sourceOrder(llvm::SMLoc at) const;
+  void checkExactDivision(const Size &a, const Size &b, const Env &env, llvm::SMRange range,
+                          const std::string &what = "");
   std::optional<bool> decideWhere(const ast::WhereConstraint &w, const Env &env);
   Value callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInstPtr self,
                      const std::vector<ast::GenericArg> *explicitArgs, std::vector<Arg> args,

@@ -476,7 +476,9 @@ private:
 
   // ---------------------------------------------------------------- expressions
 
-  enum class ExprAlt { Primary, Call, Index, Member, Power, Prefix, Mul, Add, Compare, And, Or };
+  enum class ExprAlt {
+    Primary, MemberGenericCall, Call, Index, Member, Power, Prefix, Mul, Add, Compare, And, Or
+  };
 
   /// Which alternative of `expr` a node is. A well-formed tree tells by the
   /// kinds of its first two children; otherwise each labelled class is tried.
@@ -492,7 +494,7 @@ private:
       switch (static_cast<antlr4::tree::TerminalNode *>(kids[1])->getSymbol()->getType()) {
       case LPUParser::LPAREN: return ExprAlt::Call;
       case LPUParser::LBRACK: return ExprAlt::Index;
-      case LPUParser::DOT: return ExprAlt::Member;
+      case LPUParser::DOT: return kids.size() > 3 ? ExprAlt::MemberGenericCall : ExprAlt::Member;
       case LPUParser::POW: return ExprAlt::Power;
       case LPUParser::PLUS:
       case LPUParser::MINUS: return ExprAlt::Add;
@@ -502,6 +504,7 @@ private:
       }
     }
     if (dynamic_cast<LPUParser::PrimaryContext *>(ctx)) return ExprAlt::Primary;
+    if (dynamic_cast<LPUParser::MemberGenericCallContext *>(ctx)) return ExprAlt::MemberGenericCall;
     if (dynamic_cast<LPUParser::CallExprContext *>(ctx)) return ExprAlt::Call;
     if (dynamic_cast<LPUParser::IndexExprContext *>(ctx)) return ExprAlt::Index;
     if (dynamic_cast<LPUParser::MemberExprContext *>(ctx)) return ExprAlt::Member;
@@ -540,6 +543,8 @@ private:
     switch (ExprAlt alt = exprAlt(ctx)) {
     case ExprAlt::Primary:
       return primaryExpr(static_cast<LPUParser::PrimaryContext *>(ctx)->primaryExpr());
+    case ExprAlt::MemberGenericCall:
+      return memberGenericCall(static_cast<LPUParser::MemberGenericCallContext *>(ctx));
     case ExprAlt::Call: return callExpr(static_cast<LPUParser::CallExprContext *>(ctx));
     case ExprAlt::Index: return indexExpr(static_cast<LPUParser::IndexExprContext *>(ctx));
     case ExprAlt::Member: {
@@ -651,13 +656,47 @@ private:
     return call;
   }
 
+  /// `blocks[i].forward<B = B>(x)`: the callee is the member.
+  ExprPtr memberGenericCall(LPUParser::MemberGenericCallContext *c) {
+    ExprPtr base = expr(c->expr());
+    if (!base || !c->IDENT())
+      return nullptr;
+    Ident id = ident(c->IDENT());
+    auto callee =
+        std::make_unique<MemberExpr>(std::move(base), id, SMRange(range(c).Start, id.range.End));
+    auto call = std::make_unique<CallExpr>(std::move(callee), range(c));
+    call->hasGenericArgs = true;
+    call->genericArgs = genericArgs(c->genericArgs());
+    call->args = callArgs(c->callArg());
+    return call;
+  }
+
+
+
   ExprPtr indexExpr(LPUParser::IndexExprContext *c) {
     checkContinuation(c->LBRACK());
     ExprPtr base = expr(exprChild(c, 0));
     if (!base)
       return nullptr;
-    auto index = std::make_unique<IndexExpr>(std::move(base), range(c));
-    for (auto *item : c->indexItem()) {
+    if (!c->genericArgs()) {
+      auto index = std::make_unique<IndexExpr>(std::move(base), range(c));
+      index->items = indexItems(c->indexItem());
+      return index;
+    }
+    // `blocks[i]<B = B>(x)`: a generic call of the element (a layer's forward).
+    SMRange indexRange(range(c).Start, c->RBRACK() ? range(c->RBRACK()).End : range(c).End);
+    auto index = std::make_unique<IndexExpr>(std::move(base), indexRange);
+    index->items = indexItems(c->indexItem());
+    auto call = std::make_unique<CallExpr>(std::move(index), range(c));
+    call->hasGenericArgs = true;
+    call->genericArgs = genericArgs(c->genericArgs());
+    call->args = callArgs(c->callArg());
+    return call;
+  }
+
+  std::vector<IndexItem> indexItems(const std::vector<LPUParser::IndexItemContext *> &contexts) {
+    std::vector<IndexItem> items;
+    for (auto *item : contexts) {
       IndexItem ii;
       ii.range = range(item);
       if (auto *s = dynamic_cast<LPUParser::SliceItemContext *>(item)) {
@@ -671,9 +710,9 @@ private:
       } else if (auto *x = dynamic_cast<LPUParser::ExprItemContext *>(item)) {
         ii.index = expr(x->expr());
       }
-      index->items.push_back(std::move(ii));
+      items.push_back(std::move(ii));
     }
-    return index;
+    return items;
   }
 
   ExprPtr primaryExpr(LPUParser::PrimaryExprContext *ctx) {

@@ -76,6 +76,12 @@ std::string Value::describe() const {
   return "?";
 }
 
+bool adoptsType(const Value &v, const TensorType &t) {
+  if (!t.dims.empty())
+    return false;
+  return v.isNumber() || (v.kind == Value::Kind::Bool && t.dtype == "bool");
+}
+
 namespace {
 bool hasOpaqueAtom(const Size &s) {
   for (const auto &[k, t] : s.terms())

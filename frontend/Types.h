@@ -129,6 +129,11 @@ struct Value {
   std::string describe() const;
 };
 
+/// Whether a compile-time value becomes a tensor of type `t` where it meets
+/// one (an argument, an annotation, a return): a number takes any rank-0
+/// type, a bool the rank-0 bool.
+bool adoptsType(const Value &v, const TensorType &t);
+
 /// Sizes equal by normal form (Yes), provably different (No), or not
 /// decidable because atoms differ (Unknown: repeated at instantiation).
 enum class Decision { Yes, No, Unknown };

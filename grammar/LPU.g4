@@ -133,8 +133,10 @@ ifStmt : IF expr block (ELSE (ifStmt | block))? ;
 // the prefix level, so `-x ** 2` is `-(x ** 2)` and `-a * b` is `(-a) * b`.
 expr
   : primaryExpr                                                           # primary
+  | expr DOT IDENT genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN  # memberGenericCall
   | expr LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN                  # callExpr
-  | expr LBRACK indexItem (COMMA indexItem)* COMMA? RBRACK                # indexExpr
+  | expr LBRACK indexItem (COMMA indexItem)* COMMA? RBRACK
+    (genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN)?       # indexExpr
   | expr DOT IDENT                                                        # memberExpr
   | <assoc=right> expr POW expr                                           # powerExpr
   | (MINUS | BANG) expr                                                   # prefixExpr
@@ -153,8 +155,12 @@ indexItem
   ;
 
 // A call with generic arguments names its function directly: `iota<N>()`,
-// `nn.split_heads<H = 4>(x)`. Listed before a plain name, it wins where both
-// readings parse (`f < a > (b)`); docs/language.md says so.
+// `nn.split_heads<H = 4>(x)`, or a member or an element of any expression
+// (memberGenericCall and indexExpr's optional tail above:
+// `blocks[i].forward<B = B>(x)`, `blocks[i]<B = B>(x)`). Each is listed
+// before the plain name or member, or is greedy, so it wins where both
+// readings parse (`f < a > (b)`, which as comparisons would be chained);
+// docs/language.md says so.
 primaryExpr
   : IDENT (DOT IDENT)* genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN  # genericCall
   | (INT | HEX_INT)                                       # intLit

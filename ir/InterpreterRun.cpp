@@ -118,21 +118,9 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
   return entry;
 }
 
-llvm::Expected<std::map<std::string, tensor::Tensor>>
-loadModuleWeights(const Module &module, const WeightSource &source) {
-  std::vector<const Function *> all;
-  for (const auto &fn : module.functions)
-    all.push_back(fn.get());
-  auto specs = paramSpecs(all);
-  if (!specs)
-    return specs.takeError();
-  return loadWeights(source, *specs);
-}
-
 llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryName,
                                   const std::map<std::string, tensor::Tensor> &inputs,
-                                  const std::map<std::string, tensor::Tensor> &weights,
-                                  InterpreterOptions options) {
+                                  const WeightSource &source, InterpreterOptions options) {
   auto functions = entryFunctions(module, entryName);
   if (!functions)
     return functions.takeError();
@@ -150,8 +138,11 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
+  auto weights = loadWeights(source, paramSpecs(fn));
+  if (!weights)
+    return weights.takeError();
   auto t0 = Clock::now();
-  auto interpreter = Interpreter::create(fn, weights, options);
+  auto interpreter = Interpreter::create(fn, *weights, options);
   if (!interpreter)
     return interpreter.takeError();
   auto t1 = Clock::now();
@@ -166,6 +157,7 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   run.function = &fn;
   run.bucketText = bucketText(fn);
   run.paddingFraction = choice->paddingFraction;
+  run.weights = std::move(*weights);
   size_t i = 0;
   for (const backend::TensorPlacement &t : bucket.tensors) {
     if (t.role != backend::TensorRole::Output)

@@ -23,24 +23,26 @@ llvm::Expected<std::vector<const Function *>> entryFunctions(const Module &modul
 /// may be padded; every other dimension is fixed.
 backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions);
 
-/// The weights of every parameter of the module (a file must hold exactly
-/// those: the model's, whichever entry runs).
-llvm::Expected<std::map<std::string, tensor::Tensor>> loadModuleWeights(const Module &module,
-                                                                        const WeightSource &source);
-
 struct EntryRun {
   std::vector<NamedTensor> outputs;   // cropped to the sizes the inputs imply
   const Function *function = nullptr; // the bucket that ran
   std::string bucketText;             // "S=128", or "fixed shapes"
   double paddingFraction = 0;         // 1 - given / bucket input elements
+  /// The weights the bucket ran with, by parameter path (what
+  /// `lpurun --dump-weights` writes).
+  std::map<std::string, tensor::Tensor> weights;
   /// Wall time binding the weights (Interpreter::create) and running; CPU
   /// time of the run over all threads (a shared machine needs both).
   double prepareSeconds = 0, runSeconds = 0, runCpuSeconds = 0;
 };
 
+/// Runs the bucket of `entry` the inputs select with weights from `source`:
+/// the parameters of that bucket's function and no others, as lpurun
+/// places them on the simulator. Other entries (another model, or the same
+/// parameter name at another shape) do not matter; a file must hold exactly
+/// this bucket's parameters.
 llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entry,
                                   const std::map<std::string, tensor::Tensor> &inputs,
-                                  const std::map<std::string, tensor::Tensor> &weights,
-                                  InterpreterOptions options = {});
+                                  const WeightSource &source, InterpreterOptions options = {});
 
 } // namespace lpu::ir

@@ -10,7 +10,9 @@
 // - loops of postfix and binary operators continue greedily (ANTLR picks the
 //   first alternative, "continue", when both readings are viable);
 // - `name<...>(...)` is a generic call when it parses as one (the grammar
-//   lists genericCall first, and it wins every ambiguity it is part of);
+//   lists genericCall first, and it wins every ambiguity it is part of),
+//   and so are `.name<...>(...)` and `[...]<...>(...)` after any
+//   expression (memberGenericCall, indexExpr's optional generic tail);
 // - a generic argument is a size unless it starts like a type (`[`, or a
 //   name followed by `.`, `<` or `[`): a bare name is both, and sizeExpr is
 //   listed first.
@@ -510,7 +512,8 @@ private:
   // expr, precedence climbing as ANTLR compiles the left-recursive rule:
   //   primaryExpr | (MINUS | BANG) expr(6)
   //   then, while the operator's precedence >= minPrecedence:
-  //   call (10), index (9), member (8), `**` (7, right operand expr(7)),
+  //   generic member call (11), call (10), index with an optional generic
+  //   call (9), member (8), `**` (7, right operand expr(7)),
   //   * / % @ (5), + - (4), comparisons (3), && (2), || (1): right operand
   //   expr(precedence + 1).
   void expr(int minPrecedence) {
@@ -525,7 +528,10 @@ private:
     }
     for (;;) {
       int k = kind();
-      if (k == L::LPAREN && minPrecedence <= 10) {
+      if (k == L::DOT && kind(1) == L::IDENT && kind(2) == L::LT && minPrecedence <= 11 &&
+          genericCallTail(2)) {
+        // taken: `.name<...>(...)`
+      } else if (k == L::LPAREN && minPrecedence <= 10) {
         take();
         commaList(L::RPAREN, true, [&] { callArg(); });
         expect(L::RPAREN);
@@ -533,6 +539,8 @@ private:
         take();
         commaList(L::RBRACK, false, [&] { indexItem(); });
         expect(L::RBRACK);
+        if (at(L::LT))
+          genericCallTail(0); // `[...]<...>(...)`, when it parses so
       } else if (k == L::DOT && minPrecedence <= 8) {
         take();
         expect(L::IDENT);
@@ -617,6 +625,27 @@ private:
       commaList(L::RPAREN, true, [&] { callArg(); });
       expect(L::RPAREN);
       close(m, P::RulePrimaryExpr);
+      return true;
+    } catch (const Reject &) {
+      build_.rollback(saved);
+      pos_ = savedPos;
+      return false;
+    }
+  }
+
+  /// The generic call reading of the next `lead` tokens (`.name`, or none
+  /// after `[...]`) and then genericArgs LPAREN callArgs RPAREN, in the
+  /// node of the expression they follow, if it parses.
+  bool genericCallTail(int lead) {
+    SyntaxTreeBuilder::Checkpoint saved = build_.checkpoint();
+    size_t savedPos = pos_;
+    try {
+      for (int i = 0; i < lead; ++i)
+        take();
+      genericArgs();
+      expect(L::LPAREN);
+      commaList(L::RPAREN, true, [&] { callArg(); });
+      expect(L::RPAREN);
       return true;
     } catch (const Reject &) {
       build_.rollback(saved);

@@ -129,22 +129,17 @@ int runReference(const ReferenceArgs &args, const char *argv0) {
     return tools::kExitInputError;
   }
   ir::WeightSource source{args.weights, args.seed.value_or(0)};
-  auto weights = ir::loadModuleWeights(**module, source);
-  if (!weights) {
-    tools::reportToolError(kTool, llvm::toString(weights.takeError()));
-    return tools::kExitInputError;
-  }
-  if (!args.dumpWeights.empty()) {
-    std::vector<tensor::NamedTensor> all(weights->begin(), weights->end());
-    if (auto e = tensor::writeSafeTensorsFile(args.dumpWeights, all)) {
-      tools::reportToolError(kTool, llvm::toString(std::move(e)));
-      return tools::kExitUsageError;
-    }
-  }
-  auto run = ir::runEntry(**module, args.entry, args.inputs, *weights, {args.threads});
+  auto run = ir::runEntry(**module, args.entry, args.inputs, source, {args.threads});
   if (!run) {
     tools::reportToolError(kTool, llvm::toString(run.takeError()));
     return tools::kExitInputError;
+  }
+  if (!args.dumpWeights.empty()) {
+    std::vector<tensor::NamedTensor> used(run->weights.begin(), run->weights.end());
+    if (auto e = tensor::writeSafeTensorsFile(args.dumpWeights, used)) {
+      tools::reportToolError(kTool, llvm::toString(std::move(e)));
+      return tools::kExitUsageError;
+    }
   }
   llvm::errs() << "reference: entry " << run->function->name() << ", bucket " << run->bucketText
                << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%\n"

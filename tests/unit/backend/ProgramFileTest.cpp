@@ -337,6 +337,26 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
   expectError(huge, "entry 'main' bucket 0: param 'w.conv' has a shape too large for any chip");
 }
 
+// Names are looked up within a role (lpurun's --input, --weights and
+// --output), so an input or a parameter may share the output's name `out`;
+// two tensors of one role may not share one.
+TEST(ProgramFile, NamesAreUniqueWithinARole) {
+  auto chip = loadChipDescription("groqchip1");
+  ASSERT_TRUE(bool(chip));
+  Program p = sampleProgram(chip->fingerprint());
+  Program shared = p;
+  for (Bucket &b : shared.entries[0].buckets) {
+    b.tensors[0].name = "y"; // the input
+    b.tensors[1].name = "y"; // a parameter
+  }
+  EXPECT_FALSE(bool(verifyProgram(shared, *chip)));
+  Program twice = p;
+  twice.entries[0].buckets[0].tensors[4].name = "w.0";
+  llvm::Error e = verifyProgram(twice, *chip);
+  ASSERT_TRUE(bool(e));
+  EXPECT_EQ(llvm::toString(std::move(e)), "entry 'main' bucket 0: param 'w.0' is placed twice");
+}
+
 // The placement fields that need no chip are checked when the binary is read.
 TEST(ProgramFile, BadPlacementsInBinaries) {
   auto refused = [](Program p) {

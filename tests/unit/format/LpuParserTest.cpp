@@ -121,6 +121,10 @@ TEST(LpuParserTest, AgreesOnTrickyChoices) {
   const char *cases[] = {
       "fn f() -> T { let a = f<a>(b) let b = f < a > (b) let c = a < b let d = g(a < b, c > (d)) }",
       "fn f() -> T { let a = nn.f<H = 4>(x) let b = x.y<z let c = a < b > c }",
+      "fn f() -> T { let a = b[i].f<B = B>(x) let b = x[0].a < b > (c) let c = x[0].y < z "
+      "let d = a.b[1].c<1>(x).d<2, T = f16>() let e = (a).f<B>(x) + g[0].h<N>() "
+      "let f = b[i]<B>(x) let g = (a) < b > (c) let h = a.b < c let i = -a < b > (c) "
+      "let j = f(x)<T>(y)<U>(z) let k = a.b < c, d > (e) let l = b[i] < c }",
       "fn f() -> T { x\n(y)\n-z\n[1] return -x ** 2 * -a.b ** -c ** d }",
       "fn f() -> T { x\n[]\n}", // ANTLR reads two statements; the fast parser defers to it
       "fn f() -> T { a[:] a[:, 1:] a[1:2, :3, x] a[1,] f(x = 1, y,) }",

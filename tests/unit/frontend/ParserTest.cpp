@@ -95,6 +95,28 @@ TEST(ParserTest, GenericCallsAndComparisonsAreTellable) {
   EXPECT_EQ(toString(*call->genericArgs[0].type), "f16[B, S]");
 }
 
+TEST(ParserTest, GenericCallsOnAnyCallee) {
+  EXPECT_EQ(exprOf("blocks[i].forward<B = B>(x)"), "(call (. (index blocks i) forward) x)");
+  EXPECT_EQ(exprOf("a[0].b[1].f<4>(x, axis = 1)"),
+            "(call (. (index (. (index a 0) b) 1) f) x axis=1)");
+  EXPECT_EQ(exprOf("blocks[i].forward<B = B>(h) + 1"),
+            "(+ (call (. (index blocks i) forward) h) 1)");
+  EXPECT_EQ(exprOf("blocks[i]<B = B>(x)"), "(call (index blocks i) x)");
+  // As for a dotted name, the generic call wins over comparisons.
+  EXPECT_EQ(exprOf("x[0].a < b > (c)"), "(call (. (index x 0) a) c)");
+  EXPECT_EQ(exprOf("x[0].a < b"), "(< (. (index x 0) a) b)");
+  auto p = parse("fn f() -> f32 { return layers[2].g<N, T = f16>(y) }\n");
+  ASSERT_EQ(p->codes(), "");
+  auto *call = llvm::dyn_cast<CallExpr>(test::returnedExpr(*p));
+  ASSERT_TRUE(call);
+  ASSERT_TRUE(call->hasGenericArgs);
+  ASSERT_EQ(call->genericArgs.size(), 2u);
+  EXPECT_EQ(call->genericArgs[1].name.name, "T");
+  auto *member = llvm::dyn_cast<MemberExpr>(call->callee.get());
+  ASSERT_TRUE(member);
+  EXPECT_EQ(member->member.name, "g");
+}
+
 TEST(ParserTest, CallsMembersIndexingAndLists) {
   EXPECT_EQ(exprOf("softmax(f32(x), axis = 1)"), "(call softmax (call f32 x) axis=1)");
   EXPECT_EQ(exprOf("layers[i](h)"), "(call (index layers i) h)");
