@@ -587,8 +587,7 @@ llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx) {
   switch (ctx.placer().lastFailure()) {
   case Placer::Failure::PortTwice: why = "it needs a MEM port twice in one cycle"; break;
   case Placer::Failure::NoCycle:
-    why = "what it needs was never all free in the " + std::to_string(Placer::kMaxSearch) +
-          " cycles after its inputs";
+    why = "what it needs does not fit together even where nothing else runs";
     break;
   case Placer::Failure::OperandWidth:
     why = "an instruction reads more streams of an operand than its producer gives";

@@ -334,7 +334,7 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   // reads of one slice for consumers at one depth (`(a < b) && m` beside
   // `a - b` with m and b on one slice): the later comes through a VXM
   // copy, a cycle earlier, as often as it takes; what that cannot mend
-  // fails now instead of searching kMaxSearch cycles.
+  // fails now instead of searching every cycle up to the horizon.
   for (unsigned detours = 0;; ++detours) {
     timed = Timed{};
     if (!timeTree(tree, timed))
@@ -350,11 +350,14 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
   for (const Timed::Issue &is : timed.issues)
     root = std::max(root, tree.nodes[is.node].notBefore - is.offset);
-  // A tree that cannot fit anywhere for another reason fails the same way
-  // forever: give up after a generous search.
-  const int64_t limit = root + kMaxSearch;
+  // However long what the tree needs stays taken (a slice's port that an
+  // earlier op reads in every cycle for 200,000 of them), a later cycle
+  // may fit: the search goes on while any of the tree's cycles lies at or
+  // before the tables' horizon. Past it every table is free, so a tree
+  // that does not fit there (two MXM instructions of one queue at one
+  // offset) never will.
   while (!tryAt(tree, timed, root))
-    if (++root > limit) {
+    if (root++ + timed.minOffset > resources_.horizon()) {
       failure_ = Failure::NoCycle;
       return std::nullopt;
     }
@@ -496,6 +499,9 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     in = usedFields(in);
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
+  for (const Taken &t : taken)
+    resources_.noteKept(t.kind == Taken::Stream ? std::max(t.seg.emitCycle, t.seg.lastCycle)
+                                                : t.cycle + int64_t(std::max(t.issue, 1u)) - 1);
   for (auto &[q, t] : chosen) {
     schedule_.add(q, t.cycle, t.instr);
     schedule_.busy[unsigned(q.unit)] += chip_.timingOf(t.instr.op, t.instr.dtype).issue;
@@ -510,6 +516,7 @@ int64_t Placer::placeAlone(const Instr &instr, unsigned queue, int64_t notBefore
   while (!resources_.queueFree(unit, queue, c, issue))
     ++c;
   resources_.setQueue(unit, queue, c, issue, true);
+  resources_.noteKept(c + int64_t(issue) - 1);
   schedule_.add(QueueId{unit, queue}, c, instr);
   schedule_.busy[unsigned(unit)] += issue;
   return c;

@@ -88,10 +88,9 @@ public:
   /// Nullopt when no cycle works (the tree needs one slice's read port
   /// twice in one cycle, for instance).
   std::optional<Placement> place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore = 0);
-  static constexpr int64_t kMaxSearch = 1 << 16;
   /// Why the last place() that failed did: the tree needs one slice's
-  /// port more often in one cycle than it has, or no cycle of the search
-  /// had everything it needs free, or an instruction reads more streams of
+  /// port more often in one cycle than it has, or it does not fit even
+  /// where nothing else is reserved, or an instruction reads more streams of
   /// an operand than the node feeding it puts on them (a lowering's bug:
   /// the simulator would find no data there).
   enum class Failure { PortTwice, NoCycle, OperandWidth };

@@ -149,31 +149,53 @@ TEST(Placer, AnOperandNarrowerThanItsConsumerReadsIsRefused) {
   EXPECT_EQ(p.lastFailure(), Placer::Failure::OperandWidth);
 }
 
-TEST(Placer, ATreeWhoseQueueStaysBusyFailsAfterTheSearch) {
+TEST(Placer, ATreeWaitsHoweverLongItsQueueStaysBusy) {
   auto c = chip();
   Schedule s;
   Placer p(c, s);
-  // A weight load on MXM queue 1, taken in every cycle the search covers.
+  // A weight load on MXM queue 1, taken in each of 100,000 cycles.
   Instr lw;
   lw.op = Opcode::LoadWeights;
   lw.dtype = backend::DType::F16;
-  for (int64_t cycle = 0; cycle <= Placer::kMaxSearch + 64; ++cycle)
+  constexpr int64_t kBusy = 100000;
+  for (int64_t cycle = 0; cycle < kBusy; ++cycle)
     ASSERT_EQ(p.placeAlone(lw, 1, cycle), cycle);
-  auto loadTree = [] {
-    WorkTree t;
-    Instr load;
-    load.op = Opcode::LoadWeights;
-    load.dtype = backend::DType::F16;
-    t.add(load, {}, 1);
-    t.nodes[0].inputs = {t.read({0, 1}, 0)};
-    return t;
-  };
-  EXPECT_FALSE(p.place(loadTree(), 0));
-  EXPECT_EQ(p.lastFailure(), Placer::Failure::NoCycle);
-  // Past the busy cycles it fits.
-  auto placed = p.place(loadTree(), Placer::kMaxSearch);
+  WorkTree t;
+  Instr load;
+  load.op = Opcode::LoadWeights;
+  load.dtype = backend::DType::F16;
+  t.add(load, {}, 1);
+  t.nodes[0].inputs = {t.read({0, 1}, 0)};
+  auto placed = p.place(std::move(t), 0);
   ASSERT_TRUE(placed);
-  EXPECT_EQ(placed->rootCycle, Placer::kMaxSearch + 65);
+  EXPECT_EQ(placed->rootCycle, kBusy);
+}
+
+TEST(Placer, ATreeThatFitsNowhereFailsPastTheHorizon) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  // Two accumulator reads on one MXM queue in one cycle: no cycle, however
+  // late, has the queue twice.
+  Instr busy;
+  busy.op = Opcode::LoadWeights;
+  busy.dtype = backend::DType::F16;
+  p.placeAlone(busy, 1, 500);
+  WorkTree t;
+  t.write({2, 3, 4, 5}, 0, -1);
+  Instr acc;
+  acc.op = Opcode::AccRead;
+  acc.dtype = backend::DType::F32;
+  acc.unit = 0;
+  Instr add;
+  add.op = Opcode::Add;
+  add.dtype = backend::DType::F32;
+  int a = t.add(acc, {}, 1);
+  acc.addr = 1;
+  int b = t.add(acc, {}, 1);
+  t.nodes[0].inputs = {t.add(add, {a, b})};
+  EXPECT_FALSE(p.place(std::move(t), 0));
+  EXPECT_EQ(p.lastFailure(), Placer::Failure::NoCycle);
 }
 
 } // namespace
