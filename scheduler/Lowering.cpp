@@ -584,16 +584,21 @@ llvm::Error unsupported(const ir::Op &op, const std::string &why) {
 }
 
 llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx) {
-  const bool twice = ctx.placer().lastFailure() == Placer::Failure::PortTwice;
-  return llvm::make_error<ScheduleError>(
-      ScheduleError::Kind::Unsupported,
-      "cannot compile '" + std::string(ir::mnemonic(op.kind())) +
-          "' onto the chip yet: no cycle fits one vector's work (" +
-          (twice ? std::string("it needs a MEM port twice in one cycle")
-                 : "what it needs was never all free in the " + std::to_string(Placer::kMaxSearch) +
-                       " cycles after its inputs") +
-          ")",
-      op.loc());
+  std::string why;
+  switch (ctx.placer().lastFailure()) {
+  case Placer::Failure::PortTwice: why = "it needs a MEM port twice in one cycle"; break;
+  case Placer::Failure::NoCycle:
+    why = "what it needs does not fit together even where nothing else runs";
+    break;
+  case Placer::Failure::OperandWidth:
+    why = "an instruction reads more streams of an operand than its producer gives";
+    break;
+  }
+  return llvm::make_error<ScheduleError>(ScheduleError::Kind::Unsupported,
+                                         "cannot compile '" + std::string(ir::mnemonic(op.kind())) +
+                                             "' onto the chip yet: no cycle fits one vector's work (" + why +
+                                             ")",
+                                         op.loc());
 }
 
 LoweringFn loweringFor(ir::OpKind kind) {

@@ -108,6 +108,20 @@ unsigned Placer::resultWidth(const Instr &in) const {
   }
 }
 
+unsigned Placer::operandWidth(const Instr &in, unsigned i) {
+  const unsigned w = streamWidth(in.dtype);
+  switch (in.op) {
+  case Opcode::Write: return i == 0 ? 1 : 0;
+  case Opcode::Gather: return i == 1 ? 2 : 0;
+  case Opcode::Scatter: return i == 0 ? 1 : i == 1 ? 2 : 0;
+  case Opcode::Select: return i == 0 ? 1 : w;
+  case Opcode::Permute: case Opcode::Distribute: return i == 1 ? 2 : w;
+  case Opcode::Transpose: return 16;
+  case Opcode::Read: case Opcode::AccRead: case Opcode::InstallWeights: return 0;
+  default: return w;
+  }
+}
+
 Placer::QueueRange Placer::queueCandidates(const Instr &in) const {
   UnitKind unit = *opcodeInfo(in.op).unit;
   unsigned n = chip_.queues[unsigned(unit)];
@@ -151,9 +165,8 @@ struct Placer::Timed {
   int64_t minOffset = 0;
 };
 
-std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore) {
+bool Placer::timeTree(const WorkTree &tree, Timed &timed) {
   const int n = int(tree.nodes.size());
-  Timed timed;
   timed.valueOf.assign(n, -1);
   auto latency = [&](const Instr &in) { return int64_t(chip_.timingOf(in.op, in.dtype).latency); };
   auto dist = [](unsigned a, unsigned b) { return int64_t(a > b ? a - b : b - a); };
@@ -163,18 +176,27 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   llvm::SmallVector<int, 16> order{0};
   for (size_t k = 0; k < order.size(); ++k) {
     int c = order[k];
-    WorkNode &cn = tree.nodes[c];
+    const WorkNode &cn = tree.nodes[c];
     int64_t t = issueOf[c];
     bool writeNode = cn.instr.op == Opcode::Write;
     for (size_t i = 0; i < cn.inputs.size(); ++i) {
       int p = cn.inputs[i];
-      WorkNode &pn = tree.nodes[p];
+      const WorkNode &pn = tree.nodes[p];
+      bool readNode = pn.instr.op == Opcode::Read;
+      const unsigned width = readNode ? unsigned(pn.planes.size()) : resultWidth(pn.instr);
+      // The consumer reads as many streams as its dtype says, wherever the
+      // value came from: a narrower value leaves it streams with no data
+      // on them (an f16 value into an f32 instruction). A lowering's bug,
+      // refused here rather than put in a program the simulator rejects.
+      if (width < (writeNode ? unsigned(cn.planes.size()) : operandWidth(cn.instr, unsigned(i)))) {
+        failure_ = Failure::OperandWidth;
+        return false;
+      }
       if (timed.valueOf[p] >= 0)
         continue; // the same value read twice by one consumer (mul x x)
       Timed::Value v;
       v.producer = p;
-      bool readNode = pn.instr.op == Opcode::Read;
-      v.width = readNode ? unsigned(pn.planes.size()) : resultWidth(pn.instr);
+      v.width = width;
       // Where and when each byte plane is consumed.
       if (writeNode) {
         // The write issues per plane once the value gets there: fix the
@@ -209,14 +231,20 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
           issueOf[p] = v.emit[0] - latency(pn.instr);
       }
       if (readNode) {
-        // The same vector read for two consumers in the same cycle at the
-        // same position (x read by both exp(x) and tanh(x)): one read.
+        // The same vector read for two consumers that want it emitted in
+        // the same cycle (x read by both exp(x) and tanh(x)): one read,
+        // whose value stays on its diagonal until the later of them reads
+        // it (two reads would need the slice's port twice in that cycle).
         bool shared = false;
         for (size_t k = 0; k < timed.values.size() && !shared; ++k) {
-          const Timed::Value &o = timed.values[k];
+          Timed::Value &o = timed.values[k];
           const WorkNode &on = tree.nodes[o.producer];
           if (on.instr.op == Opcode::Read && on.planes == pn.planes &&
-              on.instr.addr == pn.instr.addr && o.emit == v.emit && o.last == v.last) {
+              on.instr.addr == pn.instr.addr && o.emit == v.emit &&
+              (!o.dirNeeded || !v.dirNeeded || o.dirNeeded == v.dirNeeded)) {
+            for (unsigned b = 0; b < v.width; ++b)
+              o.last[b] = std::max(o.last[b], v.last[b]);
+            o.dirNeeded = o.dirNeeded ? o.dirNeeded : v.dirNeeded;
             timed.valueOf[p] = int(k);
             shared = true;
           }
@@ -252,31 +280,84 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
   // The root of a write tree has no cycle of its own: anchor on the first.
   for (const Timed::Issue &is : timed.issues)
     timed.minOffset = std::min(timed.minOffset, is.offset);
+  return true;
+}
+
+std::optional<int> Placer::portClash(const Timed &timed) const {
+  llvm::SmallVector<std::tuple<unsigned, bool, int64_t>, 16> uses;
+  for (size_t k = 0; k < timed.issues.size(); ++k) {
+    const Timed::Issue &is = timed.issues[k];
+    if (!isMemAccess(is.instr.op))
+      continue;
+    const bool write = is.instr.op == Opcode::Write || is.instr.op == Opcode::Scatter;
+    const auto use = std::make_tuple(unsigned(is.instr.unit), write, is.offset);
+    uses.push_back(use);
+    if (unsigned(std::count(uses.begin(), uses.end(), use)) <= (write ? chip_.memWritePorts : chip_.memReadPorts))
+      continue;
+    // The latest read among the accesses that take this port then.
+    for (size_t j = k + 1; j-- > 0 && !write;) {
+      const Timed::Issue &other = timed.issues[j];
+      if (other.instr.op == Opcode::Read && unsigned(other.instr.unit) == std::get<0>(use) &&
+          other.offset == is.offset)
+        return other.node;
+    }
+    return -1;
+  }
+  return std::nullopt;
+}
+
+bool Placer::detour(WorkTree &tree, int read) {
+  const unsigned width = unsigned(tree.nodes[size_t(read)].planes.size());
+  Instr copy;
+  copy.op = Opcode::Copy;
+  copy.dtype = width == 1 ? DType::I8 : width == 2 ? DType::I16 : DType::I32;
+  if (streamWidth(copy.dtype) != width)
+    return false;
+  for (size_t c = 0; c < tree.nodes.size(); ++c) {
+    if (std::find(tree.nodes[c].inputs.begin(), tree.nodes[c].inputs.end(), read) ==
+        tree.nodes[c].inputs.end())
+      continue;
+    const int k = tree.add(copy, {read});
+    for (int &in : tree.nodes[c].inputs)
+      if (in == read)
+        in = k;
+    return true;
+  }
+  return false;
+}
+
+std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore) {
+  auto latency = [&](const Instr &in) { return int64_t(chip_.timingOf(in.op, in.dtype).latency); };
+  Timed timed;
+  // More MEM accesses of one slice's read (or write) ports at one offset
+  // than the slice has: no root cycle can ever fit the tree as it is. Two
+  // reads of one slice for consumers at one depth (`(a < b) && m` beside
+  // `a - b` with m and b on one slice): the later comes through a VXM
+  // copy, a cycle earlier, as often as it takes; what that cannot mend
+  // fails now instead of searching every cycle up to the horizon.
+  for (unsigned detours = 0;; ++detours) {
+    timed = Timed{};
+    if (!timeTree(tree, timed))
+      return std::nullopt;
+    std::optional<int> clash = portClash(timed);
+    if (!clash)
+      break;
+    if (*clash < 0 || detours == kPortDetours || !detour(tree, *clash)) {
+      failure_ = Failure::PortTwice;
+      return std::nullopt;
+    }
+  }
   int64_t root = std::max(rootNotBefore, notBefore - timed.minOffset);
   for (const Timed::Issue &is : timed.issues)
     root = std::max(root, tree.nodes[is.node].notBefore - is.offset);
-  // More MEM accesses of one slice's read (or write) ports at one offset
-  // than the slice has: no root cycle can ever fit the tree, so fail now
-  // instead of searching kMaxSearch cycles.
-  {
-    llvm::SmallVector<std::tuple<unsigned, bool, int64_t>, 16> uses;
-    for (const Timed::Issue &is : timed.issues) {
-      if (!isMemAccess(is.instr.op))
-        continue;
-      const bool write = is.instr.op == Opcode::Write || is.instr.op == Opcode::Scatter;
-      const auto use = std::make_tuple(unsigned(is.instr.unit), write, is.offset);
-      uses.push_back(use);
-      if (unsigned(std::count(uses.begin(), uses.end(), use)) > (write ? chip_.memWritePorts : chip_.memReadPorts)) {
-        failure_ = Failure::PortTwice;
-        return std::nullopt;
-      }
-    }
-  }
-  // A tree that cannot fit anywhere for another reason fails the same way
-  // forever: give up after a generous search.
-  const int64_t limit = root + kMaxSearch;
+  // However long what the tree needs stays taken (a slice's port that an
+  // earlier op reads in every cycle for 200,000 of them), a later cycle
+  // may fit: the search goes on while any of the tree's cycles lies at or
+  // before the tables' horizon. Past it every table is free, so a tree
+  // that does not fit there (two MXM instructions of one queue at one
+  // offset) never will.
   while (!tryAt(tree, timed, root))
-    if (++root > limit) {
+    if (root++ + timed.minOffset > resources_.horizon()) {
       failure_ = Failure::NoCycle;
       return std::nullopt;
     }
@@ -418,6 +499,9 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     in = usedFields(in);
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
+  for (const Taken &t : taken)
+    resources_.noteKept(t.kind == Taken::Stream ? std::max(t.seg.emitCycle, t.seg.lastCycle)
+                                                : t.cycle + int64_t(std::max(t.issue, 1u)) - 1);
   for (auto &[q, t] : chosen) {
     schedule_.add(q, t.cycle, t.instr);
     schedule_.busy[unsigned(q.unit)] += chip_.timingOf(t.instr.op, t.instr.dtype).issue;
@@ -432,6 +516,7 @@ int64_t Placer::placeAlone(const Instr &instr, unsigned queue, int64_t notBefore
   while (!resources_.queueFree(unit, queue, c, issue))
     ++c;
   resources_.setQueue(unit, queue, c, issue, true);
+  resources_.noteKept(c + int64_t(issue) - 1);
   schedule_.add(QueueId{unit, queue}, c, instr);
   schedule_.busy[unsigned(unit)] += issue;
   return c;

@@ -88,11 +88,12 @@ public:
   /// Nullopt when no cycle works (the tree needs one slice's read port
   /// twice in one cycle, for instance).
   std::optional<Placement> place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore = 0);
-  static constexpr int64_t kMaxSearch = 1 << 16;
   /// Why the last place() that failed did: the tree needs one slice's
-  /// port more often in one cycle than it has, or no cycle of the search
-  /// had everything it needs free.
-  enum class Failure { PortTwice, NoCycle };
+  /// port more often in one cycle than it has, or it does not fit even
+  /// where nothing else is reserved, or an instruction reads more streams of
+  /// an operand than the node feeding it puts on them (a lowering's bug:
+  /// the simulator would find no data there).
+  enum class Failure { PortTwice, NoCycle, OperandWidth };
   Failure lastFailure() const { return failure_; }
 
   /// A single instruction with no stream operands (iw) on a fixed queue.
@@ -105,6 +106,9 @@ public:
   unsigned position(const backend::Instr &instr) const;
   /// The stream width of the value an instruction produces (0: none).
   unsigned resultWidth(const backend::Instr &instr) const;
+  /// The streams an instruction reads of its `i`-th operand, as the
+  /// simulator reads them (a write: one, per byte plane).
+  static unsigned operandWidth(const backend::Instr &instr, unsigned i);
   /// The queues that may issue `instr`, in the order the placer tries
   /// them: `count` of them, the i-th `base + (start + i) % count`.
   struct QueueRange {
@@ -113,8 +117,22 @@ public:
   };
   QueueRange queueCandidates(const backend::Instr &instr) const;
 
+  /// The most VXM copies place() puts in front of reads that need their
+  /// slice's port at one offset with another access (each moves its read
+  /// a cycle earlier) before it gives up on the tree.
+  static constexpr unsigned kPortDetours = 8;
+
 private:
   struct Timed;
+  /// Times `tree` relative to its root; false (failure_ set) when it cannot
+  /// be timed as it is.
+  bool timeTree(const WorkTree &tree, Timed &timed);
+  /// A node whose access needs its slice's port at an offset where the
+  /// tree already takes all of them (the latest read there, -1 when none
+  /// is a read), or nullopt when every access has its port.
+  std::optional<int> portClash(const Timed &timed) const;
+  /// Puts a VXM copy between `read` and its consumer; false when it cannot.
+  bool detour(WorkTree &tree, int read);
   bool tryAt(const WorkTree &tree, const Timed &timed, int64_t root);
 
   const backend::ChipDescription &chip_;

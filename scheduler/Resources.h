@@ -10,6 +10,7 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -62,6 +63,12 @@ public:
   void reserveStream(unsigned id, const StreamSegment &seg);
   void releaseStream(unsigned id, const StreamSegment &seg);
 
+  /// A cycle after which nothing kept is reserved: every table is free
+  /// from horizon() + 1 on. The placer notes what it keeps (a tree's
+  /// reservations tried and undone do not count).
+  int64_t horizon() const { return horizon_; }
+  void noteKept(int64_t lastCycle) { horizon_ = std::max(horizon_, lastCycle); }
+
 private:
   struct Emission {
     int64_t emitCycle;
@@ -91,6 +98,7 @@ private:
   std::vector<std::vector<CycleSet>> queues_;   // [unit][index]
   std::vector<PortUse> reads_, writes_;         // [slice]
   std::vector<std::vector<StreamUse>> streams_; // [dir - 1][id]
+  int64_t horizon_ = -1;
 };
 
 } // namespace lpu::scheduler

@@ -387,6 +387,11 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
       std::vector<const TensorView *> reads;
       value = buildEpilogue(b.tree, *a.scale, op, value, 0, 0, ctx, reads);
       b.alsoReads(reads);
+      // The softmax computes in f32: a scale that ends in f16 (`* 0.125`
+      // on f16 scores) is rounded there as the IR says, then widened.
+      const DType scaleType = a.scale->type().dtype;
+      if (scaleType != DType::F32)
+        value = b.add(vxm(Opcode::Cvt, scaleType, DType::F32), {value});
       return value;
     };
   // The sums of e keep off the planes the context's matmul takes (a job

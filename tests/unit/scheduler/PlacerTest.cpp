@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 using namespace lpu;
 using namespace lpu::scheduler;
 using backend::Instr;
@@ -80,11 +82,12 @@ TEST(Placer, APipelinedLoopIssuesOneVectorPerCycle) {
   EXPECT_EQ(last - first, 49);
 }
 
-TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
+TEST(Placer, ASecondVectorOfASliceInOneCycleComesThroughACopy) {
   auto c = chip();
   Schedule s;
   Placer p(c, s);
-  // Two different vectors of one slice needed in the same cycle.
+  // Two different vectors of one slice needed in the same cycle: one of
+  // them goes through a VXM copy, so its read issues a cycle earlier.
   WorkTree t;
   t.write({2, 3}, 0, -1);
   Instr add;
@@ -92,35 +95,107 @@ TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
   add.dtype = backend::DType::F16;
   int a = t.read({0, 1}, 0), b = t.read({0, 1}, 1);
   t.nodes[0].inputs = {t.add(add, {a, b})};
+  ASSERT_TRUE(p.place(std::move(t), 0));
+  std::map<uint32_t, int64_t> readOf; // address -> cycle of its slice 0 read
+  int copies = 0;
+  for (const auto &[q, list] : s.queues)
+    for (const TimedInstr &ti : list) {
+      if (ti.instr.op == Opcode::Read && ti.instr.unit == 0)
+        readOf[ti.instr.addr] = ti.cycle;
+      copies += ti.instr.op == Opcode::Copy;
+    }
+  ASSERT_EQ(readOf.size(), 2u);
+  EXPECT_EQ(std::abs(readOf[0] - readOf[1]), 1);
+  EXPECT_EQ(copies, 1);
+}
+
+TEST(Placer, AnImpossibleTreeFailsInsteadOfSearchingForever) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  // Two gathers of one slice in the same cycle: no copy moves a gather.
+  WorkTree t;
+  t.write({2}, 0, -1);
+  Instr gather;
+  gather.op = Opcode::Gather;
+  gather.dtype = backend::DType::I8;
+  gather.unit = 20;
+  Instr add;
+  add.op = Opcode::Add;
+  add.dtype = backend::DType::I8;
+  int m1 = t.read({10, 11}, 0), m2 = t.read({10, 11}, 0);
+  int g1 = t.add(gather, {m1, m1});
+  gather.addr = 7;
+  int g2 = t.add(gather, {m2, m2});
+  t.nodes[0].inputs = {t.add(add, {g1, g2})};
   EXPECT_FALSE(p.place(std::move(t), 0));
   EXPECT_EQ(p.lastFailure(), Placer::Failure::PortTwice);
 }
 
-TEST(Placer, ATreeWhoseQueueStaysBusyFailsAfterTheSearch) {
+TEST(Placer, AnOperandNarrowerThanItsConsumerReadsIsRefused) {
   auto c = chip();
   Schedule s;
   Placer p(c, s);
-  // A weight load on MXM queue 1, taken in every cycle the search covers.
+  // An f32 add of an f16 vector: the simulator would find nothing on two
+  // of the four streams it reads.
+  WorkTree t;
+  t.write({2, 3, 4, 5}, 0, -1);
+  Instr add;
+  add.op = Opcode::Add;
+  add.dtype = backend::DType::F32;
+  int a = t.read({0, 1}, 0), b = t.read({44, 45, 46, 47}, 0);
+  t.nodes[0].inputs = {t.add(add, {a, b})};
+  EXPECT_FALSE(p.place(std::move(t), 0));
+  EXPECT_EQ(p.lastFailure(), Placer::Failure::OperandWidth);
+}
+
+TEST(Placer, ATreeWaitsHoweverLongItsQueueStaysBusy) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  // A weight load on MXM queue 1, taken in each of 100,000 cycles.
   Instr lw;
   lw.op = Opcode::LoadWeights;
   lw.dtype = backend::DType::F16;
-  for (int64_t cycle = 0; cycle <= Placer::kMaxSearch + 64; ++cycle)
+  constexpr int64_t kBusy = 100000;
+  for (int64_t cycle = 0; cycle < kBusy; ++cycle)
     ASSERT_EQ(p.placeAlone(lw, 1, cycle), cycle);
-  auto loadTree = [] {
-    WorkTree t;
-    Instr load;
-    load.op = Opcode::LoadWeights;
-    load.dtype = backend::DType::F16;
-    t.add(load, {}, 1);
-    t.nodes[0].inputs = {t.read({0, 1}, 0)};
-    return t;
-  };
-  EXPECT_FALSE(p.place(loadTree(), 0));
-  EXPECT_EQ(p.lastFailure(), Placer::Failure::NoCycle);
-  // Past the busy cycles it fits.
-  auto placed = p.place(loadTree(), Placer::kMaxSearch);
+  WorkTree t;
+  Instr load;
+  load.op = Opcode::LoadWeights;
+  load.dtype = backend::DType::F16;
+  t.add(load, {}, 1);
+  t.nodes[0].inputs = {t.read({0, 1}, 0)};
+  auto placed = p.place(std::move(t), 0);
   ASSERT_TRUE(placed);
-  EXPECT_EQ(placed->rootCycle, Placer::kMaxSearch + 65);
+  EXPECT_EQ(placed->rootCycle, kBusy);
+}
+
+TEST(Placer, ATreeThatFitsNowhereFailsPastTheHorizon) {
+  auto c = chip();
+  Schedule s;
+  Placer p(c, s);
+  // Two accumulator reads on one MXM queue in one cycle: no cycle, however
+  // late, has the queue twice.
+  Instr busy;
+  busy.op = Opcode::LoadWeights;
+  busy.dtype = backend::DType::F16;
+  p.placeAlone(busy, 1, 500);
+  WorkTree t;
+  t.write({2, 3, 4, 5}, 0, -1);
+  Instr acc;
+  acc.op = Opcode::AccRead;
+  acc.dtype = backend::DType::F32;
+  acc.unit = 0;
+  Instr add;
+  add.op = Opcode::Add;
+  add.dtype = backend::DType::F32;
+  int a = t.add(acc, {}, 1);
+  acc.addr = 1;
+  int b = t.add(acc, {}, 1);
+  t.nodes[0].inputs = {t.add(add, {a, b})};
+  EXPECT_FALSE(p.place(std::move(t), 0));
+  EXPECT_EQ(p.lastFailure(), Placer::Failure::NoCycle);
 }
 
 } // namespace
