@@ -50,9 +50,11 @@ FEATURES = {
     "buckets": True,       # a leading size B in a bucket set
     "generics": True,      # helper fns generic in dtype, pack or sizes
     "loops": True,         # for loops over a var, arrays of nn.Linear
+    "bf16": True,          # f32 -> bf16 casts, elementwise work in bf16
     # Held back: each hits a bug open today.
     "conv-odd-operand": False,     # an operand not [1, C, 1, 1] on a conv's or pool's fused elementwise work
     "grouped-conv-chain": False,   # a grouped conv feeding a conv
+    "conv-one-channel": False,     # a [1, 1, 1, 1] operand on a one-channel conv's or pool's work
     "scores-elementwise": False,   # elementwise work between attention scores and softmax
     "name-out": False,             # an input or parameter named `out`
     "bool-literal-args": False,    # bool literals as call arguments
@@ -191,8 +193,11 @@ class Program:
         return v.name
 
     def new_input(self, dtype, shape):
+        if dtype == "bf16":
+            # .npy has no bf16: a weight instead.
+            return self.new_param(dtype, shape)
         name = self.fresh("x")
-        if self.f["name-out"] and not self.out_taken and self.rng.random() < 0.05:
+        if self.f["name-out"] and not self.out_taken and self.rng.random() < 0.02:
             name, self.out_taken = "out", True
         bound = 64.0 if dtype == "i32" else (1.0 if dtype == "bool" else INPUT_BOUND)
         v = Val(name, dtype, shape, bound, True)
@@ -202,7 +207,7 @@ class Program:
 
     def new_param(self, dtype, shape, prefix="w"):
         name = self.fresh(prefix)
-        if self.f["name-out"] and not self.out_taken and self.rng.random() < 0.05:
+        if self.f["name-out"] and not self.out_taken and self.rng.random() < 0.02:
             name, self.out_taken = "out", True
         self.params.append((name, type_text(dtype, shape)))
         # lpurun --random-weights: uniform within 1/sqrt(product of all dims but the last).
@@ -303,7 +308,7 @@ class Program:
 
     def op_binary(self):
         r = self.rng
-        v = self.pick(lambda v: v.dtype in ("f16", "f32", "i32"))
+        v = self.pick(lambda v: v.dtype in ("f16", "f32", "bf16", "i32"))
         if v is None:
             return None
         fl = dict(conv=v.conv, grouped=v.grouped)
@@ -312,6 +317,8 @@ class Program:
         how = r.random()
         if v.conv and not self.f["conv-odd-operand"] and how >= 0.55:
             how = 0.4  # [1, C, 1, 1] or a number only
+        if v.conv and v.rank == 4 and v.shape[1] == 1 and not self.f["conv-one-channel"]:
+            how = 0.0  # a number only
         if how < 0.25:
             # A compile-time number.
             c = r.choice([0.5, 1.5, -2.0, 3.0, 0.25, -0.75]) if is_float(v.dtype) else r.choice([1, 2, -3, 7])
@@ -352,7 +359,7 @@ class Program:
 
     def op_cast(self):
         r = self.rng
-        v = self.pick(lambda v: v.dtype in ("f16", "f32", "i32", "bool"))
+        v = self.pick(lambda v: v.dtype in ("f16", "f32", "bf16", "i32", "bool"))
         if v is None:
             return None
         fl = dict(conv=v.conv, grouped=v.grouped)
@@ -362,7 +369,11 @@ class Program:
             return self.add(f"f32({self.use(v)})", "f32", v.shape, v.mag, v.exact, **fl)
         if v.dtype == "f32":
             v = self.tame(v, 1000.0)
+            if self.f["bf16"] and r.random() < 0.3:
+                return self.add(f"bf16({self.use(v)})", "bf16", v.shape, v.mag, v.exact, **fl)
             return self.add(f"f16({self.use(v)})", "f16", v.shape, v.mag, v.exact, **fl)
+        if v.dtype == "bf16":
+            return self.add(f"f32({self.use(v)})", "f32", v.shape, v.mag, v.exact, **fl)
         if v.dtype == "bool":
             return self.add(f"f16({self.use(v)})", "f16", v.shape, 1.0, v.exact)
         return self.add(f"f16({self.use(v)})", "f16", v.shape, min(v.mag, 65504), v.exact)
@@ -580,7 +591,7 @@ class Program:
             mag = v.mag * (C // g) * K * K / math.sqrt(O * (C // g) * K) + 1
             out = self.add(f"conv2d({', '.join(args)})", "f16", (N, O, Ho, Wo), mag, False,
                            conv=True, grouped=g > 1)
-            if r.random() < 0.5:
+            if r.random() < 0.5 and (O > 1 or self.f["conv-one-channel"]):
                 b = self.new_param("f16", (O,), "b")
                 return self.add(f"{self.use(out)} + reshape({b.name}, [1, {O}, 1, 1])", "f16",
                                 out.shape, mag + 1, False, conv=True, grouped=g > 1)

@@ -311,6 +311,9 @@ class Reducer:
                 for i in code:
                     new[i] = re.sub(number.format(n), str(smaller), lines[i])
                 yield "\n".join(new)
+
+    def bucket_cuts(self, text):
+        """A bucket set cut to one of its sizes, the smallest first."""
         m = re.search(r"in \{([^}]*)\}", text)
         if m:
             sizes = [s.strip() for s in m.group(1).split(",")]
@@ -323,7 +326,7 @@ class Reducer:
         self.target = failure_class(o)
         if not o.failed:
             return text, o
-        passes = [self.dead_code, self.deletions, self.return_earlier, self.operand_substitutions,
+        passes = [self.dead_code, self.bucket_cuts, self.deletions, self.return_earlier, self.operand_substitutions,
                   self.input_deletions, self.simplifications, self.size_shrinks]
         progress = True
         while progress and time.time() < self.deadline:
