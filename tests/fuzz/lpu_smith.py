@@ -970,7 +970,7 @@ class Program:
                     not (out.conv or v.conv) or self.f["conv-odd-operand"]):
                 out = self.add(f"{self.use(out)} + {self.use(self.tame(v))}", out.dtype, out.shape,
                                out.mag + min(v.mag, SQUASH_ABOVE), out.exact and v.exact)
-            elif r.random() < 0.5 and v.rank >= 1 and (not out.conv or self.f["conv-odd-operand"]):
+            elif v.rank >= 1 and (not out.conv or self.f["conv-odd-operand"]):
                 # Flattened first: a reduction over several axes at once is
                 # refused on the chip today (E0800).
                 expr = self.use(v)
