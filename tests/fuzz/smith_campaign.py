@@ -48,10 +48,13 @@ def main(argv):
                    help="only the type checker: every program must pass it")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--memory-limit", type=float, default=smith_check.MEMORY_LIMIT / 2 ** 30,
+                   help="GiB of address space per tool run, 0 for none (ASan needs none)")
     p.add_argument("--json", help="also write the summary as JSON to this file")
     a = p.parse_args(argv)
     feats = lpu_smith.parse_features(a.features)
     a.bin = a.bin or smith_check.default_bindir()
+    smith_check.MEMORY_LIMIT = int(a.memory_limit * 2 ** 30)
     if a.seeds:
         lo, hi = (int(x) for x in a.seeds.split(":"))
         seeds = iter(range(lo, hi))

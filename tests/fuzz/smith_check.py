@@ -70,6 +70,9 @@ ROUNDING_KIND = {"matmul": "contraction", "conv2d": "contraction", "reduce_sum":
                  "reduce_mean": "reduction", "softmax": "softmax"}
 AMPLIFYING = {"exp", "pow", "log", "sqrt", "rsqrt", "div", "rem"}
 FRAGILE = {"eq", "ne", "lt", "le", "gt", "ge", "argmax"}
+# Bytes of address space per tool run; 0 for none (ASan's shadow memory
+# needs terabytes of address space: --memory-limit 0 there).
+MEMORY_LIMIT = 4 << 30
 INT_INPUTS = (-2, 64)     # integer inputs (gather ids: some outside the table, clamped)
 NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "i16": "int16",
                 "i8": "int8", "bool": "bool"}
@@ -104,11 +107,19 @@ class Outcome:
                 "detail": self.detail, "tags": self.tags, "severity": self.severity}
 
 
+def limit_memory():
+    """A tool past MEMORY_LIMIT gets bad_alloc (a crash), not the machine's
+    OOM killer, which could pick someone else's process."""
+    import resource
+    if MEMORY_LIMIT:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 def run_tool(cmd, timeout, tool):
     """(CompletedProcess, None) or (None, Outcome) for a crash or hang."""
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           errors="replace")
+                           errors="replace", preexec_fn=limit_memory)
     except subprocess.TimeoutExpired:
         return None, Outcome("hang", f"{tool} ran past {timeout} s", tool)
     err = r.stderr
@@ -378,9 +389,9 @@ def scores_elementwise(ops):
 
 KNOWN_BUGS = [
     # (tag, outcome kinds, test(outcome, source, ops))
-    ("conv-odd-operand", ("mismatch", "sim-refused", "crash", "cycles"),
+    ("conv-odd-operand", ("mismatch", "sim-refused", "crash", "cycles", "hang"),
      lambda o, s, ops: conv_odd_operand(ops)),
-    ("conv-one-channel", ("mismatch", "sim-refused", "crash", "cycles"),
+    ("conv-one-channel", ("mismatch", "sim-refused", "crash", "cycles", "hang"),
      lambda o, s, ops: conv_one_channel(ops)),
     ("grouped-conv-chain", ("mismatch", "sim-refused", "crash", "cycles", "refused"),
      lambda o, s, ops: grouped_conv_chain(ops)),
