@@ -68,6 +68,9 @@ def main(argv):
     kinds, codes, messages, tags = (collections.Counter() for _ in range(4))
     distinct = collections.OrderedDict()   # signature -> [(seed, path, outcome)]
     start, n = time.time(), 0
+    # `kill PID` ends a campaign as Ctrl-C does: with its summary.
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         for seed in seeds:
             if deadline and time.time() >= deadline:

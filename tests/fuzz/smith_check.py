@@ -578,8 +578,8 @@ def main(argv):
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
-    tmp = a.tmp or tempfile.mkdtemp(prefix="smith-")
-    o = check(a.file, tmp, a.bin or default_bindir(), a.timeout)
+    with tempfile.TemporaryDirectory(prefix="smith-") as scratch:
+        o = check(a.file, a.tmp or scratch, a.bin or default_bindir(), a.timeout)
     if a.json:
         print(json.dumps(o.as_dict()))
     else:

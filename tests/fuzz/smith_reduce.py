@@ -354,10 +354,12 @@ def reduce_file(src, out, bindir, timeout=60, seed=0, seconds=300, verbose=True)
     with open(src) as f:
         text = f.read()
     r = Reducer(bindir, timeout, seed, time.time() + seconds, verbose)
-    reduced, o = r.reduce(text)
+    try:
+        reduced, o = r.reduce(text)
+    finally:
+        import shutil
+        shutil.rmtree(r.tmp, ignore_errors=True)
     reduced = tidy(reduced)
-    if r.interesting(reduced) or reduced == tidy(text):
-        pass
     with open(out, "w") as f:
         f.write(f"// reduced by smith_reduce.py ({r.tests} tests): {o.kind}"
                 f"{' [known: ' + ', '.join(o.tags) + ']' if o.tags else ''}\n"
