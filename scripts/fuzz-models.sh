@@ -29,7 +29,7 @@ echo "fuzz-models: failures and reductions in $out"
 status=0
 # nice: a campaign shares the machine with builds.
 nice -n 10 /usr/bin/python3 "$root/tests/fuzz/smith_campaign.py" "${budget[@]}" "${first[@]}" \
-  --features "${LPU_SMITH_FEATURES:-all}" --bin "$bin" --out "$out" --reduce \
+  --features "${LPU_SMITH_FEATURES:-all}" --bin "$bin" --out "$out" --reduce --vary-flags \
   --json "$out/summary.json" | tee "$out/summary.txt" || status=$?
 ls "$out"/*.reduced.lpu >/dev/null 2>&1 && echo "reduced: $(ls "$out"/*.reduced.lpu | tr '\n' ' ')"
 exit $status

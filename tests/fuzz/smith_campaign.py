@@ -48,6 +48,8 @@ def main(argv):
                    help="only the type checker: every program must pass it")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--vary-flags", action="store_true",
+                   help="compile each program with one of smith_check.FLAG_MIX (by seed)")
     p.add_argument("--memory-limit", type=float, default=smith_check.MEMORY_LIMIT / 2 ** 30,
                    help="GiB of address space per tool run, 0 for none (ASan needs none)")
     p.add_argument("--json", help="also write the summary as JSON to this file")
@@ -76,8 +78,13 @@ def main(argv):
             if deadline and time.time() >= deadline:
                 break
             src = os.path.join(tmp, f"s{seed}.lpu")
+            text = lpu_smith.generate(seed, feats)
+            if a.vary_flags and smith_check.FLAG_MIX[seed % len(smith_check.FLAG_MIX)]:
+                # Kept in the program, so its reproduction and reduction use them.
+                text = (f"// lpuc-flags: {' '.join(smith_check.FLAG_MIX[seed % len(smith_check.FLAG_MIX)])}\n"
+                        + text)
             with open(src, "w") as f:
-                f.write(lpu_smith.generate(seed, feats))
+                f.write(text)
             if a.typecheck_only:
                 o = smith_check.typecheck(src, a.bin, a.timeout)
             else:

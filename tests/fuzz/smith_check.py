@@ -424,10 +424,17 @@ def tag_known(outcome, source, ops):
 
 
 # ---- one program ---------------------------------------------------------------
-def check(src, tmp, bindir, timeout=60, seed=None):
+# lpuc flags a campaign may compile with (--vary-flags): other schedules
+# of the same program must agree with the reference just as well.
+FLAG_MIX = [[], ["--no-tune"], ["--pack-params=always"], ["--heuristics=none"],
+            ["--pack-params=striped"]]
+
+
+def check(src, tmp, bindir, timeout=60, seed=None, lpuc_flags=()):
     """The Outcome of one program (see the docstring). The inputs are drawn
     from run_and_compare's SEED and `seed` (by default the program's
-    `// lpu-smith seed N` line, else 0)."""
+    `// lpu-smith seed N` line, else 0); lpuc compiles with lpuc_flags
+    (by default the program's `// lpuc-flags: ...` line, else none)."""
     os.makedirs(tmp, exist_ok=True)
     lpuc, lpurun = os.path.join(bindir, "lpuc"), os.path.join(bindir, "lpurun")
     with open(src) as f:
@@ -435,6 +442,9 @@ def check(src, tmp, bindir, timeout=60, seed=None):
     if seed is None:
         m = re.search(r"// lpu-smith seed (\d+)", source)
         seed = int(m.group(1)) if m else 0
+    if not lpuc_flags:
+        m = re.search(r"// lpuc-flags: (.*)", source)
+        lpuc_flags = m.group(1).split() if m else []
     r, bad = run_tool([lpuc, src, "--emit=ir"], timeout, "lpuc --emit=ir")
     if bad:
         return bad
@@ -454,7 +464,7 @@ def check(src, tmp, bindir, timeout=60, seed=None):
     lpx = os.path.join(tmp, "prog.lpx")
     if os.path.exists(lpx):
         os.unlink(lpx)
-    r, bad = run_tool([lpuc, src, "-o", lpx, "--report", "--json"], timeout, "lpuc -o")
+    r, bad = run_tool([lpuc, src, "-o", lpx, "--report", "--json", *lpuc_flags], timeout, "lpuc -o")
     if bad:
         return tag_known(bad, source, last_ops)
     refused = None

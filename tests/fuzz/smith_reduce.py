@@ -122,7 +122,8 @@ class Reducer:
             i += 1
         for i, ln in enumerate(lines):
             s = ln.strip()
-            if s.startswith(("let ", "param ", "import ", "var ")) or (s.startswith("//") and i > 0):
+            if s.startswith(("let ", "param ", "import ", "var ")) or (
+                    s.startswith("//") and not s.startswith(("// lpu-smith seed", "// lpuc-flags"))):
                 out.append((i, i + 1))
         out.sort(key=lambda r: -(r[1] - r[0]))
         return out
