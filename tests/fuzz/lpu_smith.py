@@ -821,7 +821,17 @@ class Program:
         scores = self.add(f"f32({self.use(q)} @ transpose({self.use(k)}, [{', '.join(map(str, perm))}])) / sqrt(f32({E}))",
                           "f32", sshape, 100.0, False)
         if self.f["scores-elementwise"] and r.random() < 0.7:
-            scores = self.add(f"{self.use(scores)} * 0.5", "f32", sshape, 50.0, False)
+            how = r.choice(["scale", "mask", "causal"])
+            if how == "scale":
+                scores = self.add(f"{self.use(scores)} * 0.5", "f32", sshape, 50.0, False)
+            elif how == "mask":
+                m = self.new_param("f32", (S, S), "mask")
+                scores = self.add(f"{self.use(scores)} + {m.name}", "f32", sshape, 101.0, False)
+            else:
+                rows = self.add(f"reshape(iota<{S}>(), [{S}, 1])", "i32", (S, 1), S, True)
+                cols = self.add(f"reshape(iota<{S}>(), [1, {S}])", "i32", (1, S), S, True)
+                scores = self.add(f"select({self.use(cols)} <= {self.use(rows)}, {self.use(scores)}, "
+                                  f"full<f32[{S}, {S}]>(-1e9))", "f32", sshape, 1e9, False)
         p = self.add(f"f16(softmax({self.use(scores)}, axis = -1))", "f16", sshape, 1.0, False)
         ctx = self.add(f"{self.use(p)} @ {self.use(v)}", "f16", q.shape, v.mag, False)
         if H > 1:
