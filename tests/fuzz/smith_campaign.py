@@ -46,6 +46,8 @@ def main(argv):
     p.add_argument("--bin", default=None, help="the tools (default: lpuc on PATH, else build/bin)")
     p.add_argument("--typecheck-only", action="store_true",
                    help="only the type checker: every program must pass it")
+    p.add_argument("--compile-only", action="store_true",
+                   help="only lpuc (checker, lowering, -o): crashes, hangs, refusals")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--vary-flags", action="store_true",
@@ -88,7 +90,8 @@ def main(argv):
             if a.typecheck_only:
                 o = smith_check.typecheck(src, a.bin, a.timeout)
             else:
-                o = smith_check.check(src, os.path.join(tmp, "work"), a.bin, a.timeout, seed)
+                o = smith_check.check(src, os.path.join(tmp, "work"), a.bin, a.timeout, seed,
+                                      compile_only=a.compile_only)
             n += 1
             kinds[o.kind] += 1
             for t in o.tags:

@@ -430,11 +430,12 @@ FLAG_MIX = [[], ["--no-tune"], ["--pack-params=always"], ["--heuristics=none"],
             ["--pack-params=striped"]]
 
 
-def check(src, tmp, bindir, timeout=60, seed=None, lpuc_flags=()):
+def check(src, tmp, bindir, timeout=60, seed=None, lpuc_flags=(), compile_only=False):
     """The Outcome of one program (see the docstring). The inputs are drawn
     from run_and_compare's SEED and `seed` (by default the program's
     `// lpu-smith seed N` line, else 0); lpuc compiles with lpuc_flags
-    (by default the program's `// lpuc-flags: ...` line, else none)."""
+    (by default the program's `// lpuc-flags: ...` line, else none).
+    compile_only stops after lpuc -o: crashes, hangs and refusals only."""
     os.makedirs(tmp, exist_ok=True)
     lpuc, lpurun = os.path.join(bindir, "lpuc"), os.path.join(bindir, "lpurun")
     with open(src) as f:
@@ -481,6 +482,8 @@ def check(src, tmp, bindir, timeout=60, seed=None, lpuc_flags=()):
         except ValueError:
             return Outcome("crash", f"lpuc --report --json printed no JSON: {r.stdout[:200]}", "lpuc -o")
 
+    if compile_only:
+        return tag_known(refused, source, last_ops) if refused else Outcome("pass")
     weights = ["--random-weights", rc.WEIGHTS_SEED]
     result = None
     for entry, bucket, ops, returned in funcs:
