@@ -15,7 +15,8 @@ inputs and weights, every bucket of its entry; the outcome is one of
 and the failures
   crash        a signal, a sanitizer report, an exit status other than 0/1,
                or exit 1 without a diagnostic (any tool)
-  hang         a tool ran past the timeout
+  hang         a tool used more CPU than the timeout (or ten times that of
+               wall time: a loaded machine is no hang)
   mismatch     outputs differ beyond the tolerance
   cycles       simulated cycles != lpuc's prediction (or another bucket ran)
   sim-refused  lpurun refused (exit 1) a program lpuc wrote: a simulator
@@ -43,8 +44,10 @@ outcome (KNOWN_BUGS), so a campaign can count them apart from new findings.
 usage: smith_check.py FILE.lpu [--tmp DIR] [--bin DIR] [--timeout S] [--json]
 """
 import json
+import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import zlib
@@ -73,6 +76,7 @@ FRAGILE = {"eq", "ne", "lt", "le", "gt", "ge", "argmax"}
 # Bytes of address space per tool run; 0 for none (ASan's shadow memory
 # needs terabytes of address space: --memory-limit 0 there).
 MEMORY_LIMIT = 4 << 30
+WALL_FACTOR = 10          # wall-clock limit per tool run, in CPU limits
 INT_INPUTS = (-2, 64)     # integer inputs (gather ids: some outside the table, clamped)
 NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "i16": "int16",
                 "i8": "int8", "bool": "bool"}
@@ -107,22 +111,34 @@ class Outcome:
                 "detail": self.detail, "tags": self.tags, "severity": self.severity}
 
 
-def limit_memory():
+def limits(cpu_seconds):
     """A tool past MEMORY_LIMIT gets bad_alloc (a crash), not the machine's
-    OOM killer, which could pick someone else's process."""
+    OOM killer, which could pick someone else's process; one past
+    cpu_seconds of CPU gets SIGXCPU (a hang). CPU time, not wall time: on a
+    loaded machine a compile of a second of CPU can take a minute."""
     import resource
-    if MEMORY_LIMIT:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    def apply():
+        if MEMORY_LIMIT:
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        cpu = int(math.ceil(cpu_seconds))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    return apply
 
 
 def run_tool(cmd, timeout, tool):
-    """(CompletedProcess, None) or (None, Outcome) for a crash or hang."""
+    """(CompletedProcess, None) or (None, Outcome) for a crash or hang:
+    `timeout` seconds of CPU, or WALL_FACTOR times that of wall time."""
+    before = children_cpu()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           errors="replace", preexec_fn=limit_memory)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout * WALL_FACTOR,
+                           errors="replace", preexec_fn=limits(timeout))
     except subprocess.TimeoutExpired:
-        return None, Outcome("hang", f"{tool} ran past {timeout} s", tool)
+        return None, Outcome("hang", f"{tool} ran past {timeout * WALL_FACTOR:.0f} s", tool)
     err = r.stderr
+    if r.returncode == -signal.SIGXCPU or (r.returncode == -signal.SIGKILL and
+                                           children_cpu() - before >= timeout):
+        return None, Outcome("hang", f"{tool} used more than {timeout:.0f} s of CPU", tool)
     if r.returncode < 0:
         return None, Outcome("crash", f"{tool} killed by signal {-r.returncode}: {last_lines(err)}", tool)
     if SANITIZER.search(err):
@@ -132,6 +148,13 @@ def run_tool(cmd, timeout, tool):
     if r.returncode == 1 and not DIAGNOSTIC.search(err + r.stdout):
         return None, Outcome("crash", f"{tool} exited 1 without a diagnostic: {last_lines(err)}", tool)
     return r, None
+
+
+def children_cpu():
+    """CPU seconds of the children waited for so far."""
+    import resource
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def last_lines(text, n=2):
