@@ -395,7 +395,7 @@ def scores_elementwise(ops):
     for op in ops.values():
         if op.op != "softmax":
             continue
-        todo, ew = [(op.operands[0], False)], False
+        todo = [(op.operands[0], False)]
         while todo:
             v, through = todo.pop()
             src = ops[v]

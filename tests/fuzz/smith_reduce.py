@@ -156,7 +156,6 @@ class Reducer:
         for n in live:
             keep.update(defs[n])
         new = []
-        depth_skip = 0
         for i, l in enumerate(lines):
             m = re.match(r"\s*(?:let|var) (\w+)", l)
             if m and i not in keep:
@@ -180,7 +179,6 @@ class Reducer:
         text2 = "\n".join(out)
         # Params, inputs, helper fns, the import nothing names.
         body = text2
-        words = lambda t: set(re.findall(r"\b\w+\b", t))
         lines3 = text2.split("\n")
         res = []
         for l in lines3:
