@@ -135,7 +135,8 @@ public:
   /// more than once and its tree is larger than kMaxRecomputedNodes).
   bool materialized(const ir::Op *op) const;
   /// A convert that widens f16 to f32 (exactly) whose every user is
-  /// elementwise or a reduction over the last axis: its value is not stored;
+  /// elementwise or a reduction over the last axis or over leading axes
+  /// only: its value is not stored;
   /// users read its f16 operand, half the bytes, and widen it on the way
   /// (a layer norm's input, which its mean and its centering both read).
   bool widenedOnRead(const ir::Op *op) const;
