@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 namespace lpu::scheduler {
@@ -509,6 +510,28 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
 
 namespace {
 
+/// Every vector of `in` through `value` (the read's node in, the result's
+/// node out) into the same vector of `out`: a tree a vector, pipelined.
+llvm::Error eachVector(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
+                       const std::function<int(WorkTree &, int)> &value) {
+  int64_t prev = 0;
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t v = 0; v < in.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(out.slices(r), out.address(r, v), -1);
+      const int result = value(tree, tree.read(in.slices(r), in.address(r, v)));
+      tree.nodes[0].inputs = {result};
+      int64_t ready = std::max(out.storage->block.writableFrom, in.readyAt(r, v));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      if (!placed)
+        return cannotPlace(op, ctx);
+      prev = placed->firstCycle;
+      ctx.written(out, r, v, placed->doneCycle - 1);
+      ctx.read(in, placed->doneCycle);
+    }
+  return llvm::Error::success();
+}
+
 /// The ids clamped into [0, rows), as the IR defines a gather (docs/ir.md):
 /// the gathers then read a row of the table whatever the data says, never
 /// past it. One VXM tree (max with 0, min with rows - 1) per ids vector,
@@ -535,23 +558,11 @@ llvm::Expected<TensorView> clampIds(const ir::Op &op, LoweringContext &ctx, cons
   auto out = ctx.scratch(op, DType::I32, ids.rows, ids.cols, avoid);
   if (!out)
     return out.takeError();
-  int64_t prev = 0;
-  for (int64_t r = 0; r < ids.rows; ++r)
-    for (int64_t v = 0; v < ids.vecsPerRow; ++v) {
-      WorkTree tree;
-      tree.write(out->slices(r), out->address(r, v), -1);
-      int x = tree.read(ids.slices(r), ids.address(r, v));
-      x = vxm(tree, Opcode::Max, DType::I32, {x, tree.read(low->slices(0), low->address(0, 0))});
-      x = vxm(tree, Opcode::Min, DType::I32, {x, tree.read(high->slices(0), high->address(0, 0))});
-      tree.nodes[0].inputs = {x};
-      int64_t ready = std::max(out->storage->block.writableFrom, ids.readyAt(r, v));
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
-      if (!placed)
-        return cannotPlace(op, ctx);
-      prev = placed->firstCycle;
-      ctx.written(*out, r, v, placed->doneCycle - 1);
-      ctx.read(ids, placed->doneCycle);
-    }
+  if (auto e = eachVector(op, ctx, ids, *out, [&](WorkTree &tree, int x) {
+        x = vxm(tree, Opcode::Max, DType::I32, {x, tree.read(low->slices(0), low->address(0, 0))});
+        return vxm(tree, Opcode::Min, DType::I32, {x, tree.read(high->slices(0), high->address(0, 0))});
+      }))
+    return e;
   return out;
 }
 
@@ -564,21 +575,10 @@ llvm::Expected<TensorView> copyRows(const ir::Op &op, LoweringContext &ctx, cons
   auto out = ctx.scratch(op, view.dtype, view.rows, view.cols, {}, align);
   if (!out)
     return out.takeError();
-  int64_t prev = 0;
-  for (int64_t r = 0; r < view.rows; ++r)
-    for (int64_t v = 0; v < view.vecsPerRow; ++v) {
-      WorkTree tree;
-      tree.write(out->slices(r), out->address(r, v), -1);
-      tree.nodes[0].inputs = {vxm(tree, Opcode::Copy, view.dtype,
-                                  {tree.read(view.slices(r), view.address(r, v))})};
-      int64_t ready = std::max(view.readyAt(r, v), out->storage->block.writableFrom);
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
-      if (!placed)
-        return cannotPlace(op, ctx);
-      prev = placed->firstCycle;
-      ctx.written(*out, r, v, placed->doneCycle - 1);
-      ctx.read(view, placed->doneCycle);
-    }
+  if (auto e = eachVector(op, ctx, view, *out, [&](WorkTree &tree, int x) {
+        return vxm(tree, Opcode::Copy, view.dtype, {x});
+      }))
+    return e;
   return out;
 }
 
