@@ -212,10 +212,16 @@ bool LoweringContext::widenedOnRead(const ir::Op *op) const {
     if (k != ir::OpKind::ReduceSum && k != ir::OpKind::ReduceMean && k != ir::OpKind::ReduceMax &&
         k != ir::OpKind::ReduceMin)
       return false;
-    // Over the last axis alone (a global pool over [2, 3] reads its
-    // operand in a stored order of its own).
+    // Over the last axis alone, or over leading axes only (whose leaves
+    // widen too: a float sum over several axes, legalised, sums leading
+    // ones first); not a global pool over [2, 3], which reads its operand
+    // in a stored order of its own.
     std::vector<int64_t> axes = u->intsAttr("axes").value_or(std::vector<int64_t>{});
-    if (axes.size() != 1 || (axes[0] + rank) % std::max<int64_t>(rank, 1) != rank - 1)
+    auto last = [&](int64_t a) { return (a + rank) % std::max<int64_t>(rank, 1) == rank - 1; };
+    const bool lastOnly = axes.size() == 1 && last(axes[0]);
+    const bool leadOnly = !axes.empty() && std::none_of(axes.begin(), axes.end(), last) &&
+                          !storedOrder.count(op) && !storedOrder.count(op->operand(0));
+    if (!lastOnly && !leadOnly)
       return false;
   }
   return true;

@@ -135,10 +135,11 @@ public:
   /// more than once and its tree is larger than kMaxRecomputedNodes).
   bool materialized(const ir::Op *op) const;
   /// A convert that widens f16 to f32 (exactly) whose every user is
-  /// elementwise, a reduction over the last axis or a matmul: its value is
-  /// not stored; users read its f16 operand, half the bytes, and widen it
-  /// on the way (a layer norm's input, which its mean and its centering
-  /// both read) or, a matmul, multiply it as it is (`g @ f32(w)`).
+  /// elementwise, a reduction over the last axis or over leading axes
+  /// only, or a matmul: its value is not stored; users read its f16
+  /// operand, half the bytes, and widen it on the way (a layer norm's
+  /// input, which its mean and its centering both read) or, a matmul,
+  /// multiply it as it is (`g @ f32(w)`).
   bool widenedOnRead(const ir::Op *op) const;
   /// The most instructions a value used more than once inside its fusion
   /// group may take to recompute in each use (else it is materialized).

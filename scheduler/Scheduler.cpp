@@ -2,6 +2,7 @@
 
 #include "scheduler/Error.h"
 #include "scheduler/LayoutAssignment.h"
+#include "scheduler/Legalize.h"
 #include "scheduler/Lowering.h"
 
 #include <llvm/ADT/ScopeExit.h>
@@ -476,8 +477,16 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   return schedule;
 }
 
-llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn, const ChipDescription &chip,
+llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const ChipDescription &chip,
                                           const ScheduleOptions &options) {
+  // Forms the lowerings take along one axis only, rewritten with layout
+  // moves (docs/scheduler.md, "Legalisation"); but a mean over H and W of
+  // a channels-last activation, which the global pool takes as it is.
+  const LayoutAssignment layouts = assignLayouts(declared, chip);
+  auto legal = legalize(declared, [&](const ir::Op &op) { return isGlobalPool(op, layouts); });
+  if (!legal)
+    return legal.takeError();
+  const ir::Function &fn = *legal ? **legal : declared;
   // Rows first: reading packed weights costs a second read and lane moves
   // per vector that straddles two. Only a function that does not fit in
   // SRAM that way is scheduled again with its parameters packed, and then

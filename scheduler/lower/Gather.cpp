@@ -22,8 +22,11 @@
 // and an SXM permute puts the elements in order (lowerPackedGather).
 #include "scheduler/Lowering.h"
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 namespace lpu::scheduler {
@@ -507,6 +510,28 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
 
 namespace {
 
+/// Every vector of `in` through `value` (the read's node in, the result's
+/// node out) into the same vector of `out`: a tree a vector, pipelined.
+llvm::Error eachVector(const ir::Op &op, LoweringContext &ctx, const TensorView &in, const TensorView &out,
+                       const std::function<int(WorkTree &, int)> &value) {
+  int64_t prev = 0;
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t v = 0; v < in.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(out.slices(r), out.address(r, v), -1);
+      const int result = value(tree, tree.read(in.slices(r), in.address(r, v)));
+      tree.nodes[0].inputs = {result};
+      int64_t ready = std::max(out.storage->block.writableFrom, in.readyAt(r, v));
+      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+      if (!placed)
+        return cannotPlace(op, ctx);
+      prev = placed->firstCycle;
+      ctx.written(out, r, v, placed->doneCycle - 1);
+      ctx.read(in, placed->doneCycle);
+    }
+  return llvm::Error::success();
+}
+
 /// The ids clamped into [0, rows), as the IR defines a gather (docs/ir.md):
 /// the gathers then read a row of the table whatever the data says, never
 /// past it. One VXM tree (max with 0, min with rows - 1) per ids vector,
@@ -533,27 +558,48 @@ llvm::Expected<TensorView> clampIds(const ir::Op &op, LoweringContext &ctx, cons
   auto out = ctx.scratch(op, DType::I32, ids.rows, ids.cols, avoid);
   if (!out)
     return out.takeError();
-  int64_t prev = 0;
-  for (int64_t r = 0; r < ids.rows; ++r)
-    for (int64_t v = 0; v < ids.vecsPerRow; ++v) {
-      WorkTree tree;
-      tree.write(out->slices(r), out->address(r, v), -1);
-      int x = tree.read(ids.slices(r), ids.address(r, v));
-      x = vxm(tree, Opcode::Max, DType::I32, {x, tree.read(low->slices(0), low->address(0, 0))});
-      x = vxm(tree, Opcode::Min, DType::I32, {x, tree.read(high->slices(0), high->address(0, 0))});
-      tree.nodes[0].inputs = {x};
-      int64_t ready = std::max(out->storage->block.writableFrom, ids.readyAt(r, v));
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
-      if (!placed)
-        return cannotPlace(op, ctx);
-      prev = placed->firstCycle;
-      ctx.written(*out, r, v, placed->doneCycle - 1);
-      ctx.read(ids, placed->doneCycle);
-    }
+  if (auto e = eachVector(op, ctx, ids, *out, [&](WorkTree &tree, int x) {
+        x = vxm(tree, Opcode::Max, DType::I32, {x, tree.read(low->slices(0), low->address(0, 0))});
+        return vxm(tree, Opcode::Min, DType::I32, {x, tree.read(high->slices(0), high->address(0, 0))});
+      }))
+    return e;
   return out;
 }
 
 llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorView &ids);
+
+/// `view`'s rows copied in order into scratch of their own, chunked (if it
+/// must be) on multiples of `align` rows: one VXM copy per vector.
+llvm::Expected<TensorView> copyRows(const ir::Op &op, LoweringContext &ctx, const TensorView &view,
+                                    int64_t align) {
+  auto out = ctx.scratch(op, view.dtype, view.rows, view.cols, {}, align);
+  if (!out)
+    return out.takeError();
+  if (auto e = eachVector(op, ctx, view, *out, [&](WorkTree &tree, int x) {
+        return vxm(tree, Opcode::Copy, view.dtype, {x});
+      }))
+    return e;
+  return out;
+}
+
+/// The stored rows between id i's rows and id i + 1's in `table` (`ids`
+/// ids of `perId` rows each): perId for a tensor of its own; for a row view
+/// (rowMap), the one stride every id's rows keep from id 0's, if there is
+/// one, in a view of whole stored vectors in one chunk; else nullopt.
+std::optional<int64_t> rowsPerIdStride(const TensorView &table, int64_t ids, int64_t perId) {
+  if (table.rowMap.empty())
+    return perId;
+  if (table.chunked() || table.packed() || table.repeatVector || ids < 1 || perId < 1)
+    return std::nullopt;
+  const int64_t stride = ids > 1 ? table.storageRow(perId) - table.storageRow(0) : perId;
+  if (stride < 1)
+    return std::nullopt;
+  for (int64_t i = 0; i < ids; ++i)
+    for (int64_t a = 0; a < perId; ++a)
+      if (table.storageRow(i * perId + a) != table.storageRow(a) + i * stride)
+        return std::nullopt;
+  return stride;
+}
 
 } // namespace
 
@@ -582,12 +628,28 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
     axis += int64_t(tableType.shape.size());
   if (axis != 0 || tableType.shape.size() < 2)
     return unsupported(op, "only a gather of whole rows along axis 0 of a table of rank 2 or more");
-  const TensorView &table = ctx.view(&tableOp);
-  if (!table.rowMap.empty())
-    return unsupported(op, "a table that is a view of another tensor");
+  const TensorView &declared = ctx.view(&tableOp);
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
-  const int64_t perId = table.rows / std::max<int64_t>(tableType.shape[0], 1);
-  const int64_t vpr = table.vecsPerRow;
+  const int64_t perId = declared.rows / std::max<int64_t>(tableType.shape[0], 1);
+  const int64_t vpr = declared.vecsPerRow;
+  // Stored rows from one id's rows to the next's: perId, or for a view
+  // whose every id's rows lie at one stride (a transpose that brings
+  // another axis first, as a gather along it is legalised), that stride.
+  std::optional<int64_t> idStride = rowsPerIdStride(declared, tableType.shape[0], perId);
+  // Any other view (one in chunks) is copied into rows of its own first.
+  std::optional<TensorView> copy;
+  if (!idStride) {
+    auto c = copyRows(op, ctx, declared, std::max<int64_t>(perId, 1));
+    if (!c)
+      return c.takeError();
+    copy = std::move(*c);
+    idStride = perId;
+  }
+  auto releaseCopy = llvm::make_scope_exit([&] {
+    if (copy)
+      ctx.releaseScratch(*copy);
+  });
+  const TensorView &table = copy ? *copy : declared;
   if (table.packed()) {
     if (perId < 1 || (table.chunked() && table.chunkRows() % perId != 0))
       return unsupported(op, "a packed table whose chunks split an id's rows");
@@ -598,7 +660,7 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
       return unsupported(op, "a chunked table whose chunks split an id's rows");
     return lowerChunkedGather(op, ctx, table, ids, perId);
   }
-  if (table.rows * vpr > 0xffff)
+  if (int64_t(table.storage->ready.size()) > 0xffff)
     return unsupported(op, "a table of more than 65535 vectors (the gather map is 16 bits)");
 
   auto out = ctx.define(&op);
@@ -611,9 +673,9 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
   if (!spreadView)
     return spreadView.takeError();
   std::optional<TensorView> scale;
-  if (vpr * perId > 1) {
+  if (vpr * *idStride > 1) {
     std::vector<uint8_t> data(size_t(lanes) * 4);
-    int32_t s = int32_t(vpr * perId);
+    int32_t s = int32_t(vpr * *idStride);
     for (int64_t i = 0; i < lanes; ++i)
       std::memcpy(&data[size_t(i * 4)], &s, 4);
     auto v = ctx.constant(op, DType::I32, 1, lanes, std::move(data));

@@ -724,7 +724,12 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
       std::vector<uint8_t> eye(size_t(lanes) * lanes, 0);
       for (unsigned k = 0; k < lanes; ++k)
         eye[size_t(k) * lanes + k] = 1;
-      auto masks = ctx.constant(op, DType::Bool, lanes, lanes, std::move(eye));
+      // Off T's slices: the chain's reads of T and of the masks step a
+      // cycle a select, so where the two share a slice the copy that takes
+      // T's read a cycle earlier (readBeside) lands it on the mask's read
+      // of the select before, at any cycle (argmax(sqrt(x), axis = 0) over
+      // [9, 5] found no cycle so).
+      auto masks = ctx.constant(op, DType::Bool, lanes, lanes, std::move(eye), T->allSlices());
       if (!masks)
         return masks.takeError();
       for (int64_t o = 0; o < view.rows; ++o)
