@@ -849,7 +849,8 @@ class Program:
             self.helpers.append(f"fn {name}<..S>(x: f16[..S], flip: bool) -> f16[..S] {{\n"
                                 f"  return select(flip, -x, x)\n}}")
             flag = r.choice(["true", "false"])
-            return self.add(f"{name}({self.use(v)}, {flag})", "f16", v.shape, v.mag, v.exact)
+            return self.add(f"{name}({self.use(v)}, {flag})", "f16", v.shape, v.mag, v.exact,
+                            conv=v.conv, grouped=v.grouped)
         if kind == "pack":
             v = self.pick(lambda v: is_float(v.dtype) and v.rank >= 1)
             if v is None:
@@ -860,7 +861,8 @@ class Program:
                              "x * 2 - x * x"])
             self.helpers.append(f"fn {name}<T: dtype, ..S>(x: T[..S]) -> T[..S] {{\n"
                                 f"  return {body}\n}}")
-            return self.add(f"{name}({self.use(v)})", v.dtype, v.shape, v.mag * v.mag + v.mag + 1, v.exact)
+            return self.add(f"{name}({self.use(v)})", v.dtype, v.shape, v.mag * v.mag + v.mag + 1,
+                            v.exact, conv=v.conv, grouped=v.grouped)
         if kind == "sized":
             v = self.pick(lambda v: v.dtype == "f16" and v.rank == 2 and v.shape[1] != "B")
             if v is None:
@@ -868,7 +870,8 @@ class Program:
             self.helpers.append(f"fn {name}<N, D>(x: f16[N, D]) -> f16[N, D] {{\n"
                                 f"  let m = max(x, axis = 1, keep = true)\n"
                                 f"  return (x - m) * f16(1.0 / sqrt(f32(D)))\n}}")
-            return self.add(f"{name}({self.use(v)})", "f16", v.shape, 2 * v.mag, v.exact)
+            return self.add(f"{name}({self.use(v)})", "f16", v.shape, 2 * v.mag, v.exact,
+                            conv=v.conv, grouped=v.grouped)
         if kind == "halve":
             v = self.pick(lambda v: v.rank >= 1 and v.shape[-1] != "B" and v.shape[-1] % 2 == 0 and
                           (v.dtype != "bool" or self.f["bool-maximum"]))
@@ -878,7 +881,8 @@ class Program:
                                 f"  let parts = split(x, 2, axis = -1)\n"
                                 f"  return maximum(parts[0], parts[1])\n}}")
             shape = v.shape[:-1] + (v.shape[-1] // 2,)
-            return self.add(f"{name}({self.use(v)})", v.dtype, shape, v.mag, v.exact)
+            return self.add(f"{name}({self.use(v)})", v.dtype, shape, v.mag, v.exact,
+                            conv=v.conv, grouped=v.grouped)
         v = self.pick(lambda v: v.dtype == "f16" and v.rank >= 1 and v.shape[-1] != "B")
         if v is None:
             return None
@@ -886,7 +890,8 @@ class Program:
         self.helpers.append(f"fn {name}<..S, D>(x: f16[..S, D]) -> f16[..S, D] {{\n"
                             f"  var y = relu(x)\n  if D > 16 {{\n    y = x * 0.5\n  }} else if D > 4 {{\n"
                             f"    y = maximum(x, 0.0)\n  }}\n  return y\n}}")
-        return self.add(f"{name}({self.use(v)})", "f16", v.shape, v.mag, v.exact)
+        return self.add(f"{name}({self.use(v)})", "f16", v.shape, v.mag, v.exact,
+                        conv=v.conv, grouped=v.grouped)
 
     def op_loop(self):
         r = self.rng
@@ -911,7 +916,8 @@ class Program:
         self.lines.append(f"for i in 0..{n} {{")
         self.lines.append(f"  {h} = {step}")
         self.lines.append("}")
-        hv = Val(h, "f16", v.shape, max(v.mag, 2.0), exact)
+        # The loop's elementwise work continues v's (a conv's, say).
+        hv = Val(h, "f16", v.shape, max(v.mag, 2.0), exact, conv=v.conv, grouped=v.grouped)
         self.values.append(hv)
         return hv
 
