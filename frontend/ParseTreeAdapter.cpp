@@ -671,8 +671,6 @@ private:
     return call;
   }
 
-
-
   ExprPtr indexExpr(LPUParser::IndexExprContext *c) {
     checkContinuation(c->LBRACK());
     ExprPtr base = expr(exprChild(c, 0));
