@@ -112,7 +112,12 @@ const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset,
     size_t i = slotIndex(s.dir, id, t);
     StreamSlot &slot = slots_[i];
     if (slot.cycle == t && slot.pos == uint32_t(x)) {
-      slot.read = true;
+      for (unsigned k = slot.first; k < unsigned(slot.first) + slot.width; ++k) {
+        StreamSlot &part = slots_[slotIndex(s.dir, k, t)];
+        if (part.cycle == t && part.issue == slot.issue && part.queue == slot.queue &&
+            part.instr == slot.instr)
+          part.read = true;
+      }
       return slotData_.empty() ? scratch_.data() : slotData_.data() + i * chip_.lanes;
     }
   }
@@ -145,7 +150,8 @@ bool ChipSim::emitGroup(const Ctx &ctx, StreamRef s, unsigned width, unsigned po
     // the chip by now: it must have been read.
     if (slot.cycle >= 0 && !slot.read)
       return failUnread(slot, s.dir, s.id + b);
-    slot = StreamSlot{cycle, pos, ctx.queue, ctx.instr, ctx.repetition, ctx.cycle, false};
+    slot = StreamSlot{cycle, pos, ctx.queue, ctx.instr, ctx.repetition, ctx.cycle,
+                      s.id, uint8_t(width), false};
     planes[b] = slotData_.empty() ? scratch_.data() + b * chip_.lanes
                                   : slotData_.data() + i * chip_.lanes;
   }

@@ -81,15 +81,19 @@ public:
   const backend::ChipCode &code() const { return code_; }
 
 private:
-  /// One value on a stream: put there in `cycle` at `pos` by an
-  /// instruction issued in `issue`. A value no instruction reads is a
-  /// violation (the schedule lost it: a consumer moved off its diagonal
-  /// reads another value there, the only sign left is this one unread).
+  /// One stream's part of a value: put there in `cycle` at `pos` by an
+  /// instruction issued in `issue`, whose result takes streams first ..
+  /// first + width - 1. A value of which no instruction reads any stream is
+  /// a violation (the schedule lost it: a consumer moved off its diagonal
+  /// reads another value there, and the only sign left is this one
+  /// unread). Reading some of its streams is enough: a map read as u16
+  /// from an i32 result leaves the high bytes unread.
   struct StreamSlot {
     int64_t cycle = -1;
     uint32_t pos = 0;
     uint32_t queue = 0, instr = 0, repetition = 0;
     int64_t issue = -1;
+    uint8_t first = 0, width = 0;
     bool read = false;
   };
   bool failUnread(const StreamSlot &slot, unsigned dir, unsigned id);
