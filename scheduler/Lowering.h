@@ -339,8 +339,8 @@ public:
   /// A tree for one `lw` of a weight row on plane `p` (node 0: the caller
   /// sets its input).
   WorkTree loadWeights(unsigned p) const;
-  /// Installs plane `p`'s loaded rows (after `lastLw`, and after the
-  /// previous matmuls issued): the `iw` cycle.
+  /// Installs plane `p`'s loaded rows (once the row of the `lw` issued in
+  /// `lastLw` has landed, and after the previous matmuls): the `iw` cycle.
   int64_t install(unsigned p, int64_t lastLw);
   /// A tree for one `mm` into accumulator row `m` (node 0: the caller sets
   /// its input).

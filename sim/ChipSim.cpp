@@ -37,9 +37,17 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
   portReads_.assign(chip.memSlices, 0);
   portWrites_.assign(chip.memSlices, 0);
   slots_.resize(size_t(2) * chip.streamsPerDirection * kRing);
+  auto describe = [this](const MxmSite &s) {
+    // A repetition's site is its repeat: name the instruction repeated.
+    const uint32_t i = s.repetition ? s.instr - 1 : s.instr;
+    return "queue " + queueName(code_.queues[s.queue]) + " instruction " + std::to_string(i) +
+           " (" + printInstr(code_.queues[s.queue].instrs[i]) +
+           (s.repetition ? ", repetition " + std::to_string(s.repetition) : std::string()) +
+           ") in cycle " + std::to_string(s.cycle);
+  };
   for (unsigned p = 0; p < chip.mxmPlanes; ++p)
     planes_.push_back(std::make_unique<MxmPlane>(chip.mxmDim, chip.mxmAccRows, options.timingOnly,
-                                                 options.matmulThreads));
+                                                 options.matmulThreads, describe));
   linkBusyUntil_.assign(chip.c2cLinks, 0);
   inbox_.resize(chip.c2cLinks);
   for (unsigned op = 0; op < kNumOpcodes; ++op)
@@ -102,9 +110,16 @@ const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset,
     if (x < 0 || x >= int64_t(width))
       break;
     size_t i = slotIndex(s.dir, id, t);
-    const StreamSlot &slot = slots_[i];
-    if (slot.cycle == t && slot.pos == uint32_t(x))
+    StreamSlot &slot = slots_[i];
+    if (slot.cycle == t && slot.pos == uint32_t(x)) {
+      for (unsigned k = slot.first; k < unsigned(slot.first) + slot.width; ++k) {
+        StreamSlot &part = slots_[slotIndex(s.dir, k, t)];
+        if (part.cycle == t && part.issue == slot.issue && part.queue == slot.queue &&
+            part.instr == slot.instr)
+          part.read = true;
+      }
       return slotData_.empty() ? scratch_.data() : slotData_.data() + i * chip_.lanes;
+    }
   }
   StreamRef one{s.dir, uint8_t(id)};
   fail(ctx, "stream " + streamName(one) + " holds no valid data at position " + llvm::Twine(pos));
@@ -131,12 +146,24 @@ bool ChipSim::emitGroup(const Ctx &ctx, StreamRef s, unsigned width, unsigned po
                            llvm::Twine(cycle) + " (the other is queue " + queueName(other) +
                            " instruction " + llvm::Twine(slot.instr) + ")");
     }
-    slot = StreamSlot{cycle, pos, ctx.queue, ctx.instr};
+    // The ring's slot last held a value of cycle - kRing, which has left
+    // the chip by now: it must have been read.
+    if (slot.cycle >= 0 && !slot.read)
+      return failUnread(slot, s.dir, s.id + b);
+    slot = StreamSlot{cycle, pos, ctx.queue, ctx.instr, ctx.repetition, ctx.cycle,
+                      s.id, uint8_t(width), false};
     planes[b] = slotData_.empty() ? scratch_.data() + b * chip_.lanes
                                   : slotData_.data() + i * chip_.lanes;
   }
   stats_.lastCycle = std::max(stats_.lastCycle, cycle);
   return true;
+}
+
+bool ChipSim::failUnread(const StreamSlot &slot, unsigned dir, unsigned id) {
+  StreamRef one{uint8_t(dir), uint8_t(id)};
+  return fail(Ctx{slot.queue, slot.instr, slot.repetition, slot.issue},
+              "its value on stream " + streamName(one) + " (at position " + llvm::Twine(slot.pos) +
+                  " in cycle " + llvm::Twine(slot.cycle) + ") is read by no instruction");
 }
 
 bool ChipSim::memPort(const Ctx &ctx, unsigned slice, bool write) {
@@ -400,9 +427,12 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
           row[i] = float(int8_t(a[0][i]));
     }
     MxmPlane &plane = *planes_[in.unit];
+    // A row lands at the end of its last cycle of latency (as an SRAM
+    // write lands at the end of its cycle).
     std::string err = in.op == Opcode::LoadWeights
-                          ? plane.loadRow(in.dtype, row)
-                          : plane.multiply(in.dtype, row, uint32_t(std::max<int64_t>(addr, 0)), c, done);
+                          ? plane.loadRow(in.dtype, row, site(ctx), done - 1)
+                          : plane.multiply(in.dtype, row, uint32_t(std::max<int64_t>(addr, 0)),
+                                           site(ctx), done);
     if (addr < 0)
       err = "accumulator row " + std::to_string(addr) + " is negative";
     if (!err.empty())
@@ -410,7 +440,7 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     return true;
   }
   case Opcode::InstallWeights: {
-    std::string err = planes_[in.unit]->install(done);
+    std::string err = planes_[in.unit]->install(site(ctx), done);
     if (!err.empty())
       return fail(ctx, "plane " + llvm::Twine(in.unit) + ": " + err);
     return true;
@@ -421,7 +451,8 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
       return fail(ctx, "accumulator row " + llvm::Twine(addr) + " is negative");
     if (!emitGroup(ctx, in.dst, 4, pos, done, out))
       return false;
-    std::string err = planes_[in.unit]->readAcc(in.dtype, uint32_t(addr), c, data ? out : nullptr);
+    std::string err =
+        planes_[in.unit]->readAcc(in.dtype, uint32_t(addr), site(ctx), data ? out : nullptr);
     if (!err.empty())
       return fail(ctx, "plane " + llvm::Twine(in.unit) + ": " + err);
     return true;
@@ -517,6 +548,28 @@ bool ChipSim::finish() {
                                  " were never received"};
       return false;
     }
+  // Values still on the streams: the earliest unread one.
+  const StreamSlot *unread = nullptr;
+  size_t unreadAt = 0;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].cycle >= 0 && !slots_[i].read && (!unread || slots_[i].issue < unread->issue)) {
+      unread = &slots_[i];
+      unreadAt = i;
+    }
+  if (unread) {
+    const size_t stream = unreadAt / kRing;
+    return failUnread(*unread, unsigned(stream / chip_.streamsPerDirection) + 1,
+                      unsigned(stream % chip_.streamsPerDirection));
+  }
+  for (unsigned p = 0; p < planes_.size(); ++p) {
+    MxmSite last;
+    if (unsigned rows = planes_[p]->uninstalledRows(last))
+      return fail(Ctx{last.queue, last.instr, last.repetition, last.cycle},
+                  "plane " + llvm::Twine(p) + ": " + llvm::Twine(rows) +
+                      " weight row(s) loaded and never installed (the last by this load; the "
+                      "run ends at cycle " +
+                      llvm::Twine(stats_.lastCycle) + ")");
+  }
   return true;
 }
 

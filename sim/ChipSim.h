@@ -7,6 +7,7 @@
 #include "backend/ChipDescription.h"
 #include "backend/Program.h"
 #include "backend/Topology.h"
+#include "sim/MxmPlane.h"
 #include "sim/Violation.h"
 
 #include <array>
@@ -48,8 +49,6 @@ struct ChipOptions {
   unsigned matmulThreads = 1;
 };
 
-class MxmPlane;
-
 class ChipSim {
 public:
   ChipSim(const backend::ChipDescription &chip, const backend::Topology &topology, unsigned index,
@@ -82,11 +81,22 @@ public:
   const backend::ChipCode &code() const { return code_; }
 
 private:
+  /// One stream's part of a value: put there in `cycle` at `pos` by an
+  /// instruction issued in `issue`, whose result takes streams first ..
+  /// first + width - 1. A value of which no instruction reads any stream is
+  /// a violation (the schedule lost it: a consumer moved off its diagonal
+  /// reads another value there, and the only sign left is this one
+  /// unread). Reading some of its streams is enough: a map read as u16
+  /// from an i32 result leaves the high bytes unread.
   struct StreamSlot {
     int64_t cycle = -1;
     uint32_t pos = 0;
-    uint32_t queue = 0, instr = 0;
+    uint32_t queue = 0, instr = 0, repetition = 0;
+    int64_t issue = -1;
+    uint8_t first = 0, width = 0;
+    bool read = false;
   };
+  bool failUnread(const StreamSlot &slot, unsigned dir, unsigned id);
   struct QueueState {
     size_t pc = 0;
     int64_t lastIssue = -1;
@@ -104,6 +114,7 @@ private:
   void issue(uint32_t queue, int64_t cycle);
   bool execute(const backend::Instr &in, const Ctx &ctx, int64_t j);
   bool fail(const Ctx &ctx, const llvm::Twine &detail);
+  static MxmSite site(const Ctx &ctx) { return {ctx.queue, ctx.instr, ctx.repetition, ctx.cycle}; }
   void endCycle(int64_t cycle);
 
   /// The value of stream `id` (direction dir) at position pos and cycle, or

@@ -8,9 +8,10 @@ namespace lpu::sim {
 
 using backend::DType;
 
-MxmPlane::MxmPlane(unsigned dim, unsigned accRows, bool timingOnly, unsigned threads)
+MxmPlane::MxmPlane(unsigned dim, unsigned accRows, bool timingOnly, unsigned threads,
+                   std::function<std::string(const MxmSite &)> describe)
     : dim_(dim), accRows_(accRows), timingOnly_(timingOnly), threads_(threads),
-      accReady_(accRows, -1) {}
+      describe_(std::move(describe)), lastRead_(accRows), accReady_(accRows, -1) {}
 
 MxmPlane::~MxmPlane() { wait(); }
 
@@ -19,11 +20,22 @@ void MxmPlane::wait() {
     job_.get();
 }
 
-std::string MxmPlane::loadRow(DType type, const float *row) {
+std::string MxmPlane::loadRow(DType type, const float *row, const MxmSite &at, int64_t landsBy) {
   if (bufferRows_ == dim_)
     return "the weight buffer already holds " + std::to_string(dim_) + " rows (install first)";
   if (bufferRows_ > 0 && type != bufferType_)
     return "weight rows of different dtypes in one buffer";
+  // Installs are handled in cycle order, so one that the row would land
+  // after can only be of this very cycle.
+  if (lastInstall_.cycle == at.cycle)
+    return "load in the cycle of an install (" + describe_(lastInstall_) +
+           "): the row would land at the end of cycle " + std::to_string(landsBy) +
+           ", after the install took the buffer";
+  if (lastLoad_.cycle == at.cycle)
+    return "two loads into the weight buffer in one cycle (the other is " + describe_(lastLoad_) +
+           "): their rows' order is undefined";
+  lastLoad_ = at;
+  bufferLandsBy_ = std::max(bufferLandsBy_, landsBy);
   bufferType_ = type;
   if (!timingOnly_) {
     if (buffer_.empty())
@@ -34,9 +46,21 @@ std::string MxmPlane::loadRow(DType type, const float *row) {
   return "";
 }
 
-std::string MxmPlane::install(int64_t readyCycle) {
+std::string MxmPlane::install(const MxmSite &at, int64_t readyCycle) {
   if (bufferRows_ == 0)
     return "install with no weight rows loaded";
+  if (bufferLandsBy_ == at.cycle)
+    return "install in the cycle a weight row lands (the last load, " + describe_(lastLoad_) +
+           ", lands at the end of cycle " + std::to_string(bufferLandsBy_) +
+           "): the install would take the buffer without it";
+  if (bufferLandsBy_ > at.cycle)
+    return "install before the weight buffer's last load has landed (" + describe_(lastLoad_) +
+           " lands at the end of cycle " + std::to_string(bufferLandsBy_) +
+           "): the install would take the buffer without it";
+  if (lastMm_.cycle == at.cycle)
+    return "install in the cycle of a matmul on the plane (" + describe_(lastMm_) +
+           "): which weights the matmul uses is undefined";
+  lastInstall_ = at;
   flush(); // queued matmuls use the old weights
   if (!timingOnly_) {
     // Rows not loaded since the last install are zero.
@@ -49,13 +73,15 @@ std::string MxmPlane::install(int64_t readyCycle) {
   }
   weightType_ = bufferType_;
   bufferRows_ = 0;
+  bufferLandsBy_ = -1;
   installReady_ = readyCycle;
   installed_ = true;
   return "";
 }
 
-std::string MxmPlane::multiply(DType type, const float *act, uint32_t row, int64_t cycle,
+std::string MxmPlane::multiply(DType type, const float *act, uint32_t row, const MxmSite &at,
                                int64_t doneCycle) {
+  const int64_t cycle = at.cycle;
   if (!installed_)
     return "matmul with no weights installed";
   if (cycle < installReady_)
@@ -67,7 +93,13 @@ std::string MxmPlane::multiply(DType type, const float *act, uint32_t row, int64
   if (row >= accRows_)
     return "accumulator row " + std::to_string(row) + " outside the " + std::to_string(accRows_) +
            " rows";
-  accReady_[row] = doneCycle;
+  // An acc of the row in this cycle was handled first: the sum it read
+  // would depend on that order.
+  if (lastRead_[row].cycle == cycle)
+    return "matmul into accumulator row " + std::to_string(row) + " in the cycle it is read out (" +
+           describe_(lastRead_[row]) + "): whether the read sees it is undefined";
+  lastMm_ = at;
+  accReady_[row] = std::max(accReady_[row], doneCycle);
   if (timingOnly_)
     return "";
   if (pendingRow_.empty())
@@ -133,13 +165,15 @@ void MxmPlane::flush() {
     run();
 }
 
-std::string MxmPlane::readAcc(DType type, uint32_t row, int64_t cycle, uint8_t *const *out) {
+std::string MxmPlane::readAcc(DType type, uint32_t row, const MxmSite &at, uint8_t *const *out) {
+  const int64_t cycle = at.cycle;
   if (row >= accRows_)
     return "accumulator row " + std::to_string(row) + " outside the " + std::to_string(accRows_) +
            " rows";
   if (accReady_[row] > cycle)
     return "accumulator row " + std::to_string(row) + " read before its matmul completes (at cycle " +
            std::to_string(accReady_[row]) + ")";
+  lastRead_[row] = at;
   if (timingOnly_ || !out)
     return "";
   flush();

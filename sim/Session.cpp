@@ -16,8 +16,7 @@ llvm::Error error(const llvm::Twine &msg) {
 }
 } // namespace
 
-llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescription &chip,
-                                         const SessionOptions &options) {
+llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOptions &options) {
   const Entry *entry = nullptr;
   std::vector<std::string> names;
   for (const Entry &e : program.entries) {
@@ -39,13 +38,15 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
       options.run.timingOnly && options.inputs.empty() ? BucketChoice{} : selectBucket(*entry, options.inputs);
   if (!choice)
     return choice.takeError();
-  const Bucket &bucket = entry->buckets[choice->index];
+  SessionPlan plan;
+  plan.entry = entry;
+  plan.choice = *choice;
+  const Bucket &bucket = plan.bucket();
 
   std::vector<tensor::TensorSpec> paramSpecs;
   for (const TensorPlacement &t : bucket.tensors)
     if (t.role == TensorRole::Param)
       paramSpecs.push_back({t.name, t.dtype, bucket.concreteShape(t)});
-  std::map<std::string, tensor::Tensor> params;
   if (!paramSpecs.empty() && !options.run.timingOnly) {
     if (!options.weightsFile.empty()) {
       auto file = tensor::SafeTensorsFile::open(options.weightsFile);
@@ -54,9 +55,9 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
       auto loaded = tensor::loadTensors(*file, paramSpecs);
       if (!loaded)
         return loaded.takeError();
-      params = std::move(*loaded);
+      plan.values = std::move(*loaded);
     } else if (options.randomSeed) {
-      params = tensor::randomTensors(*options.randomSeed, paramSpecs);
+      plan.values = tensor::randomTensors(*options.randomSeed, paramSpecs);
     } else {
       std::vector<std::string> pn;
       for (const auto &s : paramSpecs)
@@ -65,24 +66,42 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
                    "): give --weights FILE.safetensors or --random-weights SEED");
     }
   }
+  if (!options.run.timingOnly)
+    for (const TensorPlacement &t : bucket.tensors)
+      if (t.role == TensorRole::Input)
+        plan.values.insert_or_assign(t.name, padTo(options.inputs.at(t.name), bucket.concreteShape(t)));
+  return plan;
+}
 
-  auto machine = Machine::create(chip, program, bucket, options.run);
+llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chip,
+                                                      const Program &program, const Bucket &bucket,
+                                                      const SessionPlan &plan,
+                                                      const RunOptions &run) {
+  auto machine = Machine::create(chip, program, bucket, run);
   if (!machine)
     return machine.takeError();
   for (const TensorPlacement &t : bucket.tensors) {
-    if (t.role == TensorRole::Output || options.run.timingOnly)
+    if (t.role == TensorRole::Output || run.timingOnly)
       continue;
-    if (t.role == TensorRole::Constant) {
-      if (auto e = (*machine)->writeTensor(t, t.data))
-        return e;
-      continue;
-    }
-    tensor::Tensor value = t.role == TensorRole::Input
-                               ? padTo(options.inputs.at(t.name), bucket.concreteShape(t))
-                               : params.at(t.name);
-    if (auto e = (*machine)->writeTensor(t, value.bytes()))
+    llvm::ArrayRef<uint8_t> bytes =
+        t.role == TensorRole::Constant ? llvm::ArrayRef<uint8_t>(t.data) : plan.values.at(t.name).bytes();
+    if (auto e = (*machine)->writeTensor(t, bytes))
       return e;
   }
+  return machine;
+}
+
+llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescription &chip,
+                                         const SessionOptions &options) {
+  auto plan = planSession(program, options);
+  if (!plan)
+    return plan.takeError();
+  const Entry *entry = plan->entry;
+  const BucketChoice *choice = &plan->choice;
+  const Bucket &bucket = plan->bucket();
+  auto machine = placeSession(chip, program, bucket, *plan, options.run);
+  if (!machine)
+    return machine.takeError();
   if (auto e = (*machine)->run())
     return e;
 

@@ -3,6 +3,7 @@
 // command-line driver only parses flags and writes files.
 #pragma once
 
+#include "backend/Bucketing.h"
 #include "backend/ChipDescription.h"
 #include "backend/Program.h"
 #include "backend/tensor/Tensor.h"
@@ -32,6 +33,27 @@ struct SessionResult {
   ReportContext context;
   std::string traceJson; // when run.trace
 };
+
+/// What a run needs before its machine exists: the entry, its bucket, and
+/// the values to place by name (inputs padded to the bucket, parameters);
+/// empty in timing-only runs.
+struct SessionPlan {
+  const backend::Entry *entry = nullptr;
+  backend::BucketChoice choice;
+  std::map<std::string, tensor::Tensor> values;
+  const backend::Bucket &bucket() const { return entry->buckets[choice.index]; }
+};
+
+llvm::Expected<SessionPlan> planSession(const backend::Program &program,
+                                        const SessionOptions &options);
+
+/// A machine for `bucket` (the plan's, or a changed copy of it) with the
+/// plan's values and the program's constants placed, ready to run.
+llvm::Expected<std::unique_ptr<Machine>> placeSession(const backend::ChipDescription &chip,
+                                                      const backend::Program &program,
+                                                      const backend::Bucket &bucket,
+                                                      const SessionPlan &plan,
+                                                      const RunOptions &run);
 
 llvm::Expected<SessionResult> runSession(const backend::Program &program,
                                          const backend::ChipDescription &chip,

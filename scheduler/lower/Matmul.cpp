@@ -67,7 +67,10 @@ int64_t MxmPlanes::install(unsigned p, int64_t lastLw) {
   Instr iw;
   iw.op = Opcode::InstallWeights;
   iw.unit = uint16_t(p);
-  st.lastIw = ctx_.placer().placeAlone(iw, mmQueue(p), std::max(lastLw, st.lastMm) + 1);
+  // The buffer's last row lands at the end of cycle lastLw + latency - 1:
+  // the install takes the buffer after that.
+  const int64_t landed = lastLw + ctx_.chip().timingOf(Opcode::LoadWeights, DType::F16).latency;
+  st.lastIw = ctx_.placer().placeAlone(iw, mmQueue(p), std::max(landed, st.lastMm + 1));
   st.heldOnes = 0;
   return st.lastIw;
 }

@@ -15,6 +15,7 @@
 #include "ir/Text.h"
 #include "ir/Verifier.h"
 #include "sim/Session.h"
+#include "sim/ShiftCheck.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/Support/FileSystem.h>
@@ -177,8 +178,11 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputs, outputs;
   std::optional<uint64_t> seed;
   unsigned threads = 1;
-  bool timingOnly = false, reference = false;
+  bool timingOnly = false, reference = false, checkShifts = false;
   std::string dumpWeights;
+  size_t shiftSample = 0;
+  unsigned shiftBucket = 0;
+  uint64_t shiftInputSeed = 1;
   // Not ->required(): CLI11 would then report a missing program before an
   // unknown flag, which hides the real mistake; checked after parsing.
   app.add_option("program", programPath,
@@ -206,6 +210,16 @@ int main(int argc, char **argv) {
   app.add_option("--emit", emit, "convert the program instead of running it: text or binary")
       ->check(CLI::IsMember({"text", "binary"}));
   app.add_option("-o", emitPath, "where --emit writes (default: stdout)");
+  app.add_flag("--check-shifts", checkShifts,
+               "a mutation test of the simulator's checks: move each instruction one cycle "
+               "either way and require a violation or the same output bits (sim/ShiftCheck.h)");
+  app.add_option("--shift-sample", shiftSample,
+                 "with --check-shifts: shift only this many instructions, spread evenly "
+                 "(default: all)");
+  app.add_option("--shift-bucket", shiftBucket,
+                 "with --check-shifts: the bucket whose shapes random inputs take (default 0)");
+  app.add_option("--shift-input-seed", shiftInputSeed,
+                 "with --check-shifts: the seed of inputs not given with --input (default 1)");
   tools::addCommonOptions(app, kTool);
   if (int rc = tools::parseCommandLine(app, argc, argv, kTool); rc >= 0)
     return rc;
@@ -216,7 +230,9 @@ int main(int argc, char **argv) {
   }
 
   if (reference) {
-    for (const char *flag : {"--report", "--trace", "--timing-only", "--chip", "--emit", "-o"})
+    for (const char *flag : {"--report", "--trace", "--timing-only", "--chip", "--emit", "-o",
+                             "--check-shifts", "--shift-sample", "--shift-bucket",
+                             "--shift-input-seed"})
       if (app.count(flag)) {
         tools::reportToolError(kTool, llvm::Twine(flag) + " does not apply to --reference");
         return tools::kExitUsageError;
@@ -280,6 +296,18 @@ int main(int argc, char **argv) {
     return tools::kExitInputError;
   }
 
+  for (const char *flag : {"--shift-sample", "--shift-bucket", "--shift-input-seed"})
+    if (app.count(flag) && !checkShifts) {
+      tools::reportToolError(kTool, llvm::Twine(flag) + " needs --check-shifts");
+      return tools::kExitUsageError;
+    }
+  if (checkShifts)
+    for (const char *flag : {"--report", "--trace", "--timing-only", "--output"})
+      if (app.count(flag)) {
+        tools::reportToolError(kTool, llvm::Twine(flag) + " does not apply to --check-shifts");
+        return tools::kExitUsageError;
+      }
+
   sim::SessionOptions options;
   options.entry = entry;
   options.weightsFile = weights;
@@ -292,6 +320,27 @@ int main(int argc, char **argv) {
   if (int rc = collectTensorArgs(inputs, outputs, weights, options.inputs, outputFiles, printAll);
       rc >= 0)
     return rc;
+
+  if (checkShifts) {
+    sim::ShiftCheckOptions shiftOptions;
+    shiftOptions.session = options;
+    shiftOptions.sample = shiftSample;
+    shiftOptions.bucket = shiftBucket;
+    shiftOptions.inputSeed = shiftInputSeed;
+    auto shifts = sim::checkShifts(*program, *chip, shiftOptions);
+    if (!shifts) {
+      tools::reportToolError(kTool, llvm::toString(shifts.takeError()));
+      return tools::kExitInputError;
+    }
+    llvm::outs() << sim::formatShiftReport(*shifts, true);
+    if (!shifts->different.empty()) {
+      tools::reportToolError(kTool, llvm::Twine(shifts->different.size()) +
+                                        " shift(s) ran to different outputs: the simulator "
+                                        "missed a hazard");
+      return tools::kExitInputError;
+    }
+    return tools::kExitSuccess;
+  }
 
   auto result = sim::runSession(*program, *chip, options);
   if (!result) {
