@@ -408,7 +408,9 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
       return false;
   }
   llvm::SmallVector<Taken, 32> taken;
+  const int64_t horizon = resources_.horizon();
   auto undo = [&] {
+    resources_.restoreHorizon(horizon);
     for (const Taken &t : taken) {
       if (t.kind == Taken::Queue)
         resources_.setQueue(t.unit, t.index, t.cycle, t.issue, false);
@@ -499,9 +501,6 @@ bool Placer::tryAt(const WorkTree &tree, const Timed &timed, int64_t root) {
     in = usedFields(in);
     chosen.push_back({QueueId{unit, unsigned(queue)}, TimedInstr{cycle, in}});
   }
-  for (const Taken &t : taken)
-    resources_.noteKept(t.kind == Taken::Stream ? std::max(t.seg.emitCycle, t.seg.lastCycle)
-                                                : t.cycle + int64_t(std::max(t.issue, 1u)) - 1);
   for (auto &[q, t] : chosen) {
     schedule_.add(q, t.cycle, t.instr);
     schedule_.busy[unsigned(q.unit)] += chip_.timingOf(t.instr.op, t.instr.dtype).issue;
@@ -516,7 +515,6 @@ int64_t Placer::placeAlone(const Instr &instr, unsigned queue, int64_t notBefore
   while (!resources_.queueFree(unit, queue, c, issue))
     ++c;
   resources_.setQueue(unit, queue, c, issue, true);
-  resources_.noteKept(c + int64_t(issue) - 1);
   schedule_.add(QueueId{unit, queue}, c, instr);
   schedule_.busy[unsigned(unit)] += issue;
   return c;

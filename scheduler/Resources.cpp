@@ -38,6 +38,8 @@ bool Resources::queueFree(UnitKind unit, unsigned index, int64_t cycle, unsigned
 }
 
 void Resources::setQueue(UnitKind unit, unsigned index, int64_t cycle, unsigned issue, bool busy) {
+  if (busy)
+    horizon_ = std::max(horizon_, cycle + int64_t(issue) - 1);
   for (unsigned i = 0; i < issue; ++i)
     queues_[unsigned(unit)][index].set(cycle + i, busy);
 }
@@ -53,6 +55,8 @@ bool Resources::portFree(unsigned slice, bool write, int64_t cycle) const {
 }
 
 void Resources::setPort(unsigned slice, bool write, int64_t cycle, bool busy) {
+  if (busy)
+    horizon_ = std::max(horizon_, cycle);
   PortUse &use = (write ? writes_ : reads_)[slice];
   if ((write ? chip_.memWritePorts : chip_.memReadPorts) == 1) {
     use.one.set(cycle, busy);
@@ -93,6 +97,7 @@ bool Resources::streamFree(unsigned id, const StreamSegment &seg) const {
 
 void Resources::reserveStream(unsigned id, const StreamSegment &seg) {
   StreamUse &use = streams_[seg.dir - 1][id];
+  horizon_ = std::max({horizon_, seg.emitCycle, seg.lastCycle});
   use.emitted.set(seg.emitCycle, true);
   const Emission e{seg.emitCycle, seg.lastCycle};
   if (!use.byDiagonal.try_emplace(seg.diagonal(), e).second)

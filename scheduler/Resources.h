@@ -63,11 +63,11 @@ public:
   void reserveStream(unsigned id, const StreamSegment &seg);
   void releaseStream(unsigned id, const StreamSegment &seg);
 
-  /// A cycle after which nothing kept is reserved: every table is free
-  /// from horizon() + 1 on. The placer notes what it keeps (a tree's
-  /// reservations tried and undone do not count).
+  /// A cycle after which nothing is reserved: every table is free from
+  /// horizon() + 1 on. Releasing does not lower it; a caller that undoes
+  /// what it tried (the placer) puts back the horizon it had before.
   int64_t horizon() const { return horizon_; }
-  void noteKept(int64_t lastCycle) { horizon_ = std::max(horizon_, lastCycle); }
+  void restoreHorizon(int64_t horizon) { horizon_ = horizon; }
 
 private:
   struct Emission {
