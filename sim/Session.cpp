@@ -55,9 +55,9 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
       auto loaded = tensor::loadTensors(*file, paramSpecs);
       if (!loaded)
         return loaded.takeError();
-      plan.values = std::move(*loaded);
+      plan.params = std::move(*loaded);
     } else if (options.randomSeed) {
-      plan.values = tensor::randomTensors(*options.randomSeed, paramSpecs);
+      plan.params = tensor::randomTensors(*options.randomSeed, paramSpecs);
     } else {
       std::vector<std::string> pn;
       for (const auto &s : paramSpecs)
@@ -69,7 +69,7 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
   if (!options.run.timingOnly)
     for (const TensorPlacement &t : bucket.tensors)
       if (t.role == TensorRole::Input)
-        plan.values.insert_or_assign(t.name, padTo(options.inputs.at(t.name), bucket.concreteShape(t)));
+        plan.inputs.insert_or_assign(t.name, padTo(options.inputs.at(t.name), bucket.concreteShape(t)));
   return plan;
 }
 
@@ -84,7 +84,9 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
     if (t.role == TensorRole::Output || run.timingOnly)
       continue;
     llvm::ArrayRef<uint8_t> bytes =
-        t.role == TensorRole::Constant ? llvm::ArrayRef<uint8_t>(t.data) : plan.values.at(t.name).bytes();
+        t.role == TensorRole::Constant ? llvm::ArrayRef<uint8_t>(t.data)
+        : t.role == TensorRole::Input  ? plan.inputs.at(t.name).bytes()
+                                       : plan.params.at(t.name).bytes();
     if (auto e = (*machine)->writeTensor(t, bytes))
       return e;
   }

@@ -40,7 +40,8 @@ struct SessionResult {
 struct SessionPlan {
   const backend::Entry *entry = nullptr;
   backend::BucketChoice choice;
-  std::map<std::string, tensor::Tensor> values;
+  /// By name within each role: an input and a parameter may share a name.
+  std::map<std::string, tensor::Tensor> params, inputs;
   const backend::Bucket &bucket() const { return entry->buckets[choice.index]; }
 };
 
