@@ -251,6 +251,12 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!unifyDtypes(x, y, f, e.range, name))
       return Value::error();
     auto t = broadcast(x.tensor, y.tensor, f, e.range, name, (*a)[0]->expr, (*a)[1]->expr);
+    if (t && t->dtype == "bool") {
+      // Bools have no order: `&&` and `||` are their minimum and maximum.
+      error(DiagID::WrongDtypeKind, e.range, name, "number tensors", t->str())
+          .help(std::string("write '") + (name == "maximum" ? "||" : "&&") + "' for bools");
+      return Value::error();
+    }
     return t ? result(*t, t->elements(), {&x, &y}) : Value::error();
   }
   if (name == "select") {
@@ -297,6 +303,11 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       return Value::error();
     if ((name == "mean" || name == "softmax") && !isFloatDtype(t->dtype)) {
       error(DiagID::WrongDtypeKind, (*a)[0]->range, name, "a float tensor", t->str());
+      return Value::error();
+    }
+    if (t->dtype == "bool") {
+      error(DiagID::WrongDtypeKind, (*a)[0]->range, name, "a number tensor", t->str())
+          .help("convert first, e.g. " + name + "(i32(...))");
       return Value::error();
     }
     std::vector<int64_t> axes;
