@@ -315,12 +315,15 @@ ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem", "
                "sqrt", "rsqrt", "convert", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not"}
 
 
-def conv_odd_operand(ops):
-    """A conv2d's or pool's result, through elementwise work, meets an
-    operand that is not a [1, C, 1, 1] broadcast or a constant."""
+def conv_group_operands(ops, one_channel=False):
+    """Yields (value, operand's op) for each operand the elementwise work
+    after a conv2d's or pool's result reads (of one-channel ones only with
+    one_channel), other than the values of that chain itself."""
     users = users_of(ops)
     for op in ops.values():
         if op.op not in ("conv2d", "max_pool2d", "avg_pool2d"):
+            continue
+        if one_channel and op.dims[1] != 1:
             continue
         todo, seen = [op.name], set()
         while todo:
@@ -331,41 +334,33 @@ def conv_odd_operand(ops):
                 seen.add(u.name)
                 todo.append(u.name)
                 for o in u.operands:
-                    src = ops[o]
-                    if o == v or o in seen or src.op in ("constant",):
-                        continue
-                    if src.op == "broadcast":
-                        inner = ops[src.operands[0]]
-                        if inner.op == "constant":
-                            continue
-                        if not (len(inner.dims) == 4 and inner.dims[0] == 1 and
-                                inner.dims[2:] == [1, 1]):
-                            return True
-                    elif len(src.dims) == 4 and src.op not in ("conv2d", "max_pool2d", "avg_pool2d"):
-                        return True
+                    if o != v and o not in seen:
+                        yield o, ops[o]
+
+
+def conv_odd_operand(ops):
+    """A conv2d's or pool's result, through elementwise work, meets an
+    operand that is not a [1, C, 1, 1] broadcast or a constant."""
+    for _, src in conv_group_operands(ops):
+        if src.op == "constant":
+            continue
+        if src.op == "broadcast":
+            inner = ops[src.operands[0]]
+            if inner.op != "constant" and not (len(inner.dims) == 4 and inner.dims[0] == 1 and
+                                               inner.dims[2:] == [1, 1]):
+                return True
+        elif len(src.dims) == 4 and src.op not in ("conv2d", "max_pool2d", "avg_pool2d"):
+            return True
     return False
 
 
 def conv_one_channel(ops):
     """A one-channel conv2d's or pool's result, through elementwise work,
     meets a [1, 1, 1, 1] operand that is not a constant."""
-    users = users_of(ops)
-    for op in ops.values():
-        if op.op not in ("conv2d", "max_pool2d", "avg_pool2d") or op.dims[1] != 1:
-            continue
-        todo, seen = [op.name], set()
-        while todo:
-            v = todo.pop()
-            for u in users.get(v, []):
-                if u.op not in ELEMENTWISE or u.name in seen:
-                    continue
-                seen.add(u.name)
-                todo.append(u.name)
-                for o in u.operands:
-                    src = ops[o]
-                    if src.op == "broadcast" and ops[src.operands[0]].op != "constant" and \
-                            ops[src.operands[0]].dims == [1, 1, 1, 1]:
-                        return True
+    for _, src in conv_group_operands(ops, one_channel=True):
+        if src.op == "broadcast" and ops[src.operands[0]].op != "constant" and \
+                ops[src.operands[0]].dims == [1, 1, 1, 1]:
+            return True
     return False
 
 
