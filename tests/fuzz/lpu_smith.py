@@ -29,8 +29,8 @@ import math
 import random
 import sys
 
-# Feature switches. The held-back ones (False by default) hit bugs open
-# today; tests/fuzz/README.md lists each with its reproducer.
+# Feature switches; tests/fuzz/README.md says why the ones off by default
+# are off.
 FEATURES = {
     # On by default.
     "elementwise": True,   # unary and binary elementwise, broadcasting operands
@@ -51,17 +51,17 @@ FEATURES = {
     "generics": True,      # helper fns generic in dtype, pack or sizes
     "loops": True,         # for loops over a var, arrays of nn.Linear
     "bf16": True,          # f32 -> bf16 casts, elementwise work in bf16
-    # Held back: each hits a bug open today.
-    "conv-odd-operand": False,     # an operand not [1, C, 1, 1] on a conv's or pool's fused elementwise work
-    "grouped-conv-chain": False,   # a grouped conv feeding a conv
-    "conv-one-channel": False,     # a [1, 1, 1, 1] operand on a one-channel conv's or pool's work
-    "scores-elementwise": False,   # elementwise work between attention scores and softmax
-    "name-out": False,             # an input or parameter named `out`
-    "bool-literal-args": False,    # bool literals as call arguments
+    # Forms that once hit bugs, kept as switches for their reproducers.
+    "conv-odd-operand": True,      # an operand not [1, C, 1, 1] on a conv's or pool's fused elementwise work
+    "grouped-conv-chain": True,    # a grouped conv feeding a conv
+    "conv-one-channel": True,      # a [1, 1, 1, 1] operand on a one-channel conv's or pool's work
+    "scores-elementwise": True,    # elementwise work between attention scores and softmax
+    "name-out": True,              # an input or parameter named `out`
+    "bool-literal-args": True,     # bool literals as call arguments
+    "f32-matmul": True,            # f32 and bf16 matmuls
+    "any-axis": True,              # gather, softmax and argmax on other axes than the usual
+    # Off: not valid .lpu (the checker refuses it, E0309) or a known refusal.
     "bool-maximum": False,         # maximum of bools (through a generic helper)
-    # Known refusals (E0800): on, they only add to the refusal counts.
-    "f32-matmul": False,           # f32 and bf16 matmuls
-    "any-axis": False,             # gather, softmax and argmax on other axes than the usual
     "wide-conv": False,            # conv2d/pools of rows wider than one vector
 }
 SQUASH_ABOVE = 16.0     # a value bounded above this is scaled or squashed first
