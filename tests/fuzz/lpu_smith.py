@@ -194,8 +194,12 @@ class Program:
 
     def new_input(self, dtype, shape):
         if dtype == "bf16":
-            # .npy has no bf16: a weight instead.
-            return self.new_param(dtype, shape)
+            # .npy has no bf16: a weight instead, or, with a bucketed size
+            # (which a weight cannot have), an f32 input cast.
+            if all(isinstance(d, int) for d in shape):
+                return self.new_param(dtype, shape)
+            x = self.new_input("f32", shape)
+            return self.add(f"bf16({self.use(x)})", dtype, shape, x.mag, True)
         name = self.fresh("x")
         if self.f["name-out"] and not self.out_taken and self.rng.random() < 0.02:
             name, self.out_taken = "out", True
