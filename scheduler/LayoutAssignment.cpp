@@ -59,8 +59,10 @@ int64_t channelsOf(const std::vector<int64_t> &s) { return s[s.size() - 3]; }
 /// A reshape of [.., C] to [A, C, 1, 1] or [C, 1, 1]: channels-last
 /// ([A, 1, 1, C], [1, 1, C]) it is the same bytes seen as A rows of C.
 bool channelReshape(const ir::Op &op) {
+  if (op.kind() != K::Reshape)
+    return false;
   const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
-  return op.kind() == K::Reshape && perChannel(to) && !from.empty() &&
+  return perChannel(to) && !from.empty() &&
          from.back() == channelsOf(to);
 }
 
@@ -69,8 +71,10 @@ bool channelReshape(const ir::Op &op) {
 /// channels-last row repeats one stored row of the operand (a bias
 /// [1, C, 1, 1] over every pixel, an addend [1, C, H, W] over the images).
 bool channelBroadcast(const ir::Op &op) {
+  if (op.kind() != K::Broadcast)
+    return false;
   const std::vector<int64_t> &to = op.type().shape, &from = op.operand(0)->type().shape;
-  if (op.kind() != K::Broadcast || to.size() != 4 || !(from.size() == 4 || perChannel(from)))
+  if (to.size() != 4 || !(from.size() == 4 || perChannel(from)))
     return false;
   std::vector<int64_t> aligned(4 - from.size(), 1);
   aligned.insert(aligned.end(), from.begin(), from.end());
