@@ -64,6 +64,9 @@ FEATURES = {
     "bool-maximum": False,         # maximum of bools (through a generic helper)
     "wide-conv": False,            # conv2d/pools of rows wider than one vector
 }
+# Switches that write programs the language refuses: `all` leaves them off,
+# only naming them turns them on.
+INVALID_FEATURES = {"bool-maximum"}
 SQUASH_ABOVE = 16.0     # a value bounded above this is scaled or squashed first
 EXP_ARG_MAX = 4.0       # exp only of values bounded by this
 MAX_ELEMENTS = 24576    # elements of any one value (programs compile in well under a second)
@@ -77,7 +80,7 @@ def parse_features(spec):
     if spec in (None, "", "default"):
         return feats
     if spec == "all":
-        return {k: True for k in feats}
+        return {k: k not in INVALID_FEATURES for k in feats}
     for item in spec.split(","):
         item = item.strip()
         if not item or item == "default":
@@ -85,7 +88,7 @@ def parse_features(spec):
         on = not item.startswith("-")
         name = item.lstrip("+-")
         if name == "all":
-            feats = {k: on for k in feats}
+            feats = {k: on and k not in INVALID_FEATURES for k in feats}
             continue
         if name not in feats:
             raise SystemExit(f"lpu_smith: unknown feature '{name}' (known: {', '.join(feats)})")

@@ -194,7 +194,9 @@ def widen_bf16(a):
     """A bf16 array (lpurun writes it as 2-byte records) as the f32 values
     it holds exactly; any other array as it is."""
     if a.dtype.kind == "V" and a.dtype.itemsize == 2:
-        return (a.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        # view() of a 0-d array cannot change the dtype: go through 1-d.
+        bits = a.reshape(-1).view(np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(a.shape)
     return a
 
 
