@@ -110,8 +110,10 @@ void noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before, c
 
 /// Whether parameter `op` may be stored packed: its rows leave padding
 /// lanes, it is stored as declared, and its every use reads it through a
-/// lowering that understands packed storage (a matmul's weights, a
-/// gather's table); any other reader sees rows.
+/// lowering that understands packed storage (a matmul's f16 weights, a
+/// gather's table); any other reader sees rows. f32 and bf16 weights are
+/// cut into scaled f16 pieces column by column (lower/Matmul.cpp), which
+/// reads them as rows.
 bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringContext &ctx,
               unsigned lanes) {
   if (op.kind() != ir::OpKind::Param || layouts.order.count(&op) || layouts.relayout.count(&op))
@@ -127,7 +129,8 @@ bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringC
     for (size_t i = 0; i < user->operands().size(); ++i) {
       if (user->operand(i) != &op)
         continue;
-      bool weights = user->kind() == ir::OpKind::Matmul && i == 1;
+      bool weights = user->kind() == ir::OpKind::Matmul && i == 1 &&
+                     op.type().dtype == DType::F16;
       bool table = user->kind() == ir::OpKind::Gather && i == 0;
       if (!weights && !table)
         return false;
