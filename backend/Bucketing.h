@@ -5,7 +5,7 @@
 #pragma once
 
 #include "backend/Program.h"
-#include "backend/tensor/Tensor.h"
+#include "support/Tensor.h"
 
 #include <llvm/Support/Error.h>
 

@@ -5,7 +5,7 @@
 // and timing of every instruction.
 #pragma once
 
-#include "backend/tensor/DType.h"
+#include "support/DType.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>

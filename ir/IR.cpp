@@ -719,4 +719,40 @@ std::variant<Type, std::string> inferType(OpKind kind, llvm::ArrayRef<Type> oper
   return name.str() + ": unknown op";
 }
 
+std::optional<tensor::ElementwiseOp> elementwiseArithmetic(OpKind kind) {
+  using tensor::ElementwiseOp;
+  switch (kind) {
+  case OpKind::Neg: return ElementwiseOp::Neg;
+  case OpKind::Not: return ElementwiseOp::Not;
+  case OpKind::Abs: return ElementwiseOp::Abs;
+  case OpKind::Relu: return ElementwiseOp::Relu;
+  case OpKind::Gelu: return ElementwiseOp::Gelu;
+  case OpKind::GeluTanh: return ElementwiseOp::GeluTanh;
+  case OpKind::Silu: return ElementwiseOp::Silu;
+  case OpKind::Sigmoid: return ElementwiseOp::Sigmoid;
+  case OpKind::Tanh: return ElementwiseOp::Tanh;
+  case OpKind::Exp: return ElementwiseOp::Exp;
+  case OpKind::Log: return ElementwiseOp::Log;
+  case OpKind::Sqrt: return ElementwiseOp::Sqrt;
+  case OpKind::Rsqrt: return ElementwiseOp::Rsqrt;
+  case OpKind::Add: return ElementwiseOp::Add;
+  case OpKind::Sub: return ElementwiseOp::Sub;
+  case OpKind::Mul: return ElementwiseOp::Mul;
+  case OpKind::Div: return ElementwiseOp::Div;
+  case OpKind::Rem: return ElementwiseOp::Rem;
+  case OpKind::Pow: return ElementwiseOp::Pow;
+  case OpKind::Maximum: return ElementwiseOp::Maximum;
+  case OpKind::Minimum: return ElementwiseOp::Minimum;
+  case OpKind::And: return ElementwiseOp::And;
+  case OpKind::Or: return ElementwiseOp::Or;
+  case OpKind::Eq: return ElementwiseOp::Eq;
+  case OpKind::Ne: return ElementwiseOp::Ne;
+  case OpKind::Lt: return ElementwiseOp::Lt;
+  case OpKind::Le: return ElementwiseOp::Le;
+  case OpKind::Gt: return ElementwiseOp::Gt;
+  case OpKind::Ge: return ElementwiseOp::Ge;
+  default: return std::nullopt;
+  }
+}
+
 } // namespace lpu::ir

@@ -8,7 +8,8 @@
 // is the Op that produced it. Ops.def lists the op set.
 #pragma once
 
-#include "backend/tensor/DType.h"
+#include "support/Arithmetic.h"
+#include "support/DType.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
@@ -41,6 +42,11 @@ int operandCount(OpKind kind);
 /// Unary, Binary and Ternary ops: one output element from the same element
 /// of each operand, so chains of them fuse.
 bool isElementwise(OpKind kind);
+/// The shared arithmetic (support/Arithmetic.h) an elementwise op
+/// computes with; nullopt for convert, select and the other classes. The
+/// reference interpreter and the fold pass both use it, so a folded value
+/// is the interpreter's.
+std::optional<tensor::ElementwiseOp> elementwiseArithmetic(OpKind kind);
 
 /// `f16[1, 128, 768]`; rank 0 prints as `f32[]`.
 struct Type {

@@ -19,7 +19,7 @@ build() {
   AFL_QUIET=1 "$1" -std=c++20 -O1 -g -I"$root" -isystem /usr/lib/llvm-14/include $llvm_defs \
   -DLPU_CHIP_DIR="\"$root/backend/chips\"" \
   "$root"/tests/fuzz/program_fuzz.cpp "$root"/backend/{Isa,ChipDescription,Topology,Program,ProgramBinary,ProgramText}.cpp \
-  "$root"/backend/tensor/DType.cpp \
+  "$root"/support/DType.cpp \
   -L/usr/lib/llvm-14/lib -lLLVMSupport -lLLVMDemangle -ltinfo -lz -lpthread -o "$out/program_fuzz"
 }
 built=""

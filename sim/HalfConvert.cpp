@@ -1,6 +1,6 @@
 #include "sim/HalfConvert.h"
 
-#include "backend/tensor/DType.h"
+#include "support/DType.h"
 
 #include <array>
 #include <memory>

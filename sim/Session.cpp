@@ -1,8 +1,8 @@
 #include "sim/Session.h"
 
 #include "backend/Bucketing.h"
-#include "backend/tensor/RandomTensor.h"
-#include "backend/tensor/SafeTensors.h"
+#include "support/RandomTensor.h"
+#include "support/SafeTensors.h"
 
 #include <llvm/ADT/StringExtras.h>
 

@@ -6,7 +6,7 @@
 #include "backend/Bucketing.h"
 #include "backend/ChipDescription.h"
 #include "backend/Program.h"
-#include "backend/tensor/Tensor.h"
+#include "support/Tensor.h"
 #include "sim/Machine.h"
 #include "sim/Report.h"
 

@@ -1,7 +1,7 @@
 #include "sim/ShiftCheck.h"
 
 #include "backend/ProgramText.h"
-#include "backend/tensor/RandomTensor.h"
+#include "support/RandomTensor.h"
 
 #include <llvm/ADT/StringExtras.h>
 

@@ -1,7 +1,7 @@
 #include "sim/VectorOps.h"
 
-#include "backend/tensor/Arithmetic.h"
-#include "backend/tensor/DType.h"
+#include "support/Arithmetic.h"
+#include "support/DType.h"
 
 #include <cmath>
 #include <cstring>

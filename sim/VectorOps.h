@@ -3,7 +3,7 @@
 // plane b holding byte b (little-endian) of every lane's element.
 //
 // Arithmetic (docs/isa.md): exactly the IR's (docs/ir.md), computed by
-// backend/tensor/Arithmetic.h, the functions the reference interpreter uses:
+// support/Arithmetic.h, the functions the reference interpreter uses:
 // floats in fp32 rounded once to the result dtype, integers wrapping,
 // compares giving a bool plane (0 or 1). cvt rounds float -> integer to
 // nearest even, cvt.trunc toward zero (the IR's convert); both saturate and
@@ -11,7 +11,7 @@
 #pragma once
 
 #include "backend/Isa.h"
-#include "backend/tensor/Arithmetic.h"
+#include "support/Arithmetic.h"
 
 #include <cstdint>
 #include <optional>

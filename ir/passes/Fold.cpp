@@ -1,6 +1,6 @@
 // fold: an op whose operands are all splat constants becomes a splat
 // constant. Every elementwise value is computed by the arithmetic the
-// reference interpreter and the simulator share (backend/tensor/
+// reference interpreter and the simulator share (support/
 // Arithmetic.h) on one element, after reading each constant as the
 // interpreter does, so a folded value is the interpreter's bit for bit.
 // Left alone:
@@ -13,11 +13,10 @@
 //   - contractions (matmul, conv2d, pooling) and anything reading an iota,
 //     input or param: only splat constants fold.
 // docs/passes.md lists every folded op.
-#include "ir/Interpreter.h"
 #include "ir/passes/PassUtil.h"
 #include "ir/passes/Passes.h"
 
-#include "backend/tensor/Arithmetic.h"
+#include "support/Arithmetic.h"
 
 #include <bit>
 #include <cmath>
@@ -45,7 +44,7 @@ struct Element {
 };
 
 /// A constant's element: its value converted to its dtype as the
-/// interpreter's `constant` does (ir/InterpreterElementwise.cpp, evalLeaf).
+/// interpreter's `constant` does (interp/InterpreterElementwise.cpp, evalLeaf).
 std::optional<Element> constantElement(const Op &constant) {
   std::optional<double> value = splatValue(&constant);
   if (!value)

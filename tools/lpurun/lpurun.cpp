@@ -1,17 +1,17 @@
 // lpurun: runs a program file on the simulated LPU, or (--reference) a .lpu
 // model in the reference interpreter. A thin driver: flags and files here,
 // everything else in sim/Session.h, frontend/CompileToIR.h and
-// ir/InterpreterRun.h.
+// interp/InterpreterRun.h.
 #include "backend/ChipDescription.h"
 #include "backend/ProgramBinary.h"
 #include "backend/ProgramText.h"
-#include "backend/tensor/Literal.h"
-#include "backend/tensor/Npy.h"
-#include "backend/tensor/SafeTensors.h"
+#include "support/Literal.h"
+#include "support/Npy.h"
+#include "support/SafeTensors.h"
 #include "frontend/Checker.h"
 #include "frontend/CompileToIR.h"
 #include "frontend/DiagnosticRender.h"
-#include "ir/InterpreterRun.h"
+#include "interp/InterpreterRun.h"
 #include "ir/Text.h"
 #include "ir/Verifier.h"
 #include "sim/Session.h"
@@ -129,8 +129,8 @@ int runReference(const ReferenceArgs &args, const char *argv0) {
     tools::reportToolError(kTool, llvm::toString(module.takeError()));
     return tools::kExitInputError;
   }
-  ir::WeightSource source{args.weights, args.seed.value_or(0)};
-  auto run = ir::runEntry(**module, args.entry, args.inputs, source, {args.threads});
+  interp::WeightSource source{args.weights, args.seed.value_or(0)};
+  auto run = interp::runEntry(**module, args.entry, args.inputs, source, {args.threads});
   if (!run) {
     tools::reportToolError(kTool, llvm::toString(run.takeError()));
     return tools::kExitInputError;

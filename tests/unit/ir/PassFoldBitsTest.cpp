@@ -2,11 +2,11 @@
 // op, every dtype it is defined on and a set of tricky values (NaN, ±inf,
 // ±0, subnormals of each float dtype, rounding ties, the integers' edges),
 // a tiny function is folded, printed and parsed back (the constant's text
-// must carry every bit), and run through ir/Interpreter.h; so is the same
+// must carry every bit), and run through interp/Interpreter.h; so is the same
 // function unfolded. The outputs must have the same bytes. What fold leaves
 // alone must be what docs/passes.md allows: a NaN operand or a computed
 // float result that is NaN or infinite.
-#include "ir/Interpreter.h"
+#include "interp/Interpreter.h"
 #include "ir/Text.h"
 #include "ir/Verifier.h"
 #include "ir/passes/PassUtil.h"
@@ -20,6 +20,8 @@
 
 namespace lpu::ir {
 namespace {
+
+using namespace lpu::interp;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 

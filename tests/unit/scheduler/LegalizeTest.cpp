@@ -4,8 +4,8 @@
 // lowerings refuse.
 #include "scheduler/Legalize.h"
 
-#include "backend/tensor/RandomTensor.h"
-#include "ir/Interpreter.h"
+#include "support/RandomTensor.h"
+#include "interp/Interpreter.h"
 #include "ir/Text.h"
 
 #include <gtest/gtest.h>
@@ -23,12 +23,12 @@ std::unique_ptr<ir::Module> parse(llvm::StringRef text) {
 
 /// Runs `a` and `b` on the same random inputs and weights: their outputs,
 /// in order.
-std::pair<std::vector<ir::NamedTensor>, std::vector<ir::NamedTensor>>
+std::pair<std::vector<interp::NamedTensor>, std::vector<interp::NamedTensor>>
 runBoth(const ir::Function &a, const ir::Function &b, uint64_t seed) {
-  auto inputs = tensor::randomTensors(seed, ir::inputSpecs(a));
-  auto weights = tensor::randomTensors(seed + 1, ir::paramSpecs(a));
-  auto x = ir::interpret(a, inputs, weights);
-  auto y = ir::interpret(b, inputs, weights);
+  auto inputs = tensor::randomTensors(seed, interp::inputSpecs(a));
+  auto weights = tensor::randomTensors(seed + 1, interp::paramSpecs(a));
+  auto x = interp::interpret(a, inputs, weights);
+  auto y = interp::interpret(b, inputs, weights);
   EXPECT_TRUE(bool(x)) << llvm::toString(x.takeError());
   EXPECT_TRUE(bool(y)) << llvm::toString(y.takeError());
   if (!x || !y)

@@ -7,9 +7,9 @@
 #include "sim/VectorOps.h"
 
 #include "backend/Isa.h"
-#include "backend/tensor/Tensor.h"
+#include "support/Tensor.h"
 #include "ir/IR.h"
-#include "tests/unit/ir/InterpTestSupport.h"
+#include "tests/unit/interp/InterpTestSupport.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include "sim/VectorOps.h"
 
-#include "backend/tensor/DType.h"
+#include "support/DType.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,79 @@
+// The .safetensors weight format: an 8-byte little-endian header length, a
+// JSON header naming each tensor's dtype, shape and byte range, then the raw
+// little-endian data. Tensors are found by parameter path ("layers.3.up.w").
+#pragma once
+
+#include "support/Tensor.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lpu::tensor {
+
+/// The safetensors spelling: "BOOL", "I8", "I16", "I32", "F16", "BF16", "F32".
+llvm::StringRef safetensorsDTypeName(DType type);
+
+/// An opened, fully validated file. The data stays in the (memory-mapped)
+/// buffer until a tensor is read.
+class SafeTensorsFile {
+public:
+  struct Entry {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+    uint64_t begin; // byte range within the data section
+    uint64_t end;
+  };
+
+  static llvm::Expected<SafeTensorsFile> open(llvm::StringRef path);
+  /// Validates the header and every byte range: in bounds, non-overlapping,
+  /// exactly dtype size * element count long. `name` starts every error.
+  static llvm::Expected<SafeTensorsFile> parse(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                               llvm::StringRef name);
+
+  llvm::StringRef name() const { return name_; }
+  /// Sorted by name.
+  const std::vector<Entry> &entries() const { return entries_; }
+  const Entry *find(llvm::StringRef tensorName) const;
+  /// The "__metadata__" object (string to string), if the file has one.
+  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+
+  /// Copies one tensor out; an error names the file and the missing name.
+  llvm::Expected<Tensor> read(llvm::StringRef tensorName) const;
+
+private:
+  SafeTensorsFile() = default;
+  std::string name_;
+  std::unique_ptr<llvm::MemoryBuffer> buffer_;
+  llvm::StringRef data_;
+  std::vector<Entry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// Checks that the file holds exactly the expected tensors with the expected
+/// dtypes and shapes. One error lists every missing, extra, mis-typed and
+/// mis-shaped name, so a user fixes them all in one go.
+llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected);
+
+/// checkTensors, then reads every expected tensor.
+llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile &file,
+                                                          llvm::ArrayRef<TensorSpec> expected);
+
+using NamedTensor = std::pair<std::string, Tensor>;
+
+/// A .safetensors image of `tensors`, in the given order. Fails on duplicate
+/// or empty names and on the reserved name "__metadata__".
+llvm::Expected<std::string>
+serializeSafeTensors(llvm::ArrayRef<NamedTensor> tensors,
+                     const std::map<std::string, std::string> &metadata = {});
+llvm::Error writeSafeTensorsFile(llvm::StringRef path, llvm::ArrayRef<NamedTensor> tensors,
+                                 const std::map<std::string, std::string> &metadata = {});
+
+} // namespace lpu::tensor
