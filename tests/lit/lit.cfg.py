@@ -13,6 +13,10 @@ config.test_exec_root = os.path.join(config.lpu_obj_root, "tests", "lit")
 # Tools: ours first, then FileCheck, not, count, split-file from LLVM 14.
 config.environment["PATH"] = os.pathsep.join(
     [config.lpu_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+# tests/lit/update_checks.py runs a test with FileCheck replaced by a
+# recorder of what it is given (--param record_checks=FOLDER, which holds it).
+if lit_config.params.get("record_checks"):
+    config.environment["PATH"] = lit_config.params["record_checks"] + os.pathsep + config.environment["PATH"]
 # Diagnostics must not depend on the terminal or the user's environment.
 config.environment["NO_COLOR"] = "1"
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
@@ -23,6 +27,7 @@ config.substitutions.append(("%expect_exit", config.python_executable + " " +
                               os.path.join(config.lpu_src_root, "tests", "lit", "expect_exit.py")))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%src_root", config.lpu_src_root))
+config.substitutions.append(("%obj_root", config.lpu_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.lpu_src_root, "examples")))
 config.substitutions.append(("%stdlib", os.path.join(config.lpu_src_root, "stdlib")))
 
