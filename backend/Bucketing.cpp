@@ -6,6 +6,40 @@
 
 namespace lpu::backend {
 
+std::string bucketLabel(llvm::ArrayRef<BucketDim> dims) {
+  std::string s;
+  for (const BucketDim &d : dims)
+    s += (s.empty() ? "" : " ") + d.name + "=" + std::to_string(d.value);
+  return s.empty() ? "fixed shapes" : s;
+}
+
+void nameBucketDims(Entry &entry) {
+  for (Bucket &bucket : entry.buckets)
+    for (TensorPlacement &t : bucket.tensors) {
+      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
+        continue;
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        for (const BucketDim &size : bucket.dims) {
+          bool everywhere = true;
+          for (const Bucket &other : entry.buckets) {
+            const TensorPlacement *same = nullptr;
+            for (const TensorPlacement &o : other.tensors)
+              if (o.role == t.role && o.name == t.name)
+                same = &o;
+            std::optional<int64_t> there;
+            for (const BucketDim &od : other.dims)
+              if (od.name == size.name)
+                there = od.value;
+            everywhere &= same && there && d < same->shape.size() &&
+                          (same->shape[d].name == size.name || same->shape[d].value == *there);
+          }
+          if (everywhere) {
+            t.shape[d] = Dim{0, size.name};
+            break;
+          }
+        }
+    }
+}
 
 namespace {
 llvm::Error error(const llvm::Twine &msg) {
@@ -19,12 +53,7 @@ int64_t product(llvm::ArrayRef<int64_t> shape) {
   return n;
 }
 
-std::string dimsText(const Bucket &b) {
-  std::string s;
-  for (const BucketDim &d : b.dims)
-    s += (s.empty() ? "" : " ") + d.name + "=" + std::to_string(d.value);
-  return s.empty() ? "fixed shapes" : s;
-}
+std::string dimsText(const Bucket &b) { return bucketLabel(b.dims); }
 
 /// Copies the overlapping leading block of `from` into `to` (same rank).
 void copyBlock(const tensor::Tensor &from, tensor::Tensor &to) {

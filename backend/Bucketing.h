@@ -14,6 +14,16 @@
 
 namespace lpu::backend {
 
+/// A bucket as every tool prints it: "S=128 B=2", or "fixed shapes" when the
+/// entry has no bucket sizes.
+std::string bucketLabel(llvm::ArrayRef<BucketDim> dims);
+
+/// Names each input and output dimension after the bucket size it equals
+/// in every bucket of the entry (S in `S in {64, 128}`), so that a run may
+/// pad it; every other dimension stays fixed. The compiler and the
+/// reference interpreter both describe an entry this way.
+void nameBucketDims(Entry &entry);
+
 struct BucketChoice {
   unsigned index = 0;
   double paddingFraction = 0; // 1 - given input elements / bucket input elements

@@ -14,38 +14,11 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Names each dimension of `shapes[f]` (one shape per function) after the
-/// bucket size it equals in every function; "" when none does.
-std::vector<backend::Dim> nameDims(llvm::ArrayRef<const Function *> functions,
-                                   llvm::ArrayRef<std::vector<int64_t>> shapes, size_t f) {
-  std::vector<backend::Dim> dims;
-  const Function &fn = *functions[f];
-  for (size_t d = 0; d < shapes[f].size(); ++d) {
-    backend::Dim dim{shapes[f][d], ""};
-    for (const auto &[size, value] : fn.bucket()) {
-      bool everywhere = true;
-      for (size_t g = 0; g < functions.size() && everywhere; ++g) {
-        std::optional<int64_t> there;
-        for (const auto &[otherSize, otherValue] : functions[g]->bucket())
-          if (otherSize == size)
-            there = otherValue;
-        everywhere = there && d < shapes[g].size() && shapes[g][d] == *there;
-      }
-      if (everywhere) {
-        dim.name = size;
-        break;
-      }
-    }
-    dims.push_back(dim);
-  }
-  return dims;
-}
-
-std::string bucketText(const Function &fn) {
-  std::string s;
+backend::Bucket bucketOf(const Function &fn) {
+  backend::Bucket bucket;
   for (const auto &[size, value] : fn.bucket())
-    s += (s.empty() ? "" : " ") + size + "=" + std::to_string(value);
-  return s.empty() ? "fixed shapes" : s;
+    bucket.dims.push_back({size, value});
+  return bucket;
 }
 } // namespace
 
@@ -75,46 +48,29 @@ llvm::Expected<std::vector<const Function *>> entryFunctions(const Module &modul
 backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
   backend::Entry entry;
   entry.name = functions.empty() ? "" : functions.front()->name();
-  size_t count = functions.size();
-  // Shapes per function: the inputs in argument order, then the outputs.
-  std::vector<std::vector<std::vector<int64_t>>> inputs(count), outputs(count);
-  for (size_t f = 0; f < count; ++f) {
-    for (const Op *in : functions[f]->inputs())
-      inputs[f].push_back(in->type().shape);
-    if (const Op *ret = functions[f]->terminator())
-      for (const Op *value : ret->operands())
-        outputs[f].push_back(value->type().shape);
-  }
-  for (size_t f = 0; f < count; ++f) {
-    const Function &fn = *functions[f];
-    backend::Bucket bucket;
-    for (const auto &[size, value] : fn.bucket())
-      bucket.dims.push_back({size, value});
-    auto place = [&](backend::TensorRole role, const std::string &name, const Type &type,
-                     auto &shapes, size_t i) {
-      std::vector<std::vector<int64_t>> column;
-      for (size_t g = 0; g < count; ++g)
-        column.push_back(i < shapes[g].size() ? shapes[g][i] : std::vector<int64_t>{});
+  for (const Function *fn : functions) {
+    backend::Bucket bucket = bucketOf(*fn);
+    auto place = [&](backend::TensorRole role, const std::string &name, const Type &type) {
       backend::TensorPlacement t;
       t.role = role;
       t.name = name;
       t.dtype = type.dtype;
-      t.shape = nameDims(functions, column, f);
+      for (int64_t d : type.shape)
+        t.shape.push_back(backend::Dim{d, ""});
       bucket.tensors.push_back(std::move(t));
     };
-    std::vector<Op *> ins = fn.inputs();
-    for (size_t i = 0; i < ins.size(); ++i)
-      place(backend::TensorRole::Input, ins[i]->stringAttr("name").value_or(""), ins[i]->type(),
-            inputs, i);
-    if (const Op *ret = fn.terminator()) {
+    for (const Op *in : fn->inputs())
+      place(backend::TensorRole::Input, in->stringAttr("name").value_or(""), in->type());
+    if (const Op *ret = fn->terminator()) {
       std::vector<std::string> names =
           ret->stringsAttr("names").value_or(std::vector<std::string>{});
       for (size_t i = 0; i < ret->operands().size(); ++i)
         place(backend::TensorRole::Output, i < names.size() ? names[i] : "out" + std::to_string(i),
-              ret->operand(i)->type(), outputs, i);
+              ret->operand(i)->type());
     }
     entry.buckets.push_back(std::move(bucket));
   }
+  backend::nameBucketDims(entry);
   return entry;
 }
 
@@ -155,7 +111,7 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   run.prepareSeconds = seconds(t0, t1);
   run.runSeconds = seconds(t1, Clock::now());
   run.function = &fn;
-  run.bucketText = bucketText(fn);
+  run.bucketText = backend::bucketLabel(bucket.dims);
   run.paddingFraction = choice->paddingFraction;
   run.weights = std::move(*weights);
   size_t i = 0;
@@ -163,10 +119,12 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
     if (t.role != backend::TensorRole::Output)
       continue;
     // A bucket dimension the inputs bind is cropped back to their size.
-    std::vector<int64_t> shape;
-    for (const backend::Dim &d : t.shape) {
-      auto bound = d.name.empty() ? choice->bound.end() : choice->bound.find(d.name);
-      shape.push_back(bound == choice->bound.end() ? d.value : bound->second);
+    std::vector<int64_t> shape = bucket.concreteShape(t);
+    for (size_t k = 0; k < shape.size(); ++k) {
+      const std::string &name = t.shape[k].name;
+      auto bound = name.empty() ? choice->bound.end() : choice->bound.find(name);
+      if (bound != choice->bound.end())
+        shape[k] = bound->second;
     }
     NamedTensor &out = (*outputs)[i++];
     run.outputs.emplace_back(out.first, backend::cropTo(out.second, shape));

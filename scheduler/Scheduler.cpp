@@ -5,6 +5,9 @@
 #include "scheduler/Legalize.h"
 #include "scheduler/Lowering.h"
 
+#include "backend/Bucketing.h"
+
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/ScopeExit.h>
 
 #include <algorithm>
@@ -518,12 +521,9 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
       if (!options.tune || options.heuristics)
         return schedule;
       auto differs = [&](const PlacementHeuristics &h) {
-        auto in = [](bool came, bool a, bool b) { return came && a != b; };
-        return in(decided.epilogueThroughReshapes, h.epilogueThroughReshapes,
-                  first.epilogueThroughReshapes) ||
-               in(decided.scoresOffScale, h.scoresOffScale, first.scoresOffScale) ||
-               in(decided.halvedPartials, h.halvedPartials, first.halvedPartials) ||
-               in(decided.squaresOnMxm, h.squaresOnMxm, first.squaresOnMxm);
+        return llvm::any_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
+          return decided.*p.flag && h.*p.flag != first.*p.flag;
+        });
       };
       for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false, false},
                                            PlacementHeuristics{false, false, false, false},
@@ -549,38 +549,40 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
   }
 }
 
-namespace {
-/// Names each input and output dimension after the bucket size it equals in
-/// every bucket of the entry (as the reference interpreter does), so that
-/// lpurun picks the smallest bucket that holds the inputs and pads them.
-void nameBucketDims(Entry &entry) {
-  for (Bucket &bucket : entry.buckets)
-    for (TensorPlacement &t : bucket.tensors) {
-      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
-        continue;
-      for (size_t d = 0; d < t.shape.size(); ++d)
-        for (const BucketDim &size : bucket.dims) {
-          bool everywhere = true;
-          for (const Bucket &other : entry.buckets) {
-            const TensorPlacement *same = nullptr;
-            for (const TensorPlacement &o : other.tensors)
-              if (o.role == t.role && o.name == t.name)
-                same = &o;
-            std::optional<int64_t> there;
-            for (const BucketDim &od : other.dims)
-              if (od.name == size.name)
-                there = od.value;
-            everywhere &= same && there && d < same->shape.size() &&
-                          (same->shape[d].name == size.name || same->shape[d].value == *there);
-          }
-          if (everywhere) {
-            t.shape[d] = Dim{0, size.name};
-            break;
-          }
-        }
-    }
+llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable() {
+  static const PlacementHeuristic table[] = {
+      {"epilogues-through-reshapes", &PlacementHeuristics::epilogueThroughReshapes},
+      {"scores-off-scale", &PlacementHeuristics::scoresOffScale},
+      {"halved-partials", &PlacementHeuristics::halvedPartials},
+      {"squares-on-mxm", &PlacementHeuristics::squaresOnMxm},
+  };
+  return table;
 }
-} // namespace
+
+llvm::Expected<PlacementHeuristics> parsePlacementHeuristics(llvm::ArrayRef<std::string> names) {
+  PlacementHeuristics h;
+  for (const PlacementHeuristic &p : placementHeuristicTable())
+    h.*p.flag = false;
+  for (const std::string &name : names) {
+    if (name == "none")
+      continue;
+    const PlacementHeuristic *known = nullptr;
+    for (const PlacementHeuristic &p : placementHeuristicTable())
+      if (p.name == name)
+        known = &p;
+    if (!known) {
+      std::string list = "none";
+      for (const PlacementHeuristic &p : placementHeuristicTable())
+        list += ", " + p.name.str();
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "unknown placement heuristic '" + name + "' (known: " +
+                                         list + ")");
+    }
+    h.*known->flag = true;
+  }
+  return h;
+}
+
 
 llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescription &chip,
                                        std::vector<Schedule> *schedules,
@@ -605,7 +607,7 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
       schedules->push_back(std::move(*schedule));
   }
   for (Entry &entry : program.entries)
-    nameBucketDims(entry);
+    backend::nameBucketDims(entry);
   return program;
 }
 

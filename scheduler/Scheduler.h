@@ -11,6 +11,7 @@
 #include <llvm/Support/Error.h>
 
 #include <optional>
+#include <string>
 
 namespace lpu::scheduler {
 
@@ -49,6 +50,18 @@ struct PlacementHeuristics {
   /// on the SXM and VXM.
   bool squaresOnMxm = false;
 };
+
+/// Every placement heuristic once: its name on the command line (lpuc
+/// --heuristics), its switch in PlacementHeuristics, and what it does.
+/// Anything that lists, parses or compares heuristics walks this table.
+struct PlacementHeuristic {
+  llvm::StringLiteral name;
+  bool PlacementHeuristics::*flag;
+};
+llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable();
+/// The set with exactly the named heuristics on; an unknown name is an
+/// error listing the known ones.
+llvm::Expected<PlacementHeuristics> parsePlacementHeuristics(llvm::ArrayRef<std::string> names);
 
 struct ScheduleOptions {
   ParamPacking packing = ParamPacking::Auto;

@@ -2,6 +2,7 @@
 
 #include "frontend/Lower.h"
 #include "ir/Pass.h"
+#include "backend/Bucketing.h"
 #include "scheduler/Scheduler.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -16,13 +17,6 @@
 namespace lpu {
 
 namespace {
-
-std::string bucketLabel(const std::vector<backend::BucketDim> &dims) {
-  std::string out;
-  for (const backend::BucketDim &d : dims)
-    out += (out.empty() ? "" : " ") + d.name + "=" + std::to_string(d.value);
-  return out.empty() ? "(no bucket sizes)" : out;
-}
 
 /// Issue cycles over cycles x queues: the fraction of the unit kind's
 /// issue slots the schedule uses.
@@ -77,7 +71,7 @@ llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
     std::vector<backend::BucketDim> dims;
     for (const auto &[name, value] : fn->bucket())
       dims.push_back({name, value});
-    buckets.push_back(fn->name() + " " + bucketLabel(dims));
+    buckets.push_back(fn->name() + " " + backend::bucketLabel(dims));
   }
   for (const std::string &e : select.entries)
     if (std::find(entries.begin(), entries.end(), e) == entries.end())
@@ -93,7 +87,7 @@ llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
       any |= entrySelected(*fn) && has(*fn, dims);
     if (!any)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "no bucket " + bucketLabel(dims) + " (buckets: " + list(buckets) + ")");
+                                     "no bucket " + backend::bucketLabel(dims) + " (buckets: " + list(buckets) + ")");
   }
   auto keep = [&](const ir::Function &fn) {
     if (!entrySelected(fn))
@@ -137,11 +131,9 @@ std::optional<CompiledProgram> compileProgram(const ast::Module &module, Diagnos
   std::vector<scheduler::Schedule> schedules;
   auto program = scheduler::compileModule(*lowered, chip, &schedules, schedule);
   if (!program) {
-    bool reported = false;
     llvm::handleAllErrors(
         program.takeError(),
         [&](const scheduler::ScheduleError &e) {
-          reported = true;
           auto d = diags.report(e.kind == scheduler::ScheduleError::Kind::DoesNotFit
                                     ? DiagID::SramFull
                                     : DiagID::CannotSchedule,
@@ -150,10 +142,8 @@ std::optional<CompiledProgram> compileProgram(const ast::Module &module, Diagnos
             d.note(label, sourceRange(diags.sources(), loc));
         },
         [&](const llvm::ErrorInfoBase &e) {
-          reported = true;
           diags.report(DiagID::CannotSchedule, {}, "internal error: " + e.message());
         });
-    (void)reported;
     return std::nullopt;
   }
   out.program = std::move(*program);
@@ -172,7 +162,7 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
                          llvm::raw_ostream &os, bool ops) {
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
     const scheduler::Schedule &s = b.schedule;
-    os << "entry " << b.entry << ", bucket " << bucketLabel(b.dims) << "\n";
+    os << "entry " << b.entry << ", bucket " << backend::bucketLabel(b.dims) << "\n";
     os << "  predicted cycles: " << s.cycles
        << llvm::format(" (%.3f us at %g MHz)\n", double(s.cycles) / chip.clockMHz, chip.clockMHz);
     os << "  lower bound: " << s.lowerBound << " cycles (" << s.lowerBoundReason << ")"

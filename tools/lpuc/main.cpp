@@ -11,6 +11,7 @@
 #include "tools/lpuc/Compile.h"
 #include "tools/common/ToolSupport.h"
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
                  "compile for the chip and write the program file (.lpx, binary)");
   app.add_option("--chip", chipName, "the chip description to compile for (name or path)")
       ->capture_default_str();
-  CLI::Option *reportFlag = app.add_flag(
+  app.add_flag(
       "--report", report,
       "print per entry and bucket the predicted cycles and time, per-unit utilisation, SRAM "
       "use and the lower bound, before anything runs");
@@ -74,14 +75,15 @@ int main(int argc, char **argv) {
       app.add_flag("--no-tune", noTune,
                    "schedule each bucket once, with the default placement heuristics, instead of "
                    "also with the other sets and keeping the fastest");
-  std::vector<std::string> heuristics;
+  std::vector<std::string> heuristics, heuristicNames{"none"};
+  for (const scheduler::PlacementHeuristic &h : scheduler::placementHeuristicTable())
+    heuristicNames.push_back(h.name.str());
   app.add_option("--heuristics", heuristics,
                  "schedule each bucket once with exactly these placement heuristics, comma "
-                 "separated (none: 'none'): epilogues-through-reshapes, scores-off-scale, "
-                 "halved-partials, squares-on-mxm")
+                 "separated (none: 'none'): " +
+                     llvm::join(llvm::ArrayRef(heuristicNames).drop_front(), ", "))
       ->delimiter(',')
-      ->check(CLI::IsMember({"none", "epilogues-through-reshapes", "scores-off-scale", "halved-partials",
-                                     "squares-on-mxm"}))
+      ->check(CLI::IsMember(heuristicNames))
       ->excludes(noTuneFlag);
   std::vector<std::string> entries, bucketSpecs;
   app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
@@ -113,7 +115,7 @@ int main(int argc, char **argv) {
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
-  CLI::Option *statsFlag = app.add_flag(
+  app.add_flag(
       "--stats", stats, "print parameters, parameter bytes and FLOPs per entry and bucket");
   app.add_flag("--json", statsJson, "with --stats or --report: print one JSON object");
   app.add_flag("--time-phases", timePhases, "print the time of parsing and checking to stderr");
@@ -151,24 +153,14 @@ int main(int argc, char **argv) {
     tools::reportToolError("lpuc", "--report-ops requires --report");
     return tools::kExitUsageError;
   }
-  (void)statsFlag;
-  (void)reportFlag;
   scheduler::ScheduleOptions scheduleOptions;
   scheduleOptions.packing = packParams == "always"    ? scheduler::ParamPacking::Always
                             : packParams == "striped" ? scheduler::ParamPacking::Striped
                             : packParams == "never"   ? scheduler::ParamPacking::Never
                                                       : scheduler::ParamPacking::Auto;
   scheduleOptions.tune = !noTune;
-  if (!heuristics.empty()) {
-    scheduler::PlacementHeuristics h{false, false, false, false};
-    for (const std::string &name : heuristics) {
-      h.epilogueThroughReshapes |= name == "epilogues-through-reshapes";
-      h.scoresOffScale |= name == "scores-off-scale";
-      h.halvedPartials |= name == "halved-partials";
-      h.squaresOnMxm |= name == "squares-on-mxm";
-    }
-    scheduleOptions.heuristics = h;
-  }
+  if (!heuristics.empty())
+    scheduleOptions.heuristics = llvm::cantFail(scheduler::parsePlacementHeuristics(heuristics));
   BucketSelection selection;
   selection.entries = entries;
   for (const std::string &spec : bucketSpecs)
