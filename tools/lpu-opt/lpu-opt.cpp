@@ -1,9 +1,8 @@
 // lpu-opt: runs IR passes over IR text, as mlir-opt does, so that every pass
-// can be tested on hand-written input. A thin driver: parse, verify, run the
-// pass manager (ir/Pass.h), print.
+// can be tested on hand-written input. Flags only: the pipeline (parse,
+// verify, the pass manager, print) is driver/Opt.h.
+#include "driver/Opt.h"
 #include "ir/Pass.h"
-#include "ir/Text.h"
-#include "ir/Verifier.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -38,58 +37,38 @@ std::vector<std::string> splitList(llvm::StringRef list) {
 }
 
 int run(const Flags &flags) {
-  ir::PassManagerOptions options;
+  driver::OptOptions options;
+  options.passes = flags.passes;
   options.printBefore = splitList(flags.printBefore);
   options.printAfter = splitList(flags.printAfter);
-  options.verifyEach = !flags.noVerify;
-  options.print.locations = !flags.noLocations;
-  if (llvm::Error e = ir::checkPassFlags(flags.passes, options.printBefore, options.printAfter)) {
+  options.verify = !flags.noVerify;
+  options.locations = !flags.noLocations;
+  if (llvm::Error e = driver::checkOptOptions(options)) {
     tools::reportToolError(kTool, llvm::toString(std::move(e)));
     return tools::kExitUsageError;
   }
-  ir::PassManager manager(options);
-  if (llvm::Error e = manager.addPipeline(flags.passes)) {
-    tools::reportToolError(kTool, llvm::toString(std::move(e)));
-    return tools::kExitUsageError;
-  }
-
   auto buffer = tools::readInputFile(flags.file);
   if (!buffer) {
     tools::reportToolError(kTool, llvm::toString(buffer.takeError()));
     return tools::kExitUsageError;
   }
-  llvm::StringRef name = flags.file == "-" ? "<stdin>" : llvm::StringRef(flags.file);
-  auto module = ir::parseModule((*buffer)->getBuffer(), name);
-  if (!module) {
-    llvm::errs() << llvm::toString(module.takeError()) << "\n";
-    return tools::kExitInputError;
-  }
-  if (!flags.noVerify) {
-    bool failed = false;
-    for (const auto &fn : (*module)->functions) {
-      std::vector<ir::VerifyError> errors = ir::verify(*fn);
-      if (!errors.empty()) {
-        llvm::errs() << ir::describeVerifyErrors(*fn, errors);
-        failed = true;
-      }
-    }
-    if (failed)
-      return tools::kExitInputError;
-  }
-
-  llvm::Expected<bool> ran = manager.run(**module);
-  if (!ran) {
-    tools::reportToolError(kTool, llvm::toString(ran.takeError()));
-    return tools::kExitInputError;
-  }
-
   std::error_code ec;
+  std::string result;
+  llvm::raw_string_ostream printed(result);
+  llvm::StringRef name = flags.file == "-" ? "<stdin>" : llvm::StringRef(flags.file);
+  if (auto failure = driver::runOpt((*buffer)->getBuffer(), name, options, printed, llvm::errs())) {
+    if (failure->kind == driver::OptFailure::Kind::Input)
+      llvm::errs() << failure->message;
+    else
+      tools::reportToolError(kTool, failure->message);
+    return tools::kExitInputError;
+  }
   llvm::raw_fd_ostream os(flags.output, ec, llvm::sys::fs::OF_None);
   if (ec) {
     tools::reportToolError(kTool, "cannot write '" + flags.output + "': " + ec.message());
     return tools::kExitUsageError;
   }
-  ir::print(**module, os, options.print);
+  os << printed.str();
   os.close();
   if (os.has_error()) {
     tools::reportToolError(kTool, "cannot write '" + flags.output + "': " + os.error().message());

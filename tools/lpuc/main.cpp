@@ -2,22 +2,20 @@
 #include "frontend/ASTPrinter.h"
 #include "frontend/Checker.h"
 #include "frontend/DiagnosticRender.h"
-#include "frontend/Lower.h"
-#include "frontend/Parser.h"
 #include "frontend/Verify.h"
 #include "ir/Pass.h"
-#include "backend/ProgramBinary.h"
 #include "backend/ProgramText.h"
-#include "tools/lpuc/Compile.h"
+#include "driver/Pipeline.h"
+#include "ir/Text.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <chrono>
-#include <ctime>
+#include <algorithm>
 #include <map>
 
 using namespace lpu;
@@ -91,9 +89,9 @@ int main(int argc, char **argv) {
                  "compile only the buckets with the sizes DIM=N[,DIM=N...] (repeatable; default: "
                  "every bucket)")
       ->check([](const std::string &spec) -> std::string {
-        return parseBucketSpec(spec) ? "" : "expected DIM=N[,DIM=N...], got '" + spec + "'";
+        return driver::parseBucketSpec(spec) ? "" : "expected DIM=N[,DIM=N...], got '" + spec + "'";
       });
-  EmitIROptions irOptions;
+  driver::IROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
                "with --emit=ir: also parse the printed IR back and check it prints the same")
       ->group("");
@@ -118,7 +116,18 @@ int main(int argc, char **argv) {
   app.add_flag(
       "--stats", stats, "print parameters, parameter bytes and FLOPs per entry and bucket");
   app.add_flag("--json", statsJson, "with --stats or --report: print one JSON object");
-  app.add_flag("--time-phases", timePhases, "print the time of parsing and checking to stderr");
+  app.add_flag("--time-phases", timePhases,
+               "print the wall and CPU time of each phase of the pipeline to stderr");
+  std::vector<std::string> dumpAfter;
+  app.add_option("--dump-after", dumpAfter,
+                 "print to stderr what a phase made, right after it runs: " + driver::phaseList() +
+                     " (comma-separated or repeated); runs the pipeline at least that far")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check([](const std::string &name) -> std::string {
+        return driver::parsePhase(name) ? "" : "unknown phase '" + name + "' (phases: " +
+                                                   driver::phaseList() + ")";
+      });
   app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
   app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
       ->capture_default_str();
@@ -161,20 +170,30 @@ int main(int argc, char **argv) {
   scheduleOptions.tune = !noTune;
   if (!heuristics.empty())
     scheduleOptions.heuristics = llvm::cantFail(scheduler::parsePlacementHeuristics(heuristics));
-  BucketSelection selection;
-  selection.entries = entries;
+  driver::PipelineOptions pipeline;
+  pipeline.schedule = scheduleOptions;
+  pipeline.select.entries = entries;
   for (const std::string &spec : bucketSpecs)
-    selection.buckets.push_back(*parseBucketSpec(spec));
-  std::string selectionError;
+    pipeline.select.buckets.push_back(*driver::parseBucketSpec(spec));
+  for (const std::string &name : dumpAfter)
+    pipeline.dumpAfter.push_back(*driver::parsePhase(name));
+  // How far the pipeline runs: as far as the output asked for needs.
+  using driver::Phase;
   bool compile = !outputFile.empty() || emit == "asm" || report;
+  pipeline.last = compile ? Phase::Emit : emit == "ir" ? Phase::Passes
+                  : emit == "ast"                      ? Phase::Parse
+                                                       : Phase::Check;
+  for (Phase p : pipeline.dumpAfter)
+    pipeline.last = std::max(pipeline.last, p);
   std::optional<backend::ChipDescription> chip;
-  if (compile) {
+  if (pipeline.last >= Phase::Schedule) {
     auto loaded = backend::loadChipDescription(chipName);
     if (!loaded) {
       tools::reportToolError("lpuc", llvm::toString(loaded.takeError()));
       return tools::kExitUsageError;
     }
     chip = std::move(*loaded);
+    pipeline.chip = &*chip;
   }
 
   if (!explain.empty()) {
@@ -195,7 +214,6 @@ int main(int argc, char **argv) {
     tools::reportToolError("lpuc", llvm::toString(buffer.takeError()));
     return tools::kExitUsageError;
   }
-  bool empty = (*buffer)->getBufferSize() == 0;
 
   llvm::SourceMgr sources;
   unsigned bufferId = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
@@ -216,55 +234,26 @@ int main(int argc, char **argv) {
   else
     diags.setConsumer(&text);
 
-  const char *start = sources.getMemoryBuffer(bufferId)->getBufferStart();
-  if (empty)
-    diags.report(DiagID::EmptyFile, {llvm::SMLoc::getFromPointer(start),
-                                     llvm::SMLoc::getFromPointer(start)},
-                 sources.getMemoryBuffer(bufferId)->getBufferIdentifier());
-  using Clock = std::chrono::steady_clock;
-  auto seconds = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
-  // CPU time beside wall time: benchmarks on a shared machine need both.
-  auto cpu = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
-  auto t0 = Clock::now();
-  double c0 = cpu();
   // lpuc exits right after compiling: ANTLR's parse trees are left to the
   // process exit instead of being freed (ParseOptions says why).
-  ParseOptions parseOptions;
-  parseOptions.freeParseTree = false;
-  checkOptions.parse = parseOptions;
-  auto module = parseModule(diags, bufferId, parseOptions);
-  auto t1 = Clock::now();
-  double c1 = cpu();
-  CheckResult result;
-  std::optional<CompiledProgram> compiled;
-  std::string irText;
-  llvm::raw_string_ostream irOut(irText);
-
-  // --emit=ast shows the parser's stage alone: later stages do not run.
-  if (!diags.hasErrors() && emit != "ast") {
-    std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
-    checkOptions.importPaths = includeDirs;
-    for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
-      checkOptions.importPaths.push_back(dir);
-    checkOptions.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
-    checkOptions.recordTypes = emit == "types";
-    checkOptions.recordParams = emit == "params";
-    if (emit == "ir")
-      emitIR(*module, diags, checkOptions, irOut, irOptions);
-    else if (compile)
-      compiled = compileProgram(*module, diags, checkOptions, *chip, irOptions, scheduleOptions,
-                                selection, &selectionError);
-    else
-      result = checkProgram(*module, diags, checkOptions);
-  }
+  checkOptions.parse.freeParseTree = false;
+  std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
+  checkOptions.importPaths = includeDirs;
+  for (const std::string &dir : defaultStdlibPaths(llvm::sys::path::parent_path(exe)))
+    checkOptions.importPaths.push_back(dir);
+  checkOptions.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
+  checkOptions.recordTypes = emit == "types";
+  checkOptions.recordParams = emit == "params";
+  pipeline.check = checkOptions;
+  pipeline.ir = irOptions;
+  driver::Compilation compilation(diags, bufferId);
+  driver::runPipeline(compilation, pipeline);
   if (timePhases)
-    llvm::errs() << llvm::formatv("parse: {0:f3} s (cpu {1:f3} s)\n"
-                                  "check: {2:f3} s (cpu {3:f3} s, imports included)\n",
-                                  seconds(t0, t1), c1 - c0, seconds(t1, Clock::now()),
-                                  cpu() - c1);
-
+    for (const driver::PhaseTime &t : compilation.times)
+      llvm::errs() << llvm::formatv("{0}: {1:f3} s (cpu {2:f3} s{3})\n", driver::phaseName(t.phase),
+                                    t.wallSeconds, t.cpuSeconds,
+                                    t.phase == Phase::Check ? ", imports included" : "");
+  const std::string &selectionError = compilation.selectionError;
   if (!selectionError.empty()) {
     tools::reportToolError("lpuc", selectionError);
     return tools::kExitUsageError;
@@ -276,15 +265,17 @@ int main(int argc, char **argv) {
   if (diags.hasErrors())
     return tools::kExitInputError;
   if (emit == "ast")
-    printAST(*module, sources, llvm::outs());
+    printAST(*compilation.ast, sources, llvm::outs());
+  const CheckResult &result = compilation.checked;
+  const std::optional<driver::CompiledProgram> &compiled = compilation.compiled;
   if (emit == "types")
     printTypes(result, llvm::outs());
   if (emit == "params")
     printParams(result, llvm::outs());
   if (emit == "ir")
-    llvm::outs() << irOut.str();
+    ir::print(*compilation.ir, llvm::outs());
   if (compiled && !outputFile.empty()) {
-    std::string bytes = backend::writeProgramBinary(compiled->program);
+    const std::string &bytes = compilation.binary;
     std::error_code ec;
     llvm::raw_fd_ostream out(outputFile, ec);
     if (ec) {
@@ -296,9 +287,9 @@ int main(int argc, char **argv) {
   if (compiled && emit == "asm")
     llvm::outs() << backend::printProgramText(compiled->program);
   if (compiled && report && statsJson)
-    printScheduleReportJson(*compiled, *chip, llvm::outs(), reportOps);
+    driver::printScheduleReportJson(*compiled, *chip, llvm::outs(), reportOps);
   else if (compiled && report)
-    printScheduleReport(*compiled, *chip, llvm::outs(), reportOps);
+    driver::printScheduleReport(*compiled, *chip, llvm::outs(), reportOps);
   if (stats && statsJson)
     printStatsJson(result, llvm::outs());
   else if (stats)

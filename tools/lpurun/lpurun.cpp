@@ -1,6 +1,6 @@
 // lpurun: runs a program file on the simulated LPU, or (--reference) a .lpu
 // model in the reference interpreter. A thin driver: flags and files here,
-// everything else in sim/Session.h, frontend/CompileToIR.h and
+// everything else in sim/Session.h, driver/LoadModel.h and
 // interp/InterpreterRun.h.
 #include "backend/ChipDescription.h"
 #include "backend/ProgramBinary.h"
@@ -9,7 +9,7 @@
 #include "support/Npy.h"
 #include "support/SafeTensors.h"
 #include "frontend/Checker.h"
-#include "frontend/CompileToIR.h"
+#include "driver/LoadModel.h"
 #include "frontend/DiagnosticRender.h"
 #include "interp/InterpreterRun.h"
 #include "ir/Text.h"
@@ -87,25 +87,12 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
 /// The module of `path`: a .lpu source compiled (diagnostics on stderr), or
 /// IR text (.ir) parsed and verified.
 llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, const char *argv0) {
-  if (llvm::sys::path::extension(path) == ".ir") {
-    auto buffer = tools::readInputFile(path);
-    if (!buffer)
-      return buffer.takeError();
-    auto module = ir::parseModule((*buffer)->getBuffer(), path);
-    if (!module)
-      return module.takeError();
-    if (auto errors = ir::verify(**module); !errors.empty())
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": the IR does not verify:\n" +
-                                         ir::formatErrors(errors));
-    return module;
-  }
-  CompileToIROptions options;
+  driver::LoadModelOptions options;
   std::string exe = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&loadModule));
   options.importPaths = defaultStdlibPaths(llvm::sys::path::parent_path(exe));
   options.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
   options.color = shouldUseColor(ColorMode::Auto, llvm::errs());
-  return compileFileToIR(path, options, llvm::errs());
+  return driver::loadModel(path, options, llvm::errs());
 }
 
 struct ReferenceArgs {

@@ -13,13 +13,14 @@ ALLOWED = {
     "scheduler": {"ir", "backend", "support"},
     "backend": {"support"},
     "sim": {"backend", "support"},
+    "driver": {"frontend", "ir", "scheduler", "backend", "support"},
     "format/engine": set(),
     "format": {"format/engine", "grammar", "frontend"},
-    "tools": {"tools", "frontend", "ir", "interp", "scheduler", "backend", "sim", "format",
-              "format/engine", "grammar", "support"},
+    "tools": {"tools", "driver", "frontend", "ir", "interp", "scheduler", "backend", "sim",
+              "format", "format/engine", "grammar", "support"},
 }
-OURS = ["support", "grammar", "frontend", "ir", "interp", "scheduler", "backend", "sim", "format",
-        "tools"]
+OURS = ["support", "grammar", "frontend", "ir", "interp", "scheduler", "backend", "sim", "driver",
+        "format", "tools"]
 include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 generated = {"LPULexer.h", "LPUParser.h", "LPUVisitor.h", "LPUBaseVisitor.h", "LPUFastLexer.h"}
 

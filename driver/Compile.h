@@ -1,14 +1,10 @@
-// lpuc's compile pipeline as a library (so tests reach it without the
-// CLI): lower the checked program to IR, verify it, run the passes,
-// schedule every entry bucket onto the chip and build the program file.
-// Errors become diagnostics at the user's source.
+// What the pipeline's back half works with: a compiled program with each
+// bucket's schedule, the selection of entries and buckets (lpuc --entry,
+// --bucket), and the schedule report (lpuc --report).
 #pragma once
 
 #include "backend/ChipDescription.h"
 #include "backend/Program.h"
-#include "frontend/Checker.h"
-#include "frontend/Diagnostics.h"
-#include "frontend/Lower.h"
 #include "scheduler/Schedule.h"
 #include "scheduler/Scheduler.h"
 
@@ -18,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace lpu {
+namespace lpu::driver {
 
 struct CompiledProgram {
   backend::Program program;
@@ -48,19 +44,6 @@ std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef s
 /// are.
 llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select);
 
-/// Compiles `module` for `chip`, running the passes `passes` names (the
-/// default pipeline unless told otherwise) and scheduling with `schedule`
-/// (which parameters are stored packed); only the buckets `select` selects;
-/// nullopt after reporting errors to `diags`, or with `selectionError` set
-/// when the selection selects nothing (a usage error, not the source's).
-std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
-                                              const CheckOptions &options,
-                                              const backend::ChipDescription &chip,
-                                              const EmitIROptions &passes = {},
-                                              const scheduler::ScheduleOptions &schedule = {},
-                                              const BucketSelection &select = {},
-                                              std::string *selectionError = nullptr);
-
 /// `lpuc --report`: per entry and bucket, the predicted cycles and time,
 /// per-unit utilisation, SRAM use, and the lower bound with the ratio;
 /// with `ops` (--report-ops) also each op's cycles (Schedule::ops).
@@ -70,4 +53,4 @@ void printScheduleReportJson(const CompiledProgram &compiled,
                              const backend::ChipDescription &chip, llvm::raw_ostream &os,
                              bool ops = false);
 
-} // namespace lpu
+} // namespace lpu::driver

@@ -1,4 +1,4 @@
-#include "tools/lpuc/Compile.h"
+#include "driver/Compile.h"
 
 #include "frontend/Lower.h"
 #include "ir/Pass.h"
@@ -14,7 +14,7 @@
 
 #include <algorithm>
 
-namespace lpu {
+namespace lpu::driver {
 
 namespace {
 
@@ -107,53 +107,6 @@ llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
   return llvm::Error::success();
 }
 
-std::optional<CompiledProgram> compileProgram(const ast::Module &module, DiagnosticEngine &diags,
-                                              const CheckOptions &options,
-                                              const backend::ChipDescription &chip,
-                                              const EmitIROptions &passes,
-                                              const scheduler::ScheduleOptions &schedule,
-                                              const BucketSelection &select,
-                                              std::string *selectionError) {
-  auto lowered = lowerProgram(module, diags, options);
-  if (!lowered || !verifyLowered(*lowered, diags))
-    return std::nullopt;
-  if (llvm::Error e = selectBuckets(*lowered, select)) {
-    std::string message = llvm::toString(std::move(e));
-    if (selectionError)
-      *selectionError = message;
-    else
-      diags.report(DiagID::CannotSchedule, {}, message);
-    return std::nullopt;
-  }
-  if (!runPasses(*lowered, diags, passes))
-    return std::nullopt;
-  CompiledProgram out;
-  std::vector<scheduler::Schedule> schedules;
-  auto program = scheduler::compileModule(*lowered, chip, &schedules, schedule);
-  if (!program) {
-    llvm::handleAllErrors(
-        program.takeError(),
-        [&](const scheduler::ScheduleError &e) {
-          auto d = diags.report(e.kind == scheduler::ScheduleError::Kind::DoesNotFit
-                                    ? DiagID::SramFull
-                                    : DiagID::CannotSchedule,
-                                sourceRange(diags.sources(), e.loc), e.message);
-          for (const auto &[loc, label] : e.notes)
-            d.note(label, sourceRange(diags.sources(), loc));
-        },
-        [&](const llvm::ErrorInfoBase &e) {
-          diags.report(DiagID::CannotSchedule, {}, "internal error: " + e.message());
-        });
-    return std::nullopt;
-  }
-  out.program = std::move(*program);
-  size_t k = 0;
-  for (const backend::Entry &e : out.program.entries)
-    for (const backend::Bucket &b : e.buckets)
-      out.buckets.push_back({e.name, b.dims, std::move(schedules[k++])});
-  return out;
-}
-
 namespace {
 std::string locationText(const ir::Location &loc) { return loc.known() ? loc.str() : "no source"; }
 } // namespace
@@ -244,4 +197,4 @@ void printScheduleReportJson(const CompiledProgram &compiled,
      << "\n";
 }
 
-} // namespace lpu
+} // namespace lpu::driver

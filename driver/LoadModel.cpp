@@ -1,0 +1,65 @@
+#include "driver/LoadModel.h"
+
+#include "driver/Pipeline.h"
+#include "frontend/DiagnosticRender.h"
+#include "ir/Text.h"
+#include "ir/Verifier.h"
+
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/SourceMgr.h>
+
+namespace lpu::driver {
+
+namespace {
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(),
+                                   "cannot read '" + path + "': " + buffer.getError().message());
+  return std::move(*buffer);
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<ir::Module>> compileFileToIR(llvm::StringRef path,
+                                                            const LoadModelOptions &options,
+                                                            llvm::raw_ostream &diagnostics) {
+  auto buffer = readFile(path);
+  if (!buffer)
+    return buffer.takeError();
+  llvm::SourceMgr sources;
+  unsigned bufferId = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  DiagnosticEngine diags(sources);
+  TextDiagnosticRenderer text(sources, diagnostics, options.color);
+  diags.setConsumer(&text);
+  PipelineOptions pipeline;
+  pipeline.check.importPaths = options.importPaths;
+  pipeline.last = Phase::Lower;
+  Compilation c(diags, bufferId);
+  if (!runPipeline(c, pipeline) || diags.hasErrors())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "'" + path + "' does not compile (" +
+                                       std::to_string(diags.errorCount()) + " error" +
+                                       (diags.errorCount() == 1 ? "" : "s") + ")");
+  return std::move(c.ir);
+}
+
+llvm::Expected<std::unique_ptr<ir::Module>> loadModel(llvm::StringRef path,
+                                                      const LoadModelOptions &options,
+                                                      llvm::raw_ostream &diagnostics) {
+  if (llvm::sys::path::extension(path) != ".ir")
+    return compileFileToIR(path, options, diagnostics);
+  auto buffer = readFile(path);
+  if (!buffer)
+    return buffer.takeError();
+  auto module = ir::parseModule((*buffer)->getBuffer(), path);
+  if (!module)
+    return module.takeError();
+  if (auto errors = ir::verify(**module); !errors.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": the IR does not verify:\n" +
+                                       ir::formatErrors(errors));
+  return module;
+}
+
+} // namespace lpu::driver

@@ -1,0 +1,251 @@
+// The pipeline's phases run in order, stop where told, dump what each made,
+// and stop at the first error; lpurun's model loading and lpu-opt's
+// pipeline are the same library.
+#include "driver/LoadModel.h"
+#include "driver/Opt.h"
+#include "driver/Pipeline.h"
+
+#include "backend/ProgramBinary.h"
+#include "ir/Text.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace lpu::driver {
+namespace {
+
+constexpr const char *kModel = R"(model M {
+  param w: f16[64, 32]
+  fn forward<B>(x: f16[B, 64]) -> f16[B, 32] {
+    return relu(x @ w)
+  }
+}
+entry e = M.forward<B in {1, 4}>
+)";
+
+/// A source file and everything a pipeline run over it needs.
+struct Source {
+  explicit Source(llvm::StringRef source)
+      : bufferId(sources.AddNewSourceBuffer(
+            llvm::MemoryBuffer::getMemBufferCopy(source, "model.lpu"), llvm::SMLoc())) {
+    diags.setConsumer(&collected);
+  }
+  bool run(PipelineOptions options) {
+    auto loaded = backend::loadChipDescription(backend::kDefaultChip);
+    EXPECT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+    chip = std::move(*loaded);
+    options.chip = &chip;
+    options.dumps = &dumpStream;
+    options.ir.passDumps = &dumpStream;
+    return runPipeline(c, options);
+  }
+  std::vector<std::string> codes() const {
+    std::vector<std::string> out;
+    for (const Diagnostic &d : collected.diagnostics)
+      out.push_back(d.code());
+    return out;
+  }
+
+  llvm::SourceMgr sources;
+  unsigned bufferId = 0;
+  DiagnosticEngine diags{sources};
+  CollectingConsumer collected;
+  Compilation c{diags, bufferId};
+  backend::ChipDescription chip;
+  std::string dumps;
+  llvm::raw_string_ostream dumpStream{dumps};
+};
+
+PipelineOptions upTo(Phase last) {
+  PipelineOptions options;
+  options.last = last;
+  return options;
+}
+
+TEST(DriverTest, PhaseNamesParseBack) {
+  ASSERT_EQ(allPhases().size(), 6u);
+  for (Phase p : allPhases())
+    EXPECT_EQ(parsePhase(phaseName(p)), p);
+  EXPECT_FALSE(parsePhase("partition").has_value());
+  EXPECT_EQ(phaseList(), "parse, check, lower, passes, schedule, emit");
+}
+
+TEST(DriverTest, RunsExactlyThePhasesAskedFor) {
+  for (Phase last : allPhases()) {
+    Source r(kModel);
+    ASSERT_TRUE(r.run(upTo(last))) << phaseName(last).str();
+    EXPECT_EQ(r.c.done, last);
+    ASSERT_EQ(r.c.times.size(), size_t(last) + 1);
+    for (size_t i = 0; i < r.c.times.size(); ++i)
+      EXPECT_EQ(r.c.times[i].phase, allPhases()[i]);
+    EXPECT_TRUE(r.c.ast != nullptr);
+    EXPECT_EQ(r.c.ir != nullptr, last >= Phase::Lower);
+    EXPECT_EQ(r.c.compiled.has_value(), last >= Phase::Schedule);
+    EXPECT_EQ(!r.c.binary.empty(), last == Phase::Emit);
+    EXPECT_TRUE(r.codes().empty());
+  }
+}
+
+TEST(DriverTest, TheProgramHasOneBucketPerSizeAndReadsBack) {
+  Source r(kModel);
+  ASSERT_TRUE(r.run(upTo(Phase::Emit)));
+  ASSERT_EQ(r.c.compiled->buckets.size(), 2u);
+  EXPECT_EQ(r.c.compiled->buckets[0].entry, "e");
+  EXPECT_GT(r.c.compiled->buckets[1].schedule.cycles, 0u);
+  auto program = backend::readProgramBinary(
+      llvm::ArrayRef(reinterpret_cast<const uint8_t *>(r.c.binary.data()), r.c.binary.size()),
+      "e.lpx");
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  EXPECT_EQ(program->entries.size(), 1u);
+}
+
+TEST(DriverTest, DumpsWhatEachPhaseMade) {
+  struct Expect {
+    Phase phase;
+    const char *marker;
+  };
+  for (Expect e : {Expect{Phase::Parse, "Model"}, Expect{Phase::Check, "f16[4, 32]"},
+                   Expect{Phase::Lower, "func @e<B = 4>"}, Expect{Phase::Passes, "func @e<B = 1>"},
+                   Expect{Phase::Schedule, "predicted cycles"}, Expect{Phase::Emit, "entry e"}}) {
+    Source r(kModel);
+    PipelineOptions options;
+    options.last = Phase::Emit;
+    options.dumpAfter = {e.phase};
+    ASSERT_TRUE(r.run(options));
+    r.dumpStream.flush();
+    EXPECT_NE(r.dumps.find(e.marker), std::string::npos)
+        << phaseName(e.phase).str() << " dump:\n"
+        << r.dumps;
+  }
+}
+
+TEST(DriverTest, TheFirstErrorStopsThePipeline) {
+  Source r(R"(model M {
+  fn forward(x: f16[4, 8]) -> f16[4, 9] {
+    return x
+  }
+}
+entry e = M.forward
+)");
+  EXPECT_FALSE(r.run(upTo(Phase::Emit)));
+  EXPECT_EQ(r.c.done, Phase::Parse);
+  EXPECT_EQ(r.c.ir, nullptr);
+  EXPECT_FALSE(r.codes().empty());
+  EXPECT_EQ(r.c.times.size(), 2u); // parse, and the check that failed
+}
+
+TEST(DriverTest, AnEmptyFileIsE0007) {
+  Source r("");
+  EXPECT_FALSE(r.run(upTo(Phase::Check)));
+  EXPECT_EQ(r.codes(), std::vector<std::string>{"E0007"});
+}
+
+TEST(DriverTest, ASelectionThatSelectsNothingIsAUsageError) {
+  Source r(kModel);
+  PipelineOptions options = upTo(Phase::Emit);
+  options.select.entries = {"nope"};
+  EXPECT_FALSE(r.run(options));
+  EXPECT_NE(r.c.selectionError.find("no entry 'nope' (entries: e)"), std::string::npos)
+      << r.c.selectionError;
+  EXPECT_TRUE(r.codes().empty());
+}
+
+TEST(DriverTest, SelectionKeepsTheBucketsAsked) {
+  Source r(kModel);
+  PipelineOptions options = upTo(Phase::Passes);
+  options.select.buckets = {*parseBucketSpec("B=4")};
+  ASSERT_TRUE(r.run(options));
+  ASSERT_EQ(r.c.ir->functions.size(), 1u);
+  EXPECT_EQ(r.c.ir->functions[0]->bucket().front().second, 4);
+  EXPECT_FALSE(parseBucketSpec("B=").has_value());
+}
+
+TEST(DriverTest, AnUnknownPassIsReported) {
+  Source r(kModel);
+  PipelineOptions options = upTo(Phase::Passes);
+  options.ir.passes = "fold,bogus";
+  EXPECT_FALSE(r.run(options));
+  EXPECT_EQ(r.c.done, Phase::Lower);
+  EXPECT_EQ(r.codes(), std::vector<std::string>{"E0701"});
+}
+
+/// lpu-opt's pipeline over the lowered IR gives what lpuc's passes phase
+/// gives: one pass manager, one printer.
+TEST(DriverTest, OptOverLoweredIRMatchesThePassesPhase) {
+  const char *model = R"(model M {
+  param w: f16[64, 32]
+  fn forward(x: f16[2, 64]) -> f16[2, 32] {
+    let y = x @ w
+    return relu(y) * 2.0 + relu(y) * 2.0
+  }
+}
+entry e = M.forward
+)";
+  Source lowered(model), passed(model);
+  ASSERT_TRUE(lowered.run(upTo(Phase::Lower)));
+  ASSERT_TRUE(passed.run(upTo(Phase::Passes)));
+  std::string loweredText, passedText, optText, dumps;
+  llvm::raw_string_ostream a(loweredText), b(passedText), out(optText), d(dumps);
+  ir::print(*lowered.c.ir, a);
+  ir::print(*passed.c.ir, b);
+  OptOptions opt;
+  opt.passes = "default";
+  ASSERT_FALSE(bool(checkOptOptions(opt)));
+  auto failure = runOpt(a.str(), "lowered.ir", opt, out, d);
+  ASSERT_FALSE(failure.has_value()) << failure->message;
+  EXPECT_EQ(out.str(), b.str());
+  EXPECT_NE(loweredText, passedText); // the passes did something
+}
+
+TEST(DriverTest, OptRefusesBadInputAndBadFlags) {
+  std::string out, dumps;
+  llvm::raw_string_ostream o(out), d(dumps);
+  OptOptions opt;
+  auto failure = runOpt("func @f(", "bad.ir", opt, o, d);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->kind, OptFailure::Kind::Input);
+  EXPECT_NE(failure->message.find("bad.ir:1:"), std::string::npos) << failure->message;
+  opt.passes = "bogus";
+  llvm::Error e = checkOptOptions(opt);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("bogus"), std::string::npos);
+}
+
+TEST(DriverTest, LoadModelCompilesSourceAndReadsIRText) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("driver-test", dir));
+  std::string lpu = (dir + "/m.lpu").str(), irPath = (dir + "/m.ir").str();
+  std::ofstream(lpu) << kModel;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOut(diagnostics);
+  auto module = compileFileToIR(lpu, {}, diagOut);
+  ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
+  EXPECT_EQ((*module)->functions.size(), 2u);
+  std::string text;
+  llvm::raw_string_ostream textOut(text);
+  ir::print(**module, textOut);
+  std::ofstream(irPath) << textOut.str();
+  auto again = loadModel(irPath, {}, diagOut);
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ((*again)->functions.size(), 2u);
+
+  std::ofstream(lpu) << "model M {";
+  auto broken = compileFileToIR(lpu, {}, diagOut);
+  ASSERT_FALSE(bool(broken));
+  EXPECT_NE(llvm::toString(broken.takeError()).find("does not compile (1 error)"),
+            std::string::npos);
+  diagOut.flush();
+  EXPECT_NE(diagnostics.find("error[E"), std::string::npos) << diagnostics;
+  auto missing = loadModel((dir + "/none.lpu").str(), {}, diagOut);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("cannot read"), std::string::npos);
+  llvm::sys::fs::remove_directories(dir);
+}
+
+} // namespace
+} // namespace lpu::driver
