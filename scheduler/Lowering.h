@@ -432,6 +432,11 @@ llvm::Error lowerAttention(const AttentionPlan &plan, LoweringContext &ctx);
 /// `p` (of `planes`): the MXM multiplies all lanes, and a NaN there times
 /// an unloaded weight row's 0 is still NaN.
 int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes);
+/// Whether every padding lane (past a row's last element) of `view`, the
+/// value of `op` as a lowering reads it, is known to hold a finite value
+/// (lower/PaddingLanes.cpp): else a lowering that streams its vectors
+/// through the MXM zeroes them on the way (zeroTail).
+bool finitePaddingLanes(const ir::Op &op, const TensorView &view, const LoweringContext &ctx);
 /// Where transposeByGather writes: `define` gives the output view (rows of
 /// the transposed shape); `laneOffset`, when set, puts output row o's lanes
 /// from lane laneOffset(o) on (zeros elsewhere; a row of one vector).

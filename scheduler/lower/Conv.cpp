@@ -46,6 +46,9 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const int64_t Og = O / groups;
 
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
+  // A weight row's lanes from KW on meet weight-buffer rows that were not
+  // loaded (0): a computed weight's padding lanes may be inf (1 / w).
+  const bool zeroWeightTails = KW < int64_t(lanes) && !finitePaddingLanes(win, Wt, ctx);
   std::vector<uint16_t> avoid = X.allSlices();
   auto maps =
       ctx.constant(op, DType::I16, KW, lanes,
@@ -111,7 +114,10 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
                   const int64_t m = ol * hRows + hl;
                   const int64_t wrow = (o * Cg + (c - g * Cg)) * KH + kh;
                   WorkTree tree = mxm.matmul(p, m);
-                  tree.nodes[0].inputs = {tree.read(Wt.slices(wrow), Wt.address(wrow, 0))};
+                  int w = tree.read(Wt.slices(wrow), Wt.address(wrow, 0));
+                  if (zeroWeightTails)
+                    w = zeroTail(tree, w, unsigned(KW), p, planes, lanes);
+                  tree.nodes[0].inputs = {w};
                   int64_t rootNotBefore =
                       std::max({iwCycle + iwLatency, st.lastMm + 1,
                                 mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
@@ -176,13 +182,17 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const Pair pad = convmaps::pairAttr(op, "padding", {0, 0});
   const Pair dil = convmaps::pairAttr(op, "dilation", {1, 1});
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
+  // A pixel row's lanes past the tile's channels meet weight-buffer rows
+  // that were not loaded (0): padding lanes computed as inf or NaN (an
+  // rsqrt of the zeros there) would make every output NaN.
+  const bool zeroPixelTails = !finitePaddingLanes(xin, X, ctx);
   auto out = ctx.define(&op);
   if (!out)
     return out.takeError();
   TensorView &Y = **out;
 
   MxmPlanes mxm(ctx);
-  const unsigned planes = mxm.count();
+  const unsigned planes = mxm.count(), lanes = chip.lanes;
   const int64_t dim = chip.mxmDim, accRows = mxm.accRows();
   const int64_t iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
   const int64_t cTiles = (C + dim - 1) / dim, oTiles = (O + dim - 1) / dim;
@@ -236,7 +246,10 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
               if (xrow < 0)
                 continue;
               WorkTree tree = mxm.matmul(p, m);
-              tree.nodes[0].inputs = {tree.read(X.slices(xrow), X.address(xrow, t))};
+              int x = tree.read(X.slices(xrow), X.address(xrow, t));
+              if (zeroPixelTails && rowsK < int64_t(lanes))
+                x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
+              tree.nodes[0].inputs = {x};
               const int64_t rootNotBefore =
                   std::max({iwCycle + iwLatency, st.lastMm + 1,
                             mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
