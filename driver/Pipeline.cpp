@@ -7,6 +7,7 @@
 #include "frontend/Parser.h"
 #include "ir/Pass.h"
 #include "ir/Text.h"
+#include "scheduler/Error.h"
 
 #include <llvm/ADT/STLExtras.h>
 
@@ -76,6 +77,18 @@ bool roundTrips(const ir::Module &module, DiagnosticEngine &diags) {
   return true;
 }
 
+/// The catalogued diagnostic of a scheduler refusal: the DIAG of the same
+/// name (scheduler/Refusals.def; a refusal without one does not compile).
+DiagID refusalDiagnostic(scheduler::Refusal refusal) {
+  switch (refusal) {
+#define REFUSAL(name, ...)                                                                         \
+  case scheduler::Refusal::name:                                                                   \
+    return DiagID::name;
+#include "scheduler/Refusals.def"
+  }
+  return DiagID::ScheduleInternalError;
+}
+
 std::optional<CompiledProgram> schedule(ir::Module &module, DiagnosticEngine &diags,
                                         const backend::ChipDescription &chip,
                                         const scheduler::ScheduleOptions &options) {
@@ -85,15 +98,14 @@ std::optional<CompiledProgram> schedule(ir::Module &module, DiagnosticEngine &di
     llvm::handleAllErrors(
         program.takeError(),
         [&](const scheduler::ScheduleError &e) {
-          auto d = diags.report(e.kind == scheduler::ScheduleError::Kind::DoesNotFit
-                                    ? DiagID::SramFull
-                                    : DiagID::CannotSchedule,
-                                sourceRange(diags.sources(), e.loc), e.message);
+          auto d = diags.reportArgs(refusalDiagnostic(e.refusal),
+                                    sourceRange(diags.sources(), e.loc), e.args);
           for (const auto &[loc, label] : e.notes)
             d.note(label, sourceRange(diags.sources(), loc));
         },
         [&](const llvm::ErrorInfoBase &e) {
-          diags.report(DiagID::CannotSchedule, {}, "internal error: " + e.message());
+          // The encoder refusing the scheduler's instructions.
+          diags.report(DiagID::ScheduleInternalError, {}, e.message());
         });
     return std::nullopt;
   }
@@ -145,7 +157,7 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
     return !options.ir.roundTrip || roundTrips(*c.ir, diags);
   case Phase::Schedule:
     if (!options.chip) {
-      diags.report(DiagID::CannotSchedule, {}, "internal error: no chip to schedule for");
+      diags.report(DiagID::ScheduleInternalError, {}, "no chip to schedule for");
       return false;
     }
     c.compiled = schedule(*c.ir, diags, *options.chip, options.schedule);

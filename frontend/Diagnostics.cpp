@@ -36,6 +36,22 @@ const DiagKindInfo *findDiagKind(llvm::StringRef code) {
 
 llvm::ArrayRef<DiagKindInfo> allDiagKinds() { return kCatalogue; }
 
+DiagnosticBuilder DiagnosticEngine::reportArgs(DiagID id, llvm::SMRange primary,
+                                               llvm::ArrayRef<std::string> args) {
+  const std::vector<std::string> a(args.begin(), args.end());
+  switch (a.size()) {
+  case 0: return report(id, primary);
+  case 1: return report(id, primary, a[0]);
+  case 2: return report(id, primary, a[0], a[1]);
+  case 3: return report(id, primary, a[0], a[1], a[2]);
+  case 4: return report(id, primary, a[0], a[1], a[2], a[3]);
+  case 5: return report(id, primary, a[0], a[1], a[2], a[3], a[4]);
+  case 6: return report(id, primary, a[0], a[1], a[2], a[3], a[4], a[5]);
+  case 7: return report(id, primary, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+  default: return report(id, primary, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+  }
+}
+
 DiagnosticConsumer::~DiagnosticConsumer() = default;
 
 DiagnosticBuilder::~DiagnosticBuilder() {

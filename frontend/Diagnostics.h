@@ -152,6 +152,12 @@ public:
     return DiagnosticBuilder(*this, std::move(diag));
   }
 
+  /// report() with arguments known only at run time (another library's
+  /// error values carry them as strings), each one value: at most
+  /// kMaxRuntimeArgs of them.
+  static constexpr size_t kMaxRuntimeArgs = 8;
+  DiagnosticBuilder reportArgs(DiagID id, llvm::SMRange primary, llvm::ArrayRef<std::string> args);
+
   /// Takes a finished diagnostic (DiagnosticBuilder calls this).
   void emit(Diagnostic diag);
 

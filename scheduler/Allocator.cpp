@@ -7,27 +7,6 @@
 
 namespace lpu::scheduler {
 
-char ScheduleError::ID = 0;
-
-bool takeDoesNotFit(llvm::Error &err) {
-  bool doesNotFit = false;
-  err = llvm::handleErrors(std::move(err), [&](std::unique_ptr<ScheduleError> e) -> llvm::Error {
-    if (e->kind != ScheduleError::Kind::DoesNotFit)
-      return llvm::Error(std::move(e));
-    doesNotFit = true;
-    return llvm::Error::success();
-  });
-  if (doesNotFit)
-    (void)bool(err); // success, and seen as checked
-  return doesNotFit;
-}
-
-void ScheduleError::log(llvm::raw_ostream &os) const {
-  os << message;
-  for (const auto &[loc, label] : notes)
-    os << "\n  note: " << label;
-}
-
 SramAllocator::SramAllocator(const backend::ChipDescription &chip)
     : chip_(chip), bySlice_(chip.memSlices) {}
 
@@ -167,21 +146,11 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
     }
   }
   if (chunks > groups)
-    return llvm::make_error<ScheduleError>(
-        ScheduleError::Kind::DoesNotFit,
-        owner.what + " does not fit in SRAM: its " + std::to_string(chunks) + " chunks of " +
-            std::to_string(vectors) + " vectors need " + std::to_string(chunks * width) +
-            " slices, more than the " + std::to_string(groups * width) +
-            " of a hemisphere (a tensor's byte planes stay in one hemisphere)",
-        owner.loc);
+    return refuseAt<Refusal::SramChunksInHemisphere>(owner.loc, owner.what, chunks, vectors,
+                                                     chunks * width, groups * width);
   if (vectors > chip_.memVectors)
-    return llvm::make_error<ScheduleError>(
-        ScheduleError::Kind::DoesNotFit,
-        owner.what + " does not fit in SRAM: each of its byte planes needs " +
-            std::to_string(vectors) + " vectors, more than the " +
-            std::to_string(chip_.memVectors) +
-            " of a slice (a tensor keeps each byte plane in one slice)",
-        owner.loc);
+    return refuseAt<Refusal::SramPlaneDeeperThanSlice>(owner.loc, owner.what, vectors,
+                                                       chip_.memVectors);
   // Does not fit: name the largest tensors live now.
   std::vector<const Live *> live;
   for (const Live &l : blocks_)
@@ -189,20 +158,16 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       live.push_back(&l);
   std::stable_sort(live.begin(), live.end(),
                    [](const Live *a, const Live *b) { return a->bytes() > b->bytes(); });
-  std::vector<std::pair<ir::Location, std::string>> notes;
+  RefusalNotes notes;
   for (size_t i = 0; i < live.size() && i < 3; ++i)
     notes.push_back({live[i]->owner.loc,
                      live[i]->owner.what + " is live here, taking " +
                          std::to_string(live[i]->bytes() * chip_.lanes) + " bytes of SRAM"});
-  return llvm::make_error<ScheduleError>(
-      ScheduleError::Kind::DoesNotFit,
-      owner.what + " does not fit in SRAM: it needs " +
-          std::to_string(uint64_t(vectors) * width * chunks * chip_.lanes) + " bytes (" +
-          (chunks > 1 ? std::to_string(chunks) + " chunks of " : std::string()) +
-          std::to_string(width) + " byte planes of " + std::to_string(vectors) +
-          " vectors) while " + std::to_string(liveBytes_) + " of the chip's " +
-          std::to_string(chip_.sramBytes()) + " bytes are live",
-      owner.loc, std::move(notes));
+  // The vectors of every chunk together: the bytes are planes x vectors.
+  return refuseWithNotes<Refusal::SramFull>(owner.loc, std::move(notes), owner.what,
+                                            uint64_t(vectors) * width * chunks * chip_.lanes,
+                                            width, uint64_t(vectors) * chunks, liveBytes_,
+                                            chip_.sramBytes());
 }
 
 void SramAllocator::release(int id, int64_t lastRead) {

@@ -121,7 +121,9 @@ private:
       types.push_back(operand->type());
     auto type = ir::inferType(kind, types, attrs, declared);
     if (auto *why = std::get_if<std::string>(&type))
-      return unsupported(of, "its rewrite into " + ir::mnemonic(kind).str() + ": " + *why);
+      return refuseAt<Refusal::InvalidLegalizedIR>(of.loc(), "rewriting '" + ir::mnemonic(of.kind()).str() +
+                                                                 "' into '" + ir::mnemonic(kind).str() +
+                                                                 "': " + *why);
     Op *op = out_->append(kind, std::get<ir::Type>(type), std::move(operands), of.loc());
     for (auto &[name, value] : attrs)
       op->setAttr(name, std::move(value));
@@ -270,10 +272,7 @@ llvm::Expected<std::unique_ptr<ir::Function>> legalize(const ir::Function &fn,
   // whole once more (a broken rewrite is a diagnostic, not a wrong program).
   std::vector<ir::VerifyError> errors = ir::verify(*out);
   if (!errors.empty())
-    return llvm::make_error<ScheduleError>(ScheduleError::Kind::Unsupported,
-                                           "the legalised function does not verify: " +
-                                               errors.front().message,
-                                           errors.front().loc);
+    return refuseAt<Refusal::InvalidLegalizedIR>(errors.front().loc, errors.front().message);
   return out;
 }
 

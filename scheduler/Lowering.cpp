@@ -581,16 +581,8 @@ void encodeElement(ir::DType dtype, double value, uint8_t *out) {
   }
 }
 
-llvm::Error unsupported(const ir::Op &op, const std::string &why) {
-  return llvm::make_error<ScheduleError>(
-      ScheduleError::Kind::Unsupported,
-      "cannot compile '" + std::string(ir::mnemonic(op.kind())) + "' onto the chip yet" +
-          (why.empty() ? "" : " (" + why + ")"),
-      op.loc());
-}
-
 llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx) {
-  std::string why;
+  const char *why = "";
   switch (ctx.placer().lastFailure()) {
   case Placer::Failure::PortTwice: why = "it needs a MEM port twice in one cycle"; break;
   case Placer::Failure::NoCycle:
@@ -600,11 +592,7 @@ llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx) {
     why = "an instruction reads more streams of an operand than its producer gives";
     break;
   }
-  return llvm::make_error<ScheduleError>(ScheduleError::Kind::Unsupported,
-                                         "cannot compile '" + std::string(ir::mnemonic(op.kind())) +
-                                             "' onto the chip yet: no cycle fits one vector's work (" + why +
-                                             ")",
-                                         op.loc());
+  return refuse<Refusal::NoCycle>(op, why);
 }
 
 LoweringFn loweringFor(ir::OpKind kind) {

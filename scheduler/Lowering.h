@@ -8,6 +8,7 @@
 #include "backend/Program.h"
 #include "ir/IR.h"
 #include "scheduler/Allocator.h"
+#include "scheduler/Error.h"
 #include "scheduler/Placer.h"
 #include "scheduler/Scheduler.h"
 
@@ -494,8 +495,6 @@ llvm::Error lowerCopy(const ir::Op &op, const ir::Type &type, const TensorView &
 /// for constants stored with the program.
 void encodeElement(ir::DType dtype, double value, uint8_t *out);
 
-/// An error for an op the scheduler does not support (in this form).
-llvm::Error unsupported(const ir::Op &op, const std::string &why = "");
 /// An error for work the placer found no cycle for (a scheduler limit),
 /// saying why its last place() failed.
 llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx);

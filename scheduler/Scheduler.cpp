@@ -399,7 +399,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       if (!lower)
         lower = loweringFor(op.kind());
       if (!lower)
-        return unsupported(op);
+        return refuse<Refusal::NoLowering>(op);
       sram.wantedBy = firstOperandsReady(op, ctx);
       if (auto e = lowerWithRelayouts(op, lower, layouts, ctx))
         return e;

@@ -251,7 +251,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
   auto headsOf = [&](int64_t g) { return std::min(per, H - g * per); };
   const TensorView &Q = ctx.view(a.q), &K = ctx.view(a.k), &V = ctx.view(a.v);
   if (Q.packed() || K.packed() || V.packed())
-    return unsupported(op, "attention over packed operands");
+    return refuse<Refusal::PackedOperand>(op, "attention operands");
   auto zeros = ctx.constant(op, DType::F16, 1, lanes, std::vector<uint8_t>(size_t(lanes) * 2, 0));
   if (!zeros)
     return zeros.takeError();
@@ -270,7 +270,7 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
                          [&](int64_t o) { return (o % D) / dh % per * Sk; }, &ktPath};
   std::optional<llvm::Error> transposed = transposeByGather(op, ctx, K, {B, Sk, D}, {0, 2, 1}, target);
   if (!transposed)
-    return unsupported(op, "this attention's K^T (its gather maps)");
+    return refuse<Refusal::TransposeMaps>(op);
   if (*transposed)
     return std::move(*transposed);
 

@@ -24,9 +24,8 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &xin = *op.operand(0), &win = *op.operand(1);
   if (xin.type().dtype != DType::F16 || win.type().dtype != DType::F16)
-    return unsupported(op, "conv2d of " + tensor::dtypeName(xin.type().dtype).str() +
-                               " operands: the MXM multiplies f16, and a convolution is not cut into"
-                               " f16 pieces as a matmul is; cast its input and weights to f16");
+    return refuse<Refusal::ConvOperandDtype>(
+        op, xin.type().dtype != DType::F16 ? xin.type().dtype : win.type().dtype);
   const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape, &ys = op.type().shape;
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
   const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
@@ -37,12 +36,11 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const int64_t groups = op.intAttr("groups").value_or(1);
   const unsigned lanes = chip.lanes;
   if (W > int64_t(lanes) || Wo > int64_t(lanes))
-    return unsupported(op, "conv2d of rows wider than one vector (" + std::to_string(lanes) +
-                               " lanes)");
+    return refuse<Refusal::RowsWiderThanVector>(op, lanes);
   if (KW > int64_t(chip.mxmDim))
-    return unsupported(op, "a kernel wider than the MXM");
+    return refuse<Refusal::KernelWiderThanMxm>(op, KW, chip.mxmDim);
   if (groups < 1 || C % groups || O % groups || Cg * groups != C)
-    return unsupported(op, "inconsistent groups");
+    return refuse<Refusal::InconsistentGroups>(op, groups, C, O);
   const int64_t Og = O / groups;
 
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);

@@ -58,7 +58,7 @@ std::optional<Opcode> vxmOpcode(ir::OpKind kind) {
 llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
   std::optional<Opcode> code = vxmOpcode(op.kind());
   if (!code)
-    return unsupported(op);
+    return refuse<Refusal::NoLowering>(op);
   Instr in;
   in.op = *code;
   DType operandType = op.operand(0)->type().dtype;
@@ -74,8 +74,7 @@ llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
       in.op = Opcode::CvtTrunc;
   }
   if (!dtypeAllowed(in.op, in.dtype))
-    return unsupported(op, "the VXM has no '" + opcodeInfo(in.op).mnemonic.str() + "' for " +
-                               tensor::dtypeName(in.dtype).str());
+    return refuse<Refusal::OperandDtype>(op, in.dtype);
   return in;
 }
 
@@ -121,13 +120,9 @@ public:
         continue;
       const TensorView &v = ctx_.view(operand);
       if (!sameOrder(v.perm, perm))
-        return unsupported(root_, "an operand of its fusion group is stored " +
-                                      orderName(v.perm) + ", its result " + orderName(perm));
+        return refuse<Refusal::FusionOperandOrder>(root_, orderName(v.perm), orderName(perm));
       if (v.rows != rows || v.cols != cols)
-        return unsupported(root_, "an operand of its fusion group is stored as " +
-                                      std::to_string(v.rows) + " rows of " +
-                                      std::to_string(v.cols) + ", its result as " +
-                                      std::to_string(rows) + " of " + std::to_string(cols));
+        return refuse<Refusal::FusionOperandShape>(root_, v.rows, v.cols, rows, cols);
     }
     return llvm::Error::success();
   }

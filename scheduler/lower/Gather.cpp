@@ -261,7 +261,7 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   const int64_t blockVectors =
       chunked ? table.chunkRows() * cols / lanes : (table.rows * cols + lanes - 1) / lanes;
   if (blockVectors > 0xffff)
-    return unsupported(op, "a table chunk of more than 65535 vectors (the gather map is 16 bits)");
+    return refuse<Refusal::GatherMapRange>(op, "table chunk", 0xffff);
   const int64_t lastValid = cols - (vpr - 1) * lanes;
 
   auto out = ctx.define(&op);
@@ -606,7 +606,7 @@ std::optional<int64_t> rowsPerIdStride(const TensorView &table, int64_t ids, int
 llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &tableOp = *op.operand(0), &idsOp = *op.operand(1);
   if (idsOp.type().dtype != ir::DType::I32)
-    return unsupported(op, "ids must be i32");
+    return refuse<Refusal::OperandDtype>(op, idsOp.type().dtype);
   const int64_t rows = tableOp.type().shape.empty() ? 1 : tableOp.type().shape[0];
   auto clamped = clampIds(op, ctx, ctx.view(&idsOp), rows);
   if (!clamped)
@@ -627,7 +627,7 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
   if (axis < 0)
     axis += int64_t(tableType.shape.size());
   if (axis != 0 || tableType.shape.size() < 2)
-    return unsupported(op, "only a gather of whole rows along axis 0 of a table of rank 2 or more");
+    return refuse<Refusal::GatherNotRows>(op, axis, tableType.shape.size());
   const TensorView &declared = ctx.view(&tableOp);
   // Rows of the table per id (a [V, A, D] table has A), and vectors per row.
   const int64_t perId = declared.rows / std::max<int64_t>(tableType.shape[0], 1);
@@ -652,16 +652,16 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
   const TensorView &table = copy ? *copy : declared;
   if (table.packed()) {
     if (perId < 1 || (table.chunked() && table.chunkRows() % perId != 0))
-      return unsupported(op, "a packed table whose chunks split an id's rows");
+      return refuse<Refusal::TableChunksSplitRows>(op, "packed");
     return lowerPackedGather(op, ctx, table, ids, perId);
   }
   if (table.chunked()) {
     if (table.chunkRows() % std::max<int64_t>(perId, 1) != 0 || table.vecsPerRow != table.storage->vecsPerRow)
-      return unsupported(op, "a chunked table whose chunks split an id's rows");
+      return refuse<Refusal::TableChunksSplitRows>(op, "chunked");
     return lowerChunkedGather(op, ctx, table, ids, perId);
   }
   if (int64_t(table.storage->ready.size()) > 0xffff)
-    return unsupported(op, "a table of more than 65535 vectors (the gather map is 16 bits)");
+    return refuse<Refusal::GatherMapRange>(op, "table", 0xffff);
 
   auto out = ctx.define(&op);
   if (!out)

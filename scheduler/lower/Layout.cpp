@@ -257,7 +257,7 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
   }
   DType dtype = op.type().dtype;
   if (!dtypeAllowed(Opcode::Distribute, dtype) || !dtypeAllowed(Opcode::Or, bitsType(dtype)))
-    return unsupported(op, "no lane moves for " + tensor::dtypeName(dtype).str());
+    return refuse<Refusal::OperandDtype>(op, dtype);
   // The result may itself be stored in another order (a relayout into
   // channels-last): its vectors are assembled in that order.
   auto order = ctx.storedOrder.find(&op);
@@ -302,8 +302,7 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
           auto [it, fresh] = mapIndex.try_emplace(map, int64_t(mapIndex.size()));
           m = it->second;
           if (fresh && int64_t(mapIndex.size()) > maxMaps)
-            return unsupported(op, "it needs more than " + std::to_string(maxMaps) +
-                                       " distinct lane maps");
+            return refuse<Refusal::TooManyLaneMaps>(op, maxMaps);
         }
         pieces[size_t(r * vpr + v)].push_back(
             {std::get<0>(key), std::get<1>(key), std::get<2>(key), m, identity});
@@ -718,7 +717,7 @@ llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx) {
   case ir::OpKind::Concat:
     return moveLanes(op, ctx);
   default:
-    return unsupported(op);
+    return refuse<Refusal::NoLowering>(op);
   }
 }
 

@@ -499,10 +499,9 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
   const DType inType = lhs.type().dtype, outType = op.type().dtype;
   if (!tensor::isFloat(inType))
-    return unsupported(op, "matmul of " + tensor::dtypeName(inType).str() +
-                               " operands: the MXM multiplies floats as f16");
+    return refuse<Refusal::MatmulOperandDtype>(op, inType);
   if (!tensor::isFloat(outType))
-    return unsupported(op);
+    return refuse<Refusal::OperandDtype>(op, outType);
   const std::vector<int64_t> &as = lhs.type().shape, &bs = rhs.type().shape;
   int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
   int64_t batches = 1;
@@ -521,7 +520,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // The policy packs only weights (scheduler/Scheduler.cpp, packable): A
   // is read a row vector at a time as rows.
   if (A.packed())
-    return unsupported(op, "a left operand stored packed");
+    return refuse<Refusal::PackedOperand>(op, "a left operand");
   // Elementwise work on the result (a bias, an activation) runs in the
   // accumulator reads' trees, and its result is what gets written.
   const ir::Op *epilogue = epilogueRoot(op, ctx);
@@ -537,7 +536,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // matmuls").
   const bool scaleA = scaledOperand(lhs), scaleB = scaledOperand(rhs);
   if (scaleB && B.packed())
-    return unsupported(op, "a matmul whose f32 or bf16 weights are stored packed");
+    return refuse<Refusal::PackedOperand>(op, "f32 or bf16 weights");
   std::optional<TensorView> consts, rowScale, colScale;
   if (scaleA || scaleB) {
     std::vector<uint16_t> avoid = A.allSlices();

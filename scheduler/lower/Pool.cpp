@@ -101,11 +101,10 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
   const unsigned lanes = chip.lanes;
   const DType dtype = xin.type().dtype;
   if (W > int64_t(lanes) || Wo > int64_t(lanes))
-    return unsupported(op,
-                       "pooling rows wider than one vector (" + std::to_string(lanes) + " lanes)");
+    return refuse<Refusal::RowsWiderThanVector>(op, lanes);
   const DType work = isMax ? dtype : DType::F32;
   if (!dtypeAllowed(isMax ? Opcode::Max : Opcode::Add, work) || (!isMax && !tensor::isFloat(dtype)))
-    return unsupported(op, "pooling of " + tensor::dtypeName(dtype).str());
+    return refuse<Refusal::OperandDtype>(op, dtype);
 
   const TensorView &X = ctx.view(&xin);
   std::vector<uint16_t> avoid = X.allSlices();
@@ -222,7 +221,7 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const DType dtype = xin.type().dtype;
   const DType work = isMax ? dtype : DType::F32;
   if (!dtypeAllowed(isMax ? Opcode::Max : Opcode::Add, work) || (!isMax && !tensor::isFloat(dtype)))
-    return unsupported(op, "pooling of " + tensor::dtypeName(dtype).str());
+    return refuse<Refusal::OperandDtype>(op, dtype);
   const TensorView &X = ctx.view(&xin);
   std::optional<TensorView> divisor;
   if (!isMax) {
@@ -275,7 +274,7 @@ llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
   const int64_t N = xs[0], pixels = xs[2] * xs[3];
   const DType dtype = xin.type().dtype;
   if (!tensor::isFloat(dtype))
-    return unsupported(op, "global pooling of " + tensor::dtypeName(dtype).str());
+    return refuse<Refusal::OperandDtype>(op, dtype);
   const TensorView &X = ctx.view(&xin);
   auto divisor = globalPoolDivisor(op, ctx);
   if (!divisor)
@@ -285,7 +284,7 @@ llvm::Error lowerGlobalPool(const ir::Op &op, LoweringContext &ctx) {
     return out.takeError();
   TensorView &Y = **out;
   if (Y.rows != N || Y.vecsPerRow != X.vecsPerRow)
-    return unsupported(op, "this global pooling's result layout");
+    return refuse<Refusal::ResultLayout>(op);
 
   int64_t prev = 0;
   bool first = true;

@@ -612,7 +612,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   }
   const DType inType = src.type().dtype, outType = op.type().dtype;
   if (inType == DType::Bool)
-    return unsupported(op, "a reduction of bools");
+    return refuse<Refusal::OperandDtype>(op, inType);
   const DType work = tensor::isFloat(inType) ? DType::F32 : inType;
   Combine how = op.kind() == ir::OpKind::ReduceMax   ? Combine::Max
                 : op.kind() == ir::OpKind::ReduceMin ? Combine::Min
@@ -622,7 +622,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t a : axes)
     count *= shape[size_t(a)];
   if (rank == 0 || axes.empty() || count == 0)
-    return unsupported(op, "an empty reduction");
+    return refuse<Refusal::EmptyReduction>(op);
   // f16 widened on read (LoweringContext::widenedOnRead): the reduction
   // reads the f16 values; its leaves widen them (the sums on the MXM take
   // them as they are).
@@ -651,10 +651,10 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   bool lastAxis = std::find(axes.begin(), axes.end(), rank - 1) != axes.end();
   if (lastAxis) {
     if (axes.size() != 1)
-      return unsupported(op, "a reduction over the last axis and others at once");
+      return refuse<Refusal::AxisNotLast>(op, *std::min_element(axes.begin(), axes.end()), rank);
     auto [outRows, outCols] = LoweringContext::rowsAndCols(op.type());
     if (outRows * outCols != in.rows)
-      return unsupported(op, "this reduction's result layout");
+      return refuse<Refusal::ResultLayout>(op);
     if (outCols == 1 && !argmax) {
       // keep = true (or one row): row r's result is row r's vector, which
       // the reduction's last step writes, finished. Elementwise work on it
@@ -757,7 +757,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   }
 
   if (argmax)
-    return unsupported(op, "an argmax over a leading axis");
+    return refuse<Refusal::AxisNotLast>(op, axes.front(), rank);
   // Leading axes: every output row combines whole input rows.
   std::vector<bool> reduced(size_t(rank), false);
   for (int64_t a : axes)
@@ -788,7 +788,7 @@ llvm::Error lowerReduce(const ir::Op &op, LoweringContext &ctx) {
   };
   std::vector<int64_t> outOffs = rowsOf(keptDims), redOffs = rowsOf(redDims);
   if (int64_t(outOffs.size()) != view.rows)
-    return unsupported(op, "this reduction's result layout");
+    return refuse<Refusal::ResultLayout>(op);
   int64_t prev = 0;
   for (int64_t o = 0; o < view.rows; ++o)
     for (int64_t v = 0; v < view.vecsPerRow; ++v) {

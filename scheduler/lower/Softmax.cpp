@@ -221,10 +221,10 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx) {
   if (axis < 0)
     axis += rank;
   if (rank == 0 || axis != rank - 1)
-    return unsupported(op, "a softmax over an axis other than the last");
+    return refuse<Refusal::AxisNotLast>(op, axis, rank);
   const DType inType = src.type().dtype, outType = op.type().dtype;
   if (!tensor::isFloat(inType))
-    return unsupported(op);
+    return refuse<Refusal::OperandDtype>(op, inType);
   const TensorView &in = ctx.view(&src);
   // The result first, so that the blocks' size (in softmaxRows) allows for
   // it.

@@ -10,6 +10,24 @@ import sys
 # Codes no program lpuc accepts up to the scheduler can produce, and why.
 # A code leaves this list as soon as a lit test produces it.
 UNPRODUCIBLE = {
+    "E0802": "every op of the IR has a lowering; the refusal guards an op added without one",
+    "E0803": "the type checker gives pools, reductions, softmax, gather ids and the "
+             "elementwise ops only the dtypes the chip takes (E0309, E0700)",
+    "E0808": "the type checker refuses inconsistent groups (E03xx) before lowering",
+    "E0809": "legalisation brings a softmax's, an argmax's or a reduction's axis last first",
+    "E0813": "a transpose moves lanes through the MEM's gather first; no program found "
+             "whose lane moves need more maps than a slice holds",
+    "E0814": "the packing policy stores packed only what the lowerings read packed",
+    "E0816": "the layout assignment gives reductions and global pools the result "
+             "layout their lowering writes",
+    "E0817": "the layout assignment gives a fusion group's operands its result's order",
+    "E0818": "the layout assignment gives a fusion group's operands its result's rows",
+    "E0819": "attention is lowered as a whole only for the shapes its K^T gather takes",
+    "E0820": "the placer's limits (a MEM port twice, operand streams) have no known "
+             "program left that meets them",
+    "E0824": "an internal error: a legalisation rewrite the IR verifier rejects",
+    "E0825": "an internal error: the encoder refusing the scheduler's instructions, or "
+             "the pipeline run without a chip",
 }
 
 SUFFIXES = (".lpu", ".test", ".lpuasm", ".ir")  # tests/lit/lit.cfg.py

@@ -55,6 +55,20 @@ TEST(DiagnosticsTest, MessagesAreFormattedFromTheCatalogue) {
   EXPECT_EQ(diags.errorCount(), 2u);
 }
 
+TEST(DiagnosticsTest, RuntimeArgumentsFormatAsReportDoes) {
+  Fixture f("const A = 1\n");
+  DiagnosticEngine diags(f.sources);
+  CollectingConsumer sink;
+  diags.setConsumer(&sink);
+  diags.reportArgs(DiagID::UnclosedDelimiter, f.at(0, 1), {")", "(", "3:14"});
+  diags.reportArgs(DiagID::KernelWiderThanMxm, f.at(0, 1), {"conv2d", "321", "320"});
+  ASSERT_EQ(sink.diagnostics.size(), 2u);
+  EXPECT_EQ(sink.diagnostics[0].message, "expected ')' to close '(' opened at 3:14");
+  EXPECT_EQ(sink.diagnostics[1].message,
+            "cannot compile 'conv2d' onto the chip yet (a kernel 321 wide, wider than the MXM's 320)");
+  EXPECT_STREQ(sink.diagnostics[1].code(), "E0807");
+}
+
 TEST(DiagnosticsTest, ErrorLimitStopsErrorsButNotWarnings) {
   Fixture f("x\n");
   DiagnosticEngine diags(f.sources);

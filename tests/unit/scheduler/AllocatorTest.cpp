@@ -159,12 +159,20 @@ TEST(SramAllocator, FullIsAnErrorNamingTheLargestLiveTensors) {
   SramAllocator a(c);
   for (unsigned i = 0; i < c.memSlices / 2; ++i)
     ASSERT_TRUE(bool(a.allocate(2, c.memVectors - i, {"t" + std::to_string(i), {"m.lpu", i + 1, 1}})));
+  uint64_t live = 0; // nothing freed: every block allocated is live
+  for (unsigned i = 0; i < c.memSlices / 2; ++i)
+    live += uint64_t(2) * (c.memVectors - i) * c.lanes;
   auto full = a.allocate(2, 200, {"last", {"m.lpu", 99, 3}});
   ASSERT_FALSE(bool(full));
   bool seen = false;
   llvm::handleAllErrors(full.takeError(), [&](const ScheduleError &e) {
     seen = true;
     EXPECT_EQ(e.kind, ScheduleError::Kind::DoesNotFit);
+    EXPECT_EQ(e.refusal, Refusal::SramFull);
+    // The tensor, its bytes, byte planes and vectors, the live and the whole bytes.
+    EXPECT_EQ(e.args, (std::vector<std::string>{"last", std::to_string(2 * 200 * c.lanes), "2", "200",
+                                                std::to_string(live),
+                                                std::to_string(c.sramBytes())}));
     EXPECT_EQ(e.loc.line, 99u);
     ASSERT_EQ(e.notes.size(), 3u);
     // The largest first: t0 (8192 vectors), t1, t2.
@@ -181,8 +189,15 @@ TEST(SramAllocator, ABytePlaneLongerThanASliceNeverFits) {
   SramAllocator a(c);
   auto b = a.allocate(1, c.memVectors + 1, {"huge", {}});
   ASSERT_FALSE(bool(b));
-  std::string message = llvm::toString(b.takeError());
-  EXPECT_NE(message.find("more than the 8192 of a slice"), std::string::npos) << message;
+  bool seen = false;
+  llvm::handleAllErrors(b.takeError(), [&](const ScheduleError &e) {
+    seen = true;
+    EXPECT_EQ(e.kind, ScheduleError::Kind::DoesNotFit);
+    EXPECT_EQ(e.refusal, Refusal::SramPlaneDeeperThanSlice);
+    EXPECT_EQ(e.args, (std::vector<std::string>{"huge", std::to_string(c.memVectors + 1),
+                                                std::to_string(c.memVectors)}));
+  });
+  EXPECT_TRUE(seen);
 }
 
 } // namespace
