@@ -5,8 +5,9 @@ inputs and weights, every bucket of its entry; the outcome is one of
 
   pass         outputs agree (within the tolerance below), cycles as predicted
   refused      lpuc refused it with a documented E08xx code ("this form is
-               not supported on the chip"): not a failure, counted by code
-               and by message kind
+               not supported on the chip"; each cause has its own code,
+               docs/diagnostics.md): not a failure, counted by code and by
+               message kind
   nonfinite    the reference's output is not finite: the generator's bounds
                failed, not the toolchain (counted, not a failure)
   fragile      outputs differ, but a comparison, argmax or float-to-int cast
@@ -23,7 +24,8 @@ and the failures
                violation, a load error
   ref-refused  the reference interpreter refused a program the checker took
   lowering     lpuc --emit=ir (checker and lowering) failed with an E07xx or
-               an -o compile failed with a code other than E08xx
+               an -o compile failed with a code other than a refusal (E08xx
+               but the scheduler's internal errors, INTERNAL_E08)
   frontend     the type checker rejected the program: a generator bug
 
 The comparison reuses tests/lit/scheduler/Inputs/run_and_compare.py (its
@@ -83,6 +85,14 @@ NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "i16": "int1
 SANITIZER = re.compile(r"(AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer|runtime error:)")
 DIAGNOSTIC = re.compile(r"error(\[E\d{4}\])?:")
 CODE = re.compile(r"error\[(E\d{4})\]: (.*)")
+# The E08xx codes that are lpuc's bugs, not refusals (frontend/Diagnostics.def):
+# a legalisation rewrite the verifier rejects, a schedule the encoder rejects.
+INTERNAL_E08 = ("E0824", "E0825")
+
+
+def is_refusal(code):
+    """Whether an error code is the scheduler refusing a form it cannot run."""
+    return code.startswith("E08") and code not in INTERNAL_E08
 
 
 def tolerance_of(kind):
@@ -182,7 +192,8 @@ def first_error(text):
 
 
 def message_kind(message):
-    """An E08xx message without its numbers: what kind of form was refused."""
+    """A refusal's message without its numbers: the op and the form refused
+    (its code says which cause)."""
     m = re.match(r"cannot compile '([^']+)' onto the chip yet ?(.*)", message)
     if m:
         why = re.sub(r"\d+", "#", m.group(2)).strip(" :()")
@@ -421,11 +432,13 @@ KNOWN_BUGS = [
      lambda o, s, ops: re.search(r"\b(param out|out):", s) is not None),
     ("bool-literal-args", FAILURES + ("refused",),
      lambda o, s, ops: re.search(r"[(,]\s*(true|false)\s*[,)]", s) is not None),
-    ("f32-matmul", ("refused",), lambda o, s, ops: "matmul of f32" in o.message or
-     "bf16" in o.message and "matmul" in o.message),
-    ("any-axis", ("refused",), lambda o, s, ops: re.search(
-        r"other than the last|leading axis|gather.*axis", o.message) is not None),
-    ("mem-port-twice", ("refused",), lambda o, s, ops: "MEM port twice" in o.message),
+    # By code (frontend/Diagnostics.def): E0814 an operand stored packed,
+    # E0809 an axis not last, E0811 a gather not of rows, E0820 no cycle
+    # for one vector's work.
+    ("f32-matmul", ("refused",), lambda o, s, ops: o.code == "E0814" and "bf16" in o.message),
+    ("any-axis", ("refused",), lambda o, s, ops: o.code in ("E0809", "E0811")),
+    ("mem-port-twice", ("refused",), lambda o, s, ops: o.code == "E0820" and
+     "MEM port twice" in o.message),
     # Found by lpu-smith, open (tests/fuzz/README.md).
     ("bool-maximum", ("lowering",), lambda o, s, ops: re.search(
         r"(maximum|minimum): operand type bool", o.message) is not None),
@@ -492,7 +505,7 @@ def check(src, tmp, bindir, timeout=60, seed=None, lpuc_flags=(), compile_only=F
     predicted = None
     if r.returncode != 0:
         code, msg = first_error(r.stderr)
-        if not code.startswith("E08"):
+        if not is_refusal(code):
             return tag_known(Outcome("lowering", f"lpuc -o: {code} {msg}", "lpuc -o", code, msg),
                              source, last_ops)
         refused = Outcome("refused", f"{code} {msg}", "lpuc -o", code, msg)
