@@ -38,7 +38,7 @@ llvm::ArrayRef<DiagKindInfo> allDiagKinds() { return kCatalogue; }
 
 DiagnosticBuilder DiagnosticEngine::reportArgs(DiagID id, llvm::SMRange primary,
                                                llvm::ArrayRef<std::string> args) {
-  const std::vector<std::string> a(args.begin(), args.end());
+  const llvm::ArrayRef<std::string> a = args;
   switch (a.size()) {
   case 0: return report(id, primary);
   case 1: return report(id, primary, a[0]);

@@ -154,7 +154,8 @@ public:
 
   /// report() with arguments known only at run time (another library's
   /// error values carry them as strings), each one value: at most
-  /// kMaxRuntimeArgs of them.
+  /// kMaxRuntimeArgs of them (tests/unit/scheduler/RefusalsTest.cpp checks
+  /// the scheduler's refusals take no more).
   static constexpr size_t kMaxRuntimeArgs = 8;
   DiagnosticBuilder reportArgs(DiagID id, llvm::SMRange primary, llvm::ArrayRef<std::string> args);
 

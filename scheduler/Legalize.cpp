@@ -121,9 +121,9 @@ private:
       types.push_back(operand->type());
     auto type = ir::inferType(kind, types, attrs, declared);
     if (auto *why = std::get_if<std::string>(&type))
-      return refuseAt<Refusal::InvalidLegalizedIR>(of.loc(), "rewriting '" + ir::mnemonic(of.kind()).str() +
-                                                                 "' into '" + ir::mnemonic(kind).str() +
-                                                                 "': " + *why);
+      return refuseAt<Refusal::InvalidLegalizedIR>(
+          of.loc(), "rewriting '" + ir::mnemonic(of.kind()).str() + "' into '" +
+                        ir::mnemonic(kind).str() + "': " + *why);
     Op *op = out_->append(kind, std::get<ir::Type>(type), std::move(operands), of.loc());
     for (auto &[name, value] : attrs)
       op->setAttr(name, std::move(value));

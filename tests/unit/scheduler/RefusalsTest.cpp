@@ -2,6 +2,7 @@
 // diagnostic in the catalogue (frontend/Diagnostics.def, the same name):
 // the message form uses exactly the arguments the refusal carries, and
 // the arguments arrive formatted one value each.
+#include "frontend/Diagnostics.h"
 #include "scheduler/Error.h"
 
 #include <gtest/gtest.h>
@@ -49,6 +50,9 @@ TEST(Refusals, EachHasAnE08DiagnosticUsingExactlyItsArguments) {
     EXPECT_EQ(argumentsUsed(it->second.format),                                                    \
               std::tuple_size_v<RefusalArgs<Refusal::name>::type>)                                 \
         << #name << ": " << it->second.format;                                                     \
+    EXPECT_LE(std::tuple_size_v<RefusalArgs<Refusal::name>::type>,                                 \
+              DiagnosticEngine::kMaxRuntimeArgs)                                                   \
+        << #name << " takes more arguments than lpuc passes on";                                   \
   }
 #include "scheduler/Refusals.def"
   // And every E08xx code but the internal error of scheduling is a refusal.
