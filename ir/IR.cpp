@@ -319,35 +319,27 @@ Result elementwise(OpKind kind, llvm::ArrayRef<Type> in, const Type *declared) {
              " and " + tensor::dtypeName(in[b].dtype).str();
     return std::nullopt;
   };
-  switch (kind) {
-  case OpKind::Not:
-  case OpKind::And:
-  case OpKind::Or:
-    for (const Type &t : in)
-      if (t.dtype != DType::Bool)
-        return dtypeError(t, "bool");
+  if (std::optional<tensor::ElementwiseOp> e = elementwiseArithmetic(kind)) {
+    using R = tensor::ElementwiseRule;
+    const tensor::ElementwiseInfo &info = tensor::elementwiseInfo(*e);
+    if (info.rule == R::Logical) {
+      for (const Type &t : in)
+        if (t.dtype != DType::Bool)
+          return dtypeError(t, "bool");
+      return in[0];
+    }
     if (in.size() == 2)
-      if (auto e = sameDType(0, 1))
-        return *e;
-    return in[0];
-  case OpKind::Neg:
-  case OpKind::Abs:
-  case OpKind::Relu:
-    if (!isNumeric(in[0].dtype))
-      return dtypeError(in[0], "a number");
-    return in[0];
-  case OpKind::Gelu:
-  case OpKind::GeluTanh:
-  case OpKind::Silu:
-  case OpKind::Sigmoid:
-  case OpKind::Tanh:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-    if (!tensor::isFloat(in[0].dtype))
+      if (auto err = sameDType(0, 1))
+        return *err;
+    if (info.rule == R::Float && !tensor::isFloat(in[0].dtype))
       return dtypeError(in[0], "a float");
+    if ((info.rule == R::Number || info.rule == R::Ordering) && !isNumeric(in[0].dtype))
+      return dtypeError(in[0], "a number");
+    if (info.rule == R::Equality || info.rule == R::Ordering)
+      return Type{DType::Bool, in[0].shape};
     return in[0];
+  }
+  switch (kind) {
   case OpKind::Convert:
     if (!declared)
       return name.str() + ": needs a declared result type";
@@ -355,33 +347,6 @@ Result elementwise(OpKind kind, llvm::ArrayRef<Type> in, const Type *declared) {
       return name.str() + ": result shape " + shapeStr(declared->shape) +
              " differs from operand shape " + shapeStr(in[0].shape);
     return *declared;
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Rem:
-  case OpKind::Pow:
-  case OpKind::Maximum:
-  case OpKind::Minimum:
-    if (auto e = sameDType(0, 1))
-      return *e;
-    if (!isNumeric(in[0].dtype))
-      return dtypeError(in[0], "a number");
-    return in[0];
-  case OpKind::Eq:
-  case OpKind::Ne:
-    if (auto e = sameDType(0, 1))
-      return *e;
-    return Type{DType::Bool, in[0].shape};
-  case OpKind::Lt:
-  case OpKind::Le:
-  case OpKind::Gt:
-  case OpKind::Ge:
-    if (auto e = sameDType(0, 1))
-      return *e;
-    if (!isNumeric(in[0].dtype))
-      return dtypeError(in[0], "a number");
-    return Type{DType::Bool, in[0].shape};
   case OpKind::Select:
     if (in[0].dtype != DType::Bool)
       return name.str() + ": condition type " + in[0].str() + " is not bool";
@@ -720,39 +685,21 @@ std::variant<Type, std::string> inferType(OpKind kind, llvm::ArrayRef<Type> oper
 }
 
 std::optional<tensor::ElementwiseOp> elementwiseArithmetic(OpKind kind) {
-  using tensor::ElementwiseOp;
   switch (kind) {
-  case OpKind::Neg: return ElementwiseOp::Neg;
-  case OpKind::Not: return ElementwiseOp::Not;
-  case OpKind::Abs: return ElementwiseOp::Abs;
-  case OpKind::Relu: return ElementwiseOp::Relu;
-  case OpKind::Gelu: return ElementwiseOp::Gelu;
-  case OpKind::GeluTanh: return ElementwiseOp::GeluTanh;
-  case OpKind::Silu: return ElementwiseOp::Silu;
-  case OpKind::Sigmoid: return ElementwiseOp::Sigmoid;
-  case OpKind::Tanh: return ElementwiseOp::Tanh;
-  case OpKind::Exp: return ElementwiseOp::Exp;
-  case OpKind::Log: return ElementwiseOp::Log;
-  case OpKind::Sqrt: return ElementwiseOp::Sqrt;
-  case OpKind::Rsqrt: return ElementwiseOp::Rsqrt;
-  case OpKind::Add: return ElementwiseOp::Add;
-  case OpKind::Sub: return ElementwiseOp::Sub;
-  case OpKind::Mul: return ElementwiseOp::Mul;
-  case OpKind::Div: return ElementwiseOp::Div;
-  case OpKind::Rem: return ElementwiseOp::Rem;
-  case OpKind::Pow: return ElementwiseOp::Pow;
-  case OpKind::Maximum: return ElementwiseOp::Maximum;
-  case OpKind::Minimum: return ElementwiseOp::Minimum;
-  case OpKind::And: return ElementwiseOp::And;
-  case OpKind::Or: return ElementwiseOp::Or;
-  case OpKind::Eq: return ElementwiseOp::Eq;
-  case OpKind::Ne: return ElementwiseOp::Ne;
-  case OpKind::Lt: return ElementwiseOp::Lt;
-  case OpKind::Le: return ElementwiseOp::Le;
-  case OpKind::Gt: return ElementwiseOp::Gt;
-  case OpKind::Ge: return ElementwiseOp::Ge;
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Opcode)              \
+  case OpKind::Enum: return tensor::ElementwiseOp::Enum;
+#include "support/Elementwise.def"
   default: return std::nullopt;
   }
+}
+
+OpKind elementwiseKind(tensor::ElementwiseOp op) {
+  switch (op) {
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Opcode)              \
+  case tensor::ElementwiseOp::Enum: return OpKind::Enum;
+#include "support/Elementwise.def"
+  }
+  return OpKind::Return; // unreachable: the switch covers the table
 }
 
 } // namespace lpu::ir

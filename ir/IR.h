@@ -47,6 +47,8 @@ bool isElementwise(OpKind kind);
 /// reference interpreter and the fold pass both use it, so a folded value
 /// is the interpreter's.
 std::optional<tensor::ElementwiseOp> elementwiseArithmetic(OpKind kind);
+/// The IR op of a row of support/Elementwise.def.
+OpKind elementwiseKind(tensor::ElementwiseOp op);
 
 /// `f16[1, 128, 768]`; rank 0 prints as `f32[]`.
 struct Type {

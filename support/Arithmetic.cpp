@@ -13,26 +13,6 @@ namespace lpu::tensor {
 
 using Op = ElementwiseOp;
 
-bool isUnary(Op op) { return op <= Op::Rsqrt; }
-bool isComparison(Op op) { return op >= Op::Eq; }
-
-bool elementwiseDefinedOn(Op op, DType type) {
-  if (isComparison(op))
-    return true; // lt..ge on bool compare 0 and 1, as the machine does
-  if (type == DType::Bool)
-    return op == Op::Not || op == Op::And || op == Op::Or;
-  if (isFloat(type))
-    return op != Op::Not && op != Op::And && op != Op::Or;
-  switch (op) { // integers
-  case Op::Neg: case Op::Not: case Op::Abs: case Op::Relu:
-  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Pow:
-  case Op::Maximum: case Op::Minimum: case Op::And: case Op::Or:
-    return true;
-  default:
-    return false;
-  }
-}
-
 namespace {
 #if defined(__x86_64__)
 __attribute__((target("avx,f16c"))) void roundToHalfF16C(float *data, size_t n) {
@@ -266,6 +246,24 @@ bool binaryInt(Op op, DType type, const int32_t *p, const int32_t *q, int32_t *y
   default: return false;
   }
   return true;
+}
+
+std::optional<double> foldUnary(Op op, double x) {
+  switch (op) {
+  case Op::Abs: return std::fabs(x);
+  case Op::Relu: return x > 0 ? x : 0;
+  case Op::Gelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  case Op::GeluTanh:
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  case Op::Silu: return x / (1 + std::exp(-x));
+  case Op::Sigmoid: return 1 / (1 + std::exp(-x));
+  case Op::Tanh: return std::tanh(x);
+  case Op::Exp: return std::exp(x);
+  case Op::Log: return std::log(x);
+  case Op::Sqrt: return std::sqrt(x);
+  case Op::Rsqrt: return 1 / std::sqrt(x);
+  default: return std::nullopt;
+  }
 }
 
 bool compareFloat(Op op, const float *a, const float *b, int32_t *y, size_t n) {

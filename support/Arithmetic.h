@@ -11,28 +11,13 @@
 #pragma once
 
 #include "support/DType.h"
+#include "support/Elementwise.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace lpu::tensor {
-
-/// The IR's elementwise ops except convert and select (see below).
-enum class ElementwiseOp : uint8_t {
-  // one operand
-  Neg, Not, Abs, Relu, Gelu, GeluTanh, Silu, Sigmoid, Tanh, Exp, Log, Sqrt, Rsqrt,
-  // two operands
-  Add, Sub, Mul, Div, Rem, Pow, Maximum, Minimum, And, Or,
-  // comparisons (result bool: 0 or 1)
-  Eq, Ne, Lt, Le, Gt, Ge,
-};
-
-bool isUnary(ElementwiseOp op);
-bool isComparison(ElementwiseOp op);
-
-/// Whether `op` is defined on operands of `type` (docs/ir.md's type rules;
-/// not, and, or are also defined on the integer dtypes, bitwise).
-bool elementwiseDefinedOn(ElementwiseOp op, DType type);
 
 /// Float ops: y[i] = op(x[i]) (or op(a[i], b[i])) computed in fp32, then
 /// rounded to `result` (f16, bf16 or f32). False when `op` is not a float op
@@ -48,6 +33,10 @@ bool binaryInt(ElementwiseOp op, DType type, const int32_t *a, const int32_t *b,
 /// Comparisons: y[i] = 1 or 0 (IEEE for floats: NaN compares unequal).
 bool compareFloat(ElementwiseOp op, const float *a, const float *b, int32_t *y, size_t n);
 bool compareInt(ElementwiseOp op, const int32_t *a, const int32_t *b, int32_t *y, size_t n);
+/// A unary op of a built-in on a compile-time number, in double precision
+/// (the checker folds `sqrt(16.0)` to 4); nullopt when `op` has no such
+/// fold (not, neg: operators, folded by the checker itself).
+std::optional<double> foldUnary(ElementwiseOp op, double x);
 
 /// select(cond, a, b): y[i] = cond[i] ? a[i] : b[i].
 template <typename T>
