@@ -2,6 +2,8 @@
 
 #include <llvm/ADT/StringMap.h>
 
+#include <array>
+
 namespace lpu::backend {
 
 llvm::StringRef unitKindName(UnitKind kind) {
@@ -37,9 +39,10 @@ constexpr K kTranspose[] = {K::Src0, K::Dst};
 constexpr K kSend[] = {K::DType, K::Link, K::Src0};
 constexpr K kReceive[] = {K::DType, K::Link, K::Dst};
 
-template <size_t N> llvm::ArrayRef<K> ops(const K (&a)[N]) { return llvm::ArrayRef<K>(a, N); }
+template <size_t N> constexpr llvm::ArrayRef<K> ops(const K (&a)[N]) { return llvm::ArrayRef<K>(a); }
 
-const OpcodeInfo kTable[] = {
+// The rows in any order; the table below puts each at its number.
+constexpr OpcodeInfo kRows[] = {
     {Opcode::Nop, "nop", std::nullopt, ops(kNop)},
     {Opcode::Repeat, "repeat", std::nullopt, ops(kRepeat)},
     {Opcode::Sync, "sync", std::nullopt, llvm::ArrayRef<K>()},
@@ -49,35 +52,9 @@ const OpcodeInfo kTable[] = {
     {Opcode::Gather, "gather", UnitKind::Mem, ops(kGather)},
     {Opcode::Scatter, "scatter", UnitKind::Mem, ops(kScatter)},
     {Opcode::Copy, "copy", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Neg, "neg", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Abs, "abs", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Relu, "relu", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Tanh, "tanh", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Exp, "exp", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Rsqrt, "rsqrt", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Not, "not", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Log, "log", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Sqrt, "sqrt", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Sigmoid, "sigmoid", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Gelu, "gelu", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::GeluTanh, "gelu_tanh", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Silu, "silu", UnitKind::Vxm, ops(kUnary)},
-    {Opcode::Add, "add", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Sub, "sub", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Mul, "mul", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Max, "max", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Min, "min", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Div, "div", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Rem, "rem", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Pow, "pow", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::And, "and", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::Or, "or", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::CmpEq, "cmp.eq", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::CmpNe, "cmp.ne", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::CmpLt, "cmp.lt", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::CmpLe, "cmp.le", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::CmpGt, "cmp.gt", UnitKind::Vxm, ops(kBinary)},
-    {Opcode::CmpGe, "cmp.ge", UnitKind::Vxm, ops(kBinary)},
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Number)             \
+  {Opcode::VxmEnum, VxmName, UnitKind::Vxm, Arity == 1 ? ops(kUnary) : ops(kBinary)},
+#include "support/Elementwise.def"
     {Opcode::Select, "select", UnitKind::Vxm, ops(kTernary)},
     {Opcode::Cvt, "cvt", UnitKind::Vxm, ops(kCvt)},
     {Opcode::CvtTrunc, "cvt.trunc", UnitKind::Vxm, ops(kCvt)},
@@ -93,7 +70,24 @@ const OpcodeInfo kTable[] = {
     {Opcode::Send, "send", UnitKind::C2c, ops(kSend)},
     {Opcode::Receive, "recv", UnitKind::C2c, ops(kReceive)},
 };
-static_assert(sizeof(kTable) / sizeof(kTable[0]) == kNumOpcodes);
+
+constexpr std::array<OpcodeInfo, kNumOpcodes> byNumber() {
+  std::array<OpcodeInfo, kNumOpcodes> table{};
+  for (const OpcodeInfo &row : kRows)
+    table[unsigned(row.op)] = row;
+  return table;
+}
+constexpr std::array<OpcodeInfo, kNumOpcodes> kTable = byNumber();
+
+constexpr bool everyNumberOnce() {
+  if (std::size(kRows) != kNumOpcodes)
+    return false;
+  for (unsigned n = 0; n < kNumOpcodes; ++n)
+    if (kTable[n].mnemonic.empty() || unsigned(kTable[n].op) != n)
+      return false;
+  return true;
+}
+static_assert(everyNumberOnce(), "every opcode number 0 .. kNumOpcodes - 1 names one instruction");
 } // namespace
 
 const OpcodeInfo &opcodeInfo(Opcode op) { return kTable[unsigned(op)]; }
@@ -120,42 +114,35 @@ std::string streamName(StreamRef s) {
 unsigned streamWidth(DType type) { return tensor::dtypeSize(type); }
 
 bool dtypeAllowed(Opcode op, DType type) {
-  bool isFloat = type == DType::F16 || type == DType::F32 || type == DType::BF16;
+  if (std::optional<tensor::ElementwiseOp> e = elementwiseOf(op))
+    return tensor::elementwiseDefinedOn(*e, type);
   switch (op) {
-  case Opcode::Tanh:
-  case Opcode::Exp:
-  case Opcode::Rsqrt:
-  case Opcode::Log:
-  case Opcode::Sqrt:
-  case Opcode::Sigmoid:
-  case Opcode::Gelu:
-  case Opcode::GeluTanh:
-  case Opcode::Silu:
-    return isFloat;
-  case Opcode::Not:
-  case Opcode::And:
-  case Opcode::Or:
-    return !isFloat;
   case Opcode::LoadWeights:
   case Opcode::MatMul:
     return type == DType::F16 || type == DType::I8;
   case Opcode::AccRead:
     return type == DType::F32 || type == DType::I32;
-  case Opcode::Neg:
-  case Opcode::Abs:
-  case Opcode::Relu:
-  case Opcode::Add:
-  case Opcode::Sub:
-  case Opcode::Mul:
-  case Opcode::Max:
-  case Opcode::Min:
-  case Opcode::Div:
-  case Opcode::Rem:
-  case Opcode::Pow:
-    return type != DType::Bool;
   default:
     return true;
   }
+}
+
+std::optional<tensor::ElementwiseOp> elementwiseOf(Opcode op) {
+  switch (op) {
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Number)             \
+  case Opcode::VxmEnum: return tensor::ElementwiseOp::Enum;
+#include "support/Elementwise.def"
+  default: return std::nullopt;
+  }
+}
+
+Opcode vxmOpcode(tensor::ElementwiseOp op) {
+  switch (op) {
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Number)             \
+  case tensor::ElementwiseOp::Enum: return Opcode::VxmEnum;
+#include "support/Elementwise.def"
+  }
+  return Opcode::Nop; // unreachable: the switch covers the table
 }
 
 } // namespace lpu::backend

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "support/DType.h"
+#include "support/Elementwise.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
@@ -24,31 +25,45 @@ enum class UnitKind : uint8_t { Mem, Vxm, Mxm, Sxm, C2c };
 inline constexpr unsigned kNumUnitKinds = 5;
 llvm::StringRef unitKindName(UnitKind kind); // "mem", "vxm", ...
 
+/// An opcode's value is its number in the program file: fixed forever. The
+/// VXM's elementwise instructions come from support/Elementwise.def, whose
+/// rows carry their numbers; the others are numbered here.
 enum class Opcode : uint8_t {
   // ICU
-  Nop, Repeat, Sync, Notify,
+  Nop = 0, Repeat = 1, Sync = 2, Notify = 3,
   // MEM
-  Read, Write, Gather, Scatter,
-  // VXM unary (not: bool, or bitwise on ints)
-  Copy, Neg, Abs, Relu, Tanh, Exp, Rsqrt, Not, Log, Sqrt, Sigmoid, Gelu, GeluTanh, Silu,
-  // VXM binary (max/min are the IR's maximum/minimum; and/or: bool, or
-  // bitwise on ints)
-  Add, Sub, Mul, Max, Min, Div, Rem, Pow, And, Or,
-  // VXM compare (result is bool, one stream)
-  CmpEq, CmpNe, CmpLt, CmpLe, CmpGt, CmpGe,
+  Read = 4, Write = 5, Gather = 6, Scatter = 7,
+  // VXM: copy moves the bits unchanged; the elementwise ops (not, and, or:
+  // bool, or bitwise on ints; max/min are the IR's maximum/minimum; the
+  // compares give bool, one stream)
+  Copy = 8,
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Number)             \
+  VxmEnum = Number,
+#include "support/Elementwise.def"
   // VXM select: cond (bool, one stream) ? a : b, three input groups
-  Select,
+  Select = 38,
   // VXM conversion: cvt rounds float -> int to nearest even, cvt.trunc
   // truncates toward zero (the IR's convert); both saturate, NaN gives 0
-  Cvt, CvtTrunc,
+  Cvt = 39, CvtTrunc = 40,
   // MXM
-  LoadWeights, InstallWeights, MatMul, AccRead,
+  LoadWeights = 41, InstallWeights = 42, MatMul = 43, AccRead = 44,
   // SXM
-  Shift, Rotate, Permute, Distribute, Transpose,
+  Shift = 45, Rotate = 46, Permute = 47, Distribute = 48, Transpose = 49,
   // C2C
-  Send, Receive,
+  Send = 50, Receive = 51,
 };
-inline constexpr unsigned kNumOpcodes = unsigned(Opcode::Receive) + 1;
+/// The first number no opcode has: the next new instruction's.
+inline constexpr unsigned kFirstFreeOpcode = [] {
+  unsigned next = unsigned(Opcode::Receive) + 1;
+  for (unsigned n : {
+#define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Number) Number##u,
+#include "support/Elementwise.def"
+       })
+    next = n + 1 > next ? n + 1 : next;
+  return next;
+}();
+/// Opcodes are 0 .. kNumOpcodes - 1, every number used (Isa.cpp checks).
+inline constexpr unsigned kNumOpcodes = kFirstFreeOpcode;
 
 /// The operands an opcode takes, in the order the assembly writes them.
 enum class OperandKind : uint8_t {
@@ -107,5 +122,11 @@ unsigned streamWidth(DType type);
 
 /// Whether `type` may be used with `op` (e.g. rsqrt is for floats only).
 bool dtypeAllowed(Opcode op, DType type);
+
+/// The elementwise op a VXM instruction computes (support/Elementwise.def),
+/// nullopt for every other instruction (copy included).
+std::optional<tensor::ElementwiseOp> elementwiseOf(Opcode op);
+/// The VXM instruction computing an elementwise op.
+Opcode vxmOpcode(tensor::ElementwiseOp op);
 
 } // namespace lpu::backend

@@ -186,6 +186,8 @@ llvm::Error error(const llvm::Twine &msg) {
 
 /// The width (in streams) each stream operand of `in` must have.
 unsigned operandWidth(const Instr &in, OperandKind k) {
+  if (std::optional<tensor::ElementwiseOp> e = elementwiseOf(in.op))
+    return k == OperandKind::Dst && tensor::isComparison(*e) ? 1 : streamWidth(in.dtype);
   switch (in.op) {
   case Opcode::Read:
   case Opcode::Write:
@@ -193,9 +195,6 @@ unsigned operandWidth(const Instr &in, OperandKind k) {
   case Opcode::Gather:
   case Opcode::Scatter:
     return k == OperandKind::Src1 ? 2 : 1;
-  case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt:
-  case Opcode::CmpLe: case Opcode::CmpGt: case Opcode::CmpGe:
-    return k == OperandKind::Dst ? 1 : streamWidth(in.dtype);
   case Opcode::Select:
     return k == OperandKind::Src0 ? 1 : streamWidth(in.dtype);
   case Opcode::Cvt:

@@ -93,13 +93,12 @@ unsigned Placer::position(const Instr &in) const {
 }
 
 unsigned Placer::resultWidth(const Instr &in) const {
+  if (std::optional<tensor::ElementwiseOp> e = elementwiseOf(in.op))
+    return tensor::isComparison(*e) ? 1 : streamWidth(in.dtype);
   switch (in.op) {
   case Opcode::Read: return 1;
   case Opcode::AccRead: return 4;
   case Opcode::Cvt: case Opcode::CvtTrunc: return streamWidth(in.dtype2);
-  case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt: case Opcode::CmpLe:
-  case Opcode::CmpGt: case Opcode::CmpGe:
-    return 1;
   case Opcode::Write: case Opcode::LoadWeights: case Opcode::InstallWeights:
   case Opcode::MatMul: case Opcode::Scatter:
     return 0;

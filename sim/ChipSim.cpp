@@ -317,6 +317,23 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
   const uint8_t *b[32];
   uint8_t *out[32];
 
+  if (std::optional<tensor::ElementwiseOp> e = elementwiseOf(in.op)) { // support/Elementwise.def
+    unsigned pos = chip_.vxmPosition();
+    if (tensor::isUnary(*e)) {
+      if (!readGroup(ctx, in.src0, w, pos, a) || !emitGroup(ctx, in.dst, w, pos, done, out))
+        return false;
+      if (data)
+        vxmUnary(in.op, in.dtype, a, out, lanes);
+      return true;
+    }
+    bool compare = tensor::isComparison(*e);
+    if (!readGroup(ctx, in.src0, w, pos, a) || !readGroup(ctx, in.src1, w, pos, b) ||
+        !emitGroup(ctx, in.dst, compare ? 1 : w, pos, done, out))
+      return false;
+    if (data)
+      vxmBinary(in.op, in.dtype, a, b, out, lanes);
+    return true;
+  }
   switch (in.op) {
   case Opcode::Read: {
     unsigned pos = chip_.slicePosition(in.unit);
@@ -369,28 +386,12 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
         out[0][i] = sramVector(in.unit, addrs[i])[i];
     return true;
   }
-  case Opcode::Copy: case Opcode::Neg: case Opcode::Abs: case Opcode::Relu:
-  case Opcode::Tanh: case Opcode::Exp: case Opcode::Rsqrt: case Opcode::Not: case Opcode::Log:
-  case Opcode::Sqrt: case Opcode::Sigmoid: case Opcode::Gelu: case Opcode::GeluTanh:
-  case Opcode::Silu: {
+  case Opcode::Copy: {
     unsigned pos = chip_.vxmPosition();
     if (!readGroup(ctx, in.src0, w, pos, a) || !emitGroup(ctx, in.dst, w, pos, done, out))
       return false;
     if (data)
       vxmUnary(in.op, in.dtype, a, out, lanes);
-    return true;
-  }
-  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Max: case Opcode::Min:
-  case Opcode::Div: case Opcode::Rem: case Opcode::Pow: case Opcode::And: case Opcode::Or:
-  case Opcode::CmpEq: case Opcode::CmpNe: case Opcode::CmpLt: case Opcode::CmpLe:
-  case Opcode::CmpGt: case Opcode::CmpGe: {
-    unsigned pos = chip_.vxmPosition();
-    bool compare = in.op >= Opcode::CmpEq;
-    if (!readGroup(ctx, in.src0, w, pos, a) || !readGroup(ctx, in.src1, w, pos, b) ||
-        !emitGroup(ctx, in.dst, compare ? 1 : w, pos, done, out))
-      return false;
-    if (data)
-      vxmBinary(in.op, in.dtype, a, b, out, lanes);
     return true;
   }
   case Opcode::Select: {

@@ -106,44 +106,8 @@ int64_t elementAsInt(DType type, Planes in, unsigned lane) {
   }
 }
 
-std::optional<tensor::ElementwiseOp> elementwiseOpOf(Opcode op) {
-  using E = tensor::ElementwiseOp;
-  switch (op) {
-  case Opcode::Neg: return E::Neg;
-  case Opcode::Not: return E::Not;
-  case Opcode::Abs: return E::Abs;
-  case Opcode::Relu: return E::Relu;
-  case Opcode::Gelu: return E::Gelu;
-  case Opcode::GeluTanh: return E::GeluTanh;
-  case Opcode::Silu: return E::Silu;
-  case Opcode::Sigmoid: return E::Sigmoid;
-  case Opcode::Tanh: return E::Tanh;
-  case Opcode::Exp: return E::Exp;
-  case Opcode::Log: return E::Log;
-  case Opcode::Sqrt: return E::Sqrt;
-  case Opcode::Rsqrt: return E::Rsqrt;
-  case Opcode::Add: return E::Add;
-  case Opcode::Sub: return E::Sub;
-  case Opcode::Mul: return E::Mul;
-  case Opcode::Div: return E::Div;
-  case Opcode::Rem: return E::Rem;
-  case Opcode::Pow: return E::Pow;
-  case Opcode::Max: return E::Maximum;
-  case Opcode::Min: return E::Minimum;
-  case Opcode::And: return E::And;
-  case Opcode::Or: return E::Or;
-  case Opcode::CmpEq: return E::Eq;
-  case Opcode::CmpNe: return E::Ne;
-  case Opcode::CmpLt: return E::Lt;
-  case Opcode::CmpLe: return E::Le;
-  case Opcode::CmpGt: return E::Gt;
-  case Opcode::CmpGe: return E::Ge;
-  default: return std::nullopt;
-  }
-}
-
 void vxmUnary(Opcode op, DType type, Planes in, OutPlanes out, unsigned lanes) {
-  std::optional<tensor::ElementwiseOp> e = elementwiseOpOf(op);
+  std::optional<tensor::ElementwiseOp> e = backend::elementwiseOf(op);
   if (!e) { // copy: the bits, unchanged
     for (unsigned b = 0; b < tensor::dtypeSize(type); ++b)
       std::memcpy(out[b], in[b], lanes);
@@ -163,7 +127,7 @@ void vxmUnary(Opcode op, DType type, Planes in, OutPlanes out, unsigned lanes) {
 }
 
 void vxmBinary(Opcode op, DType type, Planes a, Planes b, OutPlanes out, unsigned lanes) {
-  std::optional<tensor::ElementwiseOp> e = elementwiseOpOf(op);
+  std::optional<tensor::ElementwiseOp> e = backend::elementwiseOf(op);
   if (!e)
     return;
   Decoded x, y;

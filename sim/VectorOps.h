@@ -31,10 +31,6 @@ void vxmSelect(backend::DType type, Planes cond, Planes a, Planes b, OutPlanes o
 void vxmConvert(backend::DType from, backend::DType to, bool truncate, Planes in, OutPlanes out,
                 unsigned lanes);
 
-/// The IR elementwise op a VXM opcode computes (nullopt for copy, select,
-/// cvt and non-VXM opcodes).
-std::optional<tensor::ElementwiseOp> elementwiseOpOf(backend::Opcode op);
-
 /// shift (toward higher lanes, zero fill), rotate, permute and distribute
 /// (out[i] = in[map[i]], 0 when map[i] >= lanes; map is a u16 per lane in
 /// two planes) applied to each of `width` planes.

@@ -16,39 +16,11 @@ using namespace backend;
 namespace {
 
 std::optional<Opcode> vxmOpcode(ir::OpKind kind) {
-  using K = ir::OpKind;
+  if (std::optional<tensor::ElementwiseOp> e = ir::elementwiseArithmetic(kind))
+    return backend::vxmOpcode(*e); // support/Elementwise.def
   switch (kind) {
-  case K::Neg: return Opcode::Neg;
-  case K::Abs: return Opcode::Abs;
-  case K::Relu: return Opcode::Relu;
-  case K::Tanh: return Opcode::Tanh;
-  case K::Exp: return Opcode::Exp;
-  case K::Rsqrt: return Opcode::Rsqrt;
-  case K::Not: return Opcode::Not;
-  case K::Log: return Opcode::Log;
-  case K::Sqrt: return Opcode::Sqrt;
-  case K::Sigmoid: return Opcode::Sigmoid;
-  case K::Gelu: return Opcode::Gelu;
-  case K::GeluTanh: return Opcode::GeluTanh;
-  case K::Silu: return Opcode::Silu;
-  case K::Div: return Opcode::Div;
-  case K::Rem: return Opcode::Rem;
-  case K::Pow: return Opcode::Pow;
-  case K::And: return Opcode::And;
-  case K::Or: return Opcode::Or;
-  case K::Select: return Opcode::Select;
-  case K::Convert: return Opcode::Cvt;
-  case K::Add: return Opcode::Add;
-  case K::Sub: return Opcode::Sub;
-  case K::Mul: return Opcode::Mul;
-  case K::Maximum: return Opcode::Max;
-  case K::Minimum: return Opcode::Min;
-  case K::Eq: return Opcode::CmpEq;
-  case K::Ne: return Opcode::CmpNe;
-  case K::Lt: return Opcode::CmpLt;
-  case K::Le: return Opcode::CmpLe;
-  case K::Gt: return Opcode::CmpGt;
-  case K::Ge: return Opcode::CmpGe;
+  case ir::OpKind::Select: return Opcode::Select;
+  case ir::OpKind::Convert: return Opcode::Cvt;
   default: return std::nullopt;
   }
 }
@@ -63,8 +35,9 @@ llvm::Expected<Instr> vxmInstr(const ir::Op &op) {
   in.op = *code;
   DType operandType = op.operand(0)->type().dtype;
   in.dtype = op.type().dtype;
-  if (*code >= Opcode::CmpEq && *code <= Opcode::CmpGe)
-    in.dtype = operandType;
+  if (std::optional<tensor::ElementwiseOp> e = elementwiseOf(*code))
+    if (tensor::isComparison(*e)) // the result is bool; the instruction compares operandType
+      in.dtype = operandType;
   if (*code == Opcode::Cvt) {
     // The IR's convert truncates floats toward zero when the target is an
     // integer (cvt.trunc); float targets round to nearest even (cvt).
