@@ -10,47 +10,27 @@ namespace lpu::check {
 
 namespace {
 
-const char *const kUnary[] = {"relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh",
-                              "exp",  "log",  "sqrt",      "rsqrt", "abs"};
-const char *const kOthers[] = {"maximum", "minimum",   "select",     "sum",        "mean",
+// The elementwise built-ins (relu, silu, maximum, ...) are the Builtin rows
+// of support/Elementwise.def; these are the others.
+const char *const kOthers[] = {"select",     "sum",        "mean",
                                "max",     "min",       "argmax",     "softmax",    "reshape",
                                "transpose", "concat",  "split",      "broadcast_to", "gather",
                                "iota",    "zeros",     "ones",       "full",       "conv2d",
                                "max_pool2d", "avg_pool2d", "floordiv", "ceildiv"};
 
-/// A unary built-in applied to a compile-time number: `sqrt(16.0)` is 4.
-double foldUnary(llvm::StringRef name, double x) {
-  if (name == "relu")
-    return x > 0 ? x : 0;
-  if (name == "gelu")
-    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  if (name == "gelu_tanh")
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-  if (name == "silu")
-    return x / (1 + std::exp(-x));
-  if (name == "sigmoid")
-    return 1 / (1 + std::exp(-x));
-  if (name == "tanh")
-    return std::tanh(x);
-  if (name == "exp")
-    return std::exp(x);
-  if (name == "log")
-    return std::log(x);
-  if (name == "sqrt")
-    return std::sqrt(x);
-  if (name == "rsqrt")
-    return 1 / std::sqrt(x);
-  return std::fabs(x); // abs
-}
-
-bool isUnary(llvm::StringRef n) {
-  return std::find(std::begin(kUnary), std::end(kUnary), n) != std::end(kUnary);
+/// The elementwise built-in `n` names with `arity` operands.
+std::optional<tensor::ElementwiseOp> elementwiseBuiltin(llvm::StringRef n, unsigned arity) {
+  std::optional<tensor::ElementwiseOp> e = tensor::elementwiseBuiltin(n);
+  if (e && tensor::elementwiseInfo(*e).arity == arity)
+    return e;
+  return std::nullopt;
 }
 
 } // namespace
 
 bool Checker::isBuiltin(llvm::StringRef n) const {
-  return isUnary(n) || std::find(std::begin(kOthers), std::end(kOthers), n) != std::end(kOthers);
+  return tensor::elementwiseBuiltin(n) ||
+         std::find(std::begin(kOthers), std::end(kOthers), n) != std::end(kOthers);
 }
 
 std::optional<int64_t> Checker::constInt(const Value &v) const {
@@ -215,7 +195,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
                         : name == "min"     ? sizes::min(x, y)
                                             : sizes::max(x, y));
   }
-  if (isUnary(name)) {
+  if (std::optional<tensor::ElementwiseOp> unary = elementwiseBuiltin(name, 1)) {
     auto a = bind({"x"}, 1);
     if (!a)
       return Value::error();
@@ -226,12 +206,12 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
         auto c = x.size.constantValue();
         n = c ? std::optional<double>(static_cast<double>(*c)) : std::nullopt;
       }
-      return Value::ofFloat(n ? foldUnary(name, *n) : 0.0);
+      return Value::ofFloat(n ? tensor::foldUnary(*unary, *n).value_or(0.0) : 0.0);
     }
     const TensorType *t = tensorArg((*a)[0]);
     if (!t)
       return Value::error();
-    bool anyNumber = name == "relu" || name == "abs";
+    bool anyNumber = tensor::elementwiseInfo(*unary).rule == tensor::ElementwiseRule::Number;
     if (!isFloatDtype(t->dtype) && !(anyNumber && isIntDtype(t->dtype))) {
       error(DiagID::WrongDtypeKind, (*a)[0]->range, name, "a float tensor", t->str())
           .help("convert first, e.g. " + name + "(f32(...))");
@@ -239,7 +219,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     }
     return result(*t, t->elements(), {&(*a)[0]->value});
   }
-  if (name == "maximum" || name == "minimum") {
+  if (std::optional<tensor::ElementwiseOp> binary = elementwiseBuiltin(name, 2)) {
     auto a = bind({"a", "b"}, 2);
     if (!a)
       return Value::error();
@@ -251,10 +231,17 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     if (!unifyDtypes(x, y, f, e.range, name))
       return Value::error();
     auto t = broadcast(x.tensor, y.tensor, f, e.range, name, (*a)[0]->expr, (*a)[1]->expr);
+    // A built-in binary row is Number or Float (support/Elementwise.def).
+    bool floatOnly = tensor::elementwiseInfo(*binary).rule == tensor::ElementwiseRule::Float;
+    if (t && floatOnly && !isFloatDtype(t->dtype)) {
+      error(DiagID::WrongDtypeKind, e.range, name, "float tensors", t->str());
+      return Value::error();
+    }
     if (t && t->dtype == "bool") {
+      auto d = error(DiagID::WrongDtypeKind, e.range, name, "number tensors", t->str());
       // Bools have no order: `&&` and `||` are their minimum and maximum.
-      error(DiagID::WrongDtypeKind, e.range, name, "number tensors", t->str())
-          .help(std::string("write '") + (name == "maximum" ? "||" : "&&") + "' for bools");
+      if (*binary == tensor::ElementwiseOp::Maximum || *binary == tensor::ElementwiseOp::Minimum)
+        d.help(std::string("write '") + (name == "maximum" ? "||" : "&&") + "' for bools");
       return Value::error();
     }
     return t ? result(*t, t->elements(), {&x, &y}) : Value::error();

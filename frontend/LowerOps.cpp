@@ -13,20 +13,13 @@ namespace {
 
 std::vector<int64_t> twice(int64_t v) { return {v, v}; }
 
-std::optional<ir::OpKind> unaryKind(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<ir::OpKind>>(name)
-      .Case("relu", ir::OpKind::Relu)
-      .Case("gelu", ir::OpKind::Gelu)
-      .Case("gelu_tanh", ir::OpKind::GeluTanh)
-      .Case("silu", ir::OpKind::Silu)
-      .Case("sigmoid", ir::OpKind::Sigmoid)
-      .Case("tanh", ir::OpKind::Tanh)
-      .Case("exp", ir::OpKind::Exp)
-      .Case("log", ir::OpKind::Log)
-      .Case("sqrt", ir::OpKind::Sqrt)
-      .Case("rsqrt", ir::OpKind::Rsqrt)
-      .Case("abs", ir::OpKind::Abs)
-      .Default(std::nullopt);
+/// The IR op of the elementwise built-in `name` with `arity` operands
+/// (support/Elementwise.def).
+std::optional<ir::OpKind> builtinKind(llvm::StringRef name, unsigned arity) {
+  std::optional<tensor::ElementwiseOp> e = tensor::elementwiseBuiltin(name);
+  if (!e || tensor::elementwiseInfo(*e).arity != arity)
+    return std::nullopt;
+  return ir::elementwiseKind(*e);
 }
 
 /// The value of a compile-time number or bool.
@@ -384,7 +377,7 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
   };
   llvm::SMRange at = e.range;
 
-  if (auto kind = unaryKind(name)) {
+  if (auto kind = builtinKind(name, 1)) {
     auto a = bind({"x"});
     if (result.isTensor() && a[0])
       if (auto type = irType(result.tensor, at))
@@ -423,10 +416,10 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     return axis < 0 ? axis + rank : axis;
   };
 
-  if (name == "maximum" || name == "minimum") {
+  if (auto kind = builtinKind(name, 2)) {
     auto a = bind({"a", "b"});
     auto ops = elementwiseOperands({a[0], a[1]}, result.tensor.dtype, type->shape, at);
-    result.op = emit(name == "maximum" ? ir::OpKind::Maximum : ir::OpKind::Minimum, *type, ops, at);
+    result.op = emit(*kind, *type, ops, at);
     return;
   }
   if (name == "select") {
