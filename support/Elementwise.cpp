@@ -6,7 +6,7 @@ namespace {
 using R = ElementwiseRule;
 using S = ElementwiseSurface;
 
-const ElementwiseInfo kOps[] = {
+constexpr ElementwiseInfo kOps[] = {
 #define LPU_ELEMENTWISE(Enum, Name, Arity, Rule, Surface, VxmEnum, VxmName, Opcode)              \
   {ElementwiseOp::Enum, Name, Arity, R::Rule, S::Surface, VxmName, Opcode},
 #include "support/Elementwise.def"

@@ -110,24 +110,14 @@ struct Case {
   Opcode op;
   OpKind kind;
 };
-const Case kUnary[] = {
-    {Opcode::Neg, OpKind::Neg},         {Opcode::Not, OpKind::Not},
-    {Opcode::Abs, OpKind::Abs},         {Opcode::Relu, OpKind::Relu},
-    {Opcode::Gelu, OpKind::Gelu},       {Opcode::GeluTanh, OpKind::GeluTanh},
-    {Opcode::Silu, OpKind::Silu},       {Opcode::Sigmoid, OpKind::Sigmoid},
-    {Opcode::Tanh, OpKind::Tanh},       {Opcode::Exp, OpKind::Exp},
-    {Opcode::Log, OpKind::Log},         {Opcode::Sqrt, OpKind::Sqrt},
-    {Opcode::Rsqrt, OpKind::Rsqrt},
-};
-const Case kBinary[] = {
-    {Opcode::Add, OpKind::Add},     {Opcode::Sub, OpKind::Sub},     {Opcode::Mul, OpKind::Mul},
-    {Opcode::Div, OpKind::Div},     {Opcode::Rem, OpKind::Rem},     {Opcode::Pow, OpKind::Pow},
-    {Opcode::Max, OpKind::Maximum}, {Opcode::Min, OpKind::Minimum}, {Opcode::And, OpKind::And},
-    {Opcode::Or, OpKind::Or},       {Opcode::CmpEq, OpKind::Eq},    {Opcode::CmpNe, OpKind::Ne},
-    {Opcode::CmpLt, OpKind::Lt},    {Opcode::CmpLe, OpKind::Le},    {Opcode::CmpGt, OpKind::Gt},
-    {Opcode::CmpGe, OpKind::Ge},
-};
-
+/// Every row of support/Elementwise.def with `arity` operands.
+std::vector<Case> casesOfArity(unsigned arity) {
+  std::vector<Case> out;
+  for (const tensor::ElementwiseInfo &info : tensor::elementwiseOps())
+    if (info.arity == arity)
+      out.push_back({backend::vxmOpcode(info.op), ir::elementwiseKind(info.op)});
+  return out;
+}
 bool irAllows(OpKind kind, std::vector<ir::Type> operands, const ir::Type *declared = nullptr) {
   return std::holds_alternative<ir::Type>(ir::inferType(kind, operands, {}, declared));
 }
@@ -149,7 +139,7 @@ TEST(InterpAgreement, UnaryOpsEveryDtype) {
   int checked = 0;
   for (DType t : kAllTypes) {
     tensor::Tensor x = specials(t)[0];
-    for (const Case &c : kUnary) {
+    for (const Case &c : casesOfArity(1)) {
       if (!irAllows(c.kind, {ir::testing::T(t, {x.numElements()})}))
         continue;
       ASSERT_TRUE(backend::dtypeAllowed(c.op, t))
@@ -176,7 +166,7 @@ TEST(InterpAgreement, BinaryOpsEveryDtype) {
   for (DType t : kAllTypes) {
     auto [a, b] = pairs(t);
     int64_t n = a.numElements();
-    for (const Case &c : kBinary) {
+    for (const Case &c : casesOfArity(2)) {
       if (!irAllows(c.kind, {ir::testing::T(t, {n}), ir::testing::T(t, {n})}))
         continue;
       ASSERT_TRUE(backend::dtypeAllowed(c.op, t))
