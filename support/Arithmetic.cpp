@@ -172,6 +172,11 @@ bool unaryFloat(Op op, DType result, const float *in, float *out, size_t n) {
   case Op::Log: mapUnary(in, out, n, [](float v) { return std::log(v); }); break;
   case Op::Sqrt: mapUnary(in, out, n, [](float v) { return std::sqrt(v); }); break;
   case Op::Rsqrt: mapUnary(in, out, n, [](float v) { return 1.0f / std::sqrt(v); }); break;
+  case Op::Softplus: // log(1 + exp(v)), without exp's overflow past v = 88
+    mapUnary(in, out, n, [](float v) {
+      return v > 0.0f ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+    });
+    break;
   default: return false;
   }
   roundTo(result, out, n);
@@ -262,6 +267,7 @@ std::optional<double> foldUnary(Op op, double x) {
   case Op::Log: return std::log(x);
   case Op::Sqrt: return std::sqrt(x);
   case Op::Rsqrt: return 1 / std::sqrt(x);
+  case Op::Softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
   default: return std::nullopt;
   }
 }

@@ -9,10 +9,10 @@ import sys
 LAT = {"copy": 1, "neg": 1, "abs": 1, "relu": 1, "add": 2, "sub": 2, "mul": 3, "max": 2,
        "min": 2, "cvt": 2, "tanh": 8, "exp": 8, "rsqrt": 8, "not": 1, "and": 1, "or": 1,
        "select": 2, "cvt.trunc": 2, "log": 8, "sqrt": 8, "sigmoid": 8, "silu": 8, "gelu": 8,
-       "gelu_tanh": 8, "div": 8, "rem": 8, "pow": 8}
+       "gelu_tanh": 8, "softplus": 8, "div": 8, "rem": 8, "pow": 8}
 WIDTH = {"bool": 1, "i8": 1, "i16": 2, "i32": 4, "f16": 2, "bf16": 2, "f32": 4}
 UNARY = {"copy", "neg", "abs", "relu", "tanh", "exp", "rsqrt", "cvt", "cvt.trunc", "not", "log",
-         "sqrt", "sigmoid", "silu", "gelu", "gelu_tanh"}
+         "sqrt", "sigmoid", "silu", "gelu", "gelu_tanh", "softplus"}
 
 op, dt = sys.argv[1], sys.argv[2]
 dt2 = sys.argv[3] if len(sys.argv) > 3 else None

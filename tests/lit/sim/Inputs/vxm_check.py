@@ -44,7 +44,7 @@ else:
         x[:8] = [0, 1, -1, 2, -2, 3, 0, 1]
 
 unary = op in ("copy", "neg", "abs", "relu", "tanh", "exp", "rsqrt", "cvt", "cvt.trunc", "not",
-               "log", "sqrt", "sigmoid", "silu", "gelu", "gelu_tanh")
+               "log", "sqrt", "sigmoid", "silu", "gelu", "gelu_tanh", "softplus")
 with tempfile.TemporaryDirectory() as d:
     prog = subprocess.run([sys.executable, os.path.join(here, "vxm_case.py")] + sys.argv[1:],
                           check=True, capture_output=True, text=True).stdout
@@ -103,6 +103,7 @@ elif dt.startswith("f"):
                "gelu": lambda: np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in xf.tolist()]),
                "gelu_tanh": lambda: 0.5 * xf * (1 + np.tanh(math.sqrt(2 / math.pi) *
                                                             (xf.astype(np.float64) + 0.044715 * xf.astype(np.float64) ** 3))),
+               "softplus": lambda: np.logaddexp(0.0, xf.astype(np.float64)),
                "div": lambda: xf / yf, "rem": lambda: np.remainder(xf, yf),
                "pow": lambda: np.power(xf.astype(np.float64), yf.astype(np.float64)),
                "select": lambda: np.where(c, x, y)}[op]()
@@ -129,7 +130,8 @@ else:
     with np.errstate(all="ignore"):
         expected = np.asarray(ref).astype(np.float32).astype(NP[out_dt]) if out_dt.startswith("f") \
             else np.asarray(ref).astype(NP[out_dt])
-if op in ("tanh", "exp", "rsqrt", "log", "sigmoid", "silu", "gelu", "gelu_tanh", "pow") and \
+if op in ("tanh", "exp", "rsqrt", "log", "sigmoid", "silu", "gelu", "gelu_tanh", "softplus",
+          "pow") and \
         dt.startswith("f"):
     # libm and numpy (or float64 references) may differ in the last place of
     # fp32 before rounding; gelu, gelu_tanh, sigmoid and silu add 1 to a
