@@ -301,6 +301,7 @@ llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir:
 
 void LoweringContext::written(const TensorView &view, int64_t row, int64_t vec, int64_t cycle) {
   view.storage->ready[size_t(view.storageRow(row) * view.storedVecs() + view.storedVec(vec))] = cycle + 1;
+  view.storage->lastWrite = std::max(view.storage->lastWrite, cycle);
 }
 
 void LoweringContext::read(const TensorView &view, int64_t cycle) {
@@ -365,7 +366,7 @@ SramAllocator::Accept LoweringContext::offMapSlices() const {
 }
 
 void LoweringContext::releaseScratch(const TensorView &view) {
-  sram_.release(view.storage->block.id, view.storage->lastRead);
+  sram_.release(view.storage->block.id, view.storage->lastUse());
 }
 
 llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType dtype, int64_t rows,

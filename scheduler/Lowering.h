@@ -14,6 +14,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -100,6 +101,11 @@ struct Storage {
   bool packed = false;
   int64_t lanes = 0;          // the chip's (packed storage's geometry)
   int64_t lastRead = 0;       // the last cycle any lowering read it
+  int64_t lastWrite = -1;     // the last cycle a write to it lands
+  /// The last cycle the block is in use: read, or still being written (a
+  /// result its readers take only some rows of, like a slice's operand, may
+  /// be written after its last read; its space is not free before that).
+  int64_t lastUse() const { return std::max(lastRead, lastWrite); }
 };
 
 /// An MXM plane's state across the matmuls of a function.

@@ -420,7 +420,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         continue;
       const TensorView &v = ctx.view(root);
       if (!v.storage->persistent)
-        sram.release(v.storage->block.id, v.storage->lastRead);
+        sram.release(v.storage->block.id, v.storage->lastUse());
     }
   }
 
