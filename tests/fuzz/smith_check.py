@@ -615,6 +615,7 @@ def typecheck(src, bindir, timeout=60):
 
 
 def main(argv):
+    global MEMORY_LIMIT
     import argparse
     import tempfile
     p = argparse.ArgumentParser(description="lpu-smith's differential check of one program")
@@ -623,7 +624,10 @@ def main(argv):
     p.add_argument("--bin", default=None)
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--memory-limit", type=float, default=MEMORY_LIMIT / 2 ** 30,
+                   help="GiB of address space per tool (0: none, as under AddressSanitizer)")
     a = p.parse_args(argv)
+    MEMORY_LIMIT = int(a.memory_limit * 2 ** 30)
     with tempfile.TemporaryDirectory(prefix="smith-") as scratch:
         o = check(a.file, a.tmp or scratch, a.bin or default_bindir(), a.timeout)
     if a.json:
