@@ -5,7 +5,9 @@
 #include "frontend/ASTPrinter.h"
 #include "frontend/Lower.h"
 #include "frontend/Parser.h"
+#include "backend/Topology.h"
 #include "ir/Pass.h"
+#include "ir/passes/Partition.h"
 #include "ir/Text.h"
 #include "scheduler/Error.h"
 
@@ -18,8 +20,8 @@ namespace lpu::driver {
 
 namespace {
 
-constexpr Phase kPhases[] = {Phase::Parse,  Phase::Check,    Phase::Lower,
-                             Phase::Passes, Phase::Schedule, Phase::Emit};
+constexpr Phase kPhases[] = {Phase::Parse,     Phase::Check,    Phase::Lower, Phase::Passes,
+                             Phase::Partition, Phase::Schedule, Phase::Emit};
 
 /// The fault --inject-ir-fault makes: an extra axis on the result of the
 /// first elementwise op, which its operands do not have.
@@ -118,6 +120,72 @@ std::optional<CompiledProgram> schedule(ir::Module &module, DiagnosticEngine &di
   return out;
 }
 
+ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
+  ir::PartitionCosts costs;
+  // f16 multiplies at a quarter of the int8 rate: a plane's 320 x 320 MACs
+  // every fourth cycle.
+  costs.macsPerCycle = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / 4;
+  costs.elementsPerCycle = double(chip.lanes) * chip.vxmAlusPerLane;
+  costs.sramBytesPerChip = uint64_t(chip.memSlices) * chip.memVectors * chip.lanes;
+  return costs;
+}
+
+/// Every function onto its chips (ChipsOptions), the topology chosen.
+bool partition(Compilation &c, const PipelineOptions &options) {
+  DiagnosticEngine &diags = c.diags;
+  const ChipsOptions &chips = options.chips;
+  if (!chips.fewest && chips.chips <= 1 && chips.topology.empty()) {
+    c.topology = "single";
+    return true;
+  }
+  if (!options.chip) {
+    diags.report(DiagID::ScheduleInternalError, {}, "no chip to partition for");
+    return false;
+  }
+  ir::PartitionOptions po;
+  po.costs = partitionCosts(*options.chip);
+  unsigned most = chips.fewest ? 1 : chips.chips;
+  for (const auto &fn : c.ir->functions) {
+    const ir::Op *ret = fn->terminator();
+    llvm::SMRange at = ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{};
+    po.chips = chips.chips;
+    if (chips.fewest) {
+      auto fewest = ir::minimumChips(*fn, po.costs);
+      if (!fewest) {
+        diags.report(DiagID::PartitionFails, at, fn->name(), "any number of",llvm::toString(fewest.takeError()));
+        return false;
+      }
+      po.chips = *fewest;
+      most = std::max(most, *fewest);
+    }
+    if (po.chips <= 1)
+      continue;
+    if (llvm::Error e = ir::partitionFunction(*fn, po)) {
+      diags.report(DiagID::PartitionFails, at, fn->name(), std::to_string(po.chips),
+                   llvm::toString(std::move(e)));
+      return false;
+    }
+    std::vector<ir::VerifyError> errors = ir::verify(*fn);
+    if (!errors.empty()) {
+      reportInternalError(diags, {}, "the partitioned IR does not verify:\n" +
+                                         ir::describeVerifyErrors(*fn, errors));
+      return false;
+    }
+  }
+  c.topology = chips.topology.empty() ? smallestTopology(most) : chips.topology;
+  auto topology = backend::Topology::parse(c.topology, options.chip->c2cLinks);
+  if (!topology) {
+    c.selectionError = llvm::toString(topology.takeError());
+    return false;
+  }
+  if (topology->numChips() < most) {
+    c.selectionError = "topology '" + c.topology + "' has " + std::to_string(topology->numChips()) +
+                       " chips, the program needs " + std::to_string(most);
+    return false;
+  }
+  return true;
+}
+
 /// Runs one phase; false when it reported an error.
 bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
   DiagnosticEngine &diags = c.diags;
@@ -155,13 +223,18 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
     if (!runPasses(*c.ir, diags, options.ir))
       return false;
     return !options.ir.roundTrip || roundTrips(*c.ir, diags);
-  case Phase::Schedule:
+  case Phase::Partition:
+    return partition(c, options);
+  case Phase::Schedule: {
     if (!options.chip) {
       diags.report(DiagID::ScheduleInternalError, {}, "no chip to schedule for");
       return false;
     }
-    c.compiled = schedule(*c.ir, diags, *options.chip, options.schedule);
+    scheduler::ScheduleOptions scheduling = options.schedule;
+    scheduling.topology = c.topology;
+    c.compiled = schedule(*c.ir, diags, *options.chip, scheduling);
     return c.compiled.has_value();
+  }
   case Phase::Emit:
     c.binary = backend::writeProgramBinary(c.compiled->program);
     return true;
@@ -179,6 +252,7 @@ llvm::StringRef phaseName(Phase phase) {
   case Phase::Check: return "check";
   case Phase::Lower: return "lower";
   case Phase::Passes: return "passes";
+  case Phase::Partition: return "partition";
   case Phase::Schedule: return "schedule";
   case Phase::Emit: return "emit";
   }
@@ -190,6 +264,14 @@ std::optional<Phase> parsePhase(llvm::StringRef name) {
     if (phaseName(p) == name)
       return p;
   return std::nullopt;
+}
+
+std::string smallestTopology(unsigned chips) {
+  if (chips <= 1)
+    return "single";
+  if (chips <= 8)
+    return "node";
+  return "dragonfly:" + std::to_string((chips + 7) / 8);
 }
 
 std::string phaseList() {
@@ -231,8 +313,9 @@ void dumpPhase(const Compilation &c, Phase phase, const PipelineOptions &options
     return;
   case Phase::Lower:
   case Phase::Passes:
-    // After `passes`, the IR the scheduler gets; after `lower`, the IR as
-    // lowered (dumped before the passes change it).
+  case Phase::Partition:
+    // After `partition`, the IR the scheduler gets; after `lower`, the IR
+    // as lowered (dumped before the passes change it).
     ir::print(*c.ir, os);
     return;
   case Phase::Schedule:

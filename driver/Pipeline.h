@@ -4,6 +4,7 @@
 //   check     names, sizes, shapes, static rules (frontend/Checker.h)
 //   lower     every entry bucket -> one verified IR function (frontend/Lower.h)
 //   passes    the IR pass pipeline, verified after every pass (ir/Pass.h)
+//   partition every op onto a chip, transfers explicit (ir/passes/Partition.h)
 //   schedule  every bucket onto the chip, cycle-exact (scheduler/)
 //   emit      the program file (backend/ProgramBinary.h)
 //
@@ -31,14 +32,14 @@
 
 namespace lpu::driver {
 
-enum class Phase : uint8_t { Parse, Check, Lower, Passes, Schedule, Emit };
+enum class Phase : uint8_t { Parse, Check, Lower, Passes, Partition, Schedule, Emit };
 
 /// Every phase, in pipeline order.
 llvm::ArrayRef<Phase> allPhases();
 llvm::StringRef phaseName(Phase phase);
 /// A phase by name; nullopt for an unknown one.
 std::optional<Phase> parsePhase(llvm::StringRef name);
-/// "parse, check, lower, passes, schedule, emit": for usage errors.
+/// "parse, check, lower, passes, partition, schedule, emit": for usage errors.
 std::string phaseList();
 
 /// What the IR phases do besides lowering and running the passes.
@@ -58,8 +59,23 @@ struct IROptions {
   llvm::raw_ostream *passDumps = nullptr;
 };
 
+/// How many chips a program runs on and how they are cabled.
+struct ChipsOptions {
+  /// The chips each function is partitioned onto (1: not partitioned).
+  unsigned chips = 1;
+  /// Each function onto the fewest chips whose SRAM holds its weights.
+  bool fewest = false;
+  /// The topology (backend/Topology.h); empty: the smallest that has the
+  /// chips (single, node, dragonfly:N).
+  std::string topology;
+};
+
+/// The smallest topology with `chips` chips: single, node, dragonfly:N.
+std::string smallestTopology(unsigned chips);
+
 struct PipelineOptions {
   CheckOptions check;
+  ChipsOptions chips;
   IROptions ir;
   scheduler::ScheduleOptions schedule;
   /// Entries and buckets to keep (after lowering; empty lists keep all).
@@ -90,7 +106,8 @@ struct Compilation {
   unsigned bufferId;
   std::unique_ptr<ast::Module> ast;    // after parse
   CheckResult checked;                 // after check
-  std::unique_ptr<ir::Module> ir;      // after lower, then after passes
+  std::unique_ptr<ir::Module> ir;      // after lower, then after passes and partition
+  std::string topology = "single";     // after partition
   std::optional<CompiledProgram> compiled; // after schedule
   std::string binary;                  // after emit: the program file's bytes
   /// Set when the selection of entries and buckets selects nothing: a usage

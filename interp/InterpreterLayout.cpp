@@ -322,6 +322,8 @@ llvm::Expected<Value> evalLayout(const Op &op, llvm::ArrayRef<const Value *> arg
       return opError(op, "needs a 'perm' of rank " + llvm::Twine(shape.size()));
     return onData(op, x, [&](const auto *d) { return transposeData(d, shape, *perm); });
   }
+  case OpKind::Transfer: // moves the value to another chip: on the host, the value
+    return x;
   case OpKind::Broadcast:
     if (outShape.size() < shape.size())
       return opError(op, "cannot broadcast " + x.type.str() + " to " + op.type().str());

@@ -127,6 +127,12 @@ std::optional<std::vector<std::string>> getStrings(const Attr *a) {
 
 } // namespace
 
+int64_t Op::chip() const {
+  if (kind_ == OpKind::Transfer)
+    return intAttr("to").value_or(0);
+  return intAttr("chip").value_or(0);
+}
+
 std::optional<int64_t> Op::intAttr(llvm::StringRef name) const {
   return getAs<int64_t>(attr(name));
 }
@@ -605,6 +611,16 @@ Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Ty
       out.shape[*axis] += t.shape[*axis];
     }
     return out;
+  }
+  case OpKind::Transfer: {
+    auto from = r.integer("from"), to = r.integer("to");
+    if (!from || !to)
+      return r.error;
+    if (*from < 0 || *to < 0)
+      return name.str() + ": chips are numbered from 0, not " + std::to_string(std::min(*from, *to));
+    if (*from == *to)
+      return name.str() + ": from and to are both chip " + std::to_string(*from);
+    return x;
   }
   case OpKind::Gather: {
     const Type &ids = in[1];

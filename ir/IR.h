@@ -110,6 +110,9 @@ public:
   /// The fusion group an elementwise op belongs to (attribute `fusion`),
   /// set by the fuse-elementwise pass.
   std::optional<int64_t> fusionGroup() const { return intAttr("fusion"); }
+  /// The chip the op's value lives on: a transfer's `to`, any other op's
+  /// attribute `chip` (set by the partition pass), 0 when it has none.
+  int64_t chip() const;
 
   Function *parent() const { return parent_; }
 

@@ -26,10 +26,17 @@ public:
   virtual llvm::StringRef name() const = 0;
   /// Rewrites `fn` in place; returns whether anything changed.
   virtual bool run(Function &fn) = 0;
+  /// Why the last run() could not do its work (empty: it could); a pass
+  /// that can fail on valid IR (partition: weights no chip holds) says so
+  /// here, and the manager stops with the message.
+  virtual std::string takeError() { return {}; }
 };
 
-/// The registered pass called `name`, or null when there is none.
+/// The registered pass called `name`, or null when there is none. A pass
+/// with options is spelled `name{key=value ...}` (`partition{chips=4}`).
 std::unique_ptr<Pass> createPass(llvm::StringRef name);
+/// As createPass, with an error naming an unknown pass or a bad option.
+llvm::Expected<std::unique_ptr<Pass>> createPassOrError(llvm::StringRef spec);
 /// Every registered pass name, sorted.
 std::vector<std::string> passNames();
 /// What the pass called `name` does, in one line; empty for unknown names.

@@ -1,5 +1,6 @@
 #include "ir/Pass.h"
 
+#include "ir/passes/Partition.h"
 #include "ir/passes/Passes.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -42,19 +43,55 @@ const PassInfo *findPass(llvm::StringRef name) {
 } // namespace
 
 std::unique_ptr<Pass> createPass(llvm::StringRef name) {
+  auto pass = createPassOrError(name);
+  if (!pass) {
+    llvm::consumeError(pass.takeError());
+    return nullptr;
+  }
+  return std::move(*pass);
+}
+
+llvm::Expected<std::unique_ptr<Pass>> createPassOrError(llvm::StringRef spec) {
+  spec = spec.trim();
+  auto [name, rest] = spec.split('{');
+  name = name.trim();
+  if (name == "partition") {
+    if (!rest.empty() && !rest.endswith("}"))
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "pass options must end with '}': '%s'", spec.str().c_str());
+    auto options = parsePartitionOptions(rest.drop_back(rest.empty() ? 0 : 1));
+    if (!options)
+      return options.takeError();
+    return createPartitionPass(*options);
+  }
   const PassInfo *info = findPass(name);
-  return info ? info->create() : nullptr;
+  if (info && spec.contains('{'))
+    return llvm::createStringError(std::errc::invalid_argument, "pass '%s' takes no options",
+                                   name.str().c_str());
+  if (!info) {
+    std::string known;
+    for (const std::string &n : passNames())
+      known += (known.empty() ? "" : ", ") + n;
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "unknown pass '%s'; the passes are: %s", spec.str().c_str(),
+                                   known.c_str());
+  }
+  return info->create();
 }
 
 std::vector<std::string> passNames() {
   std::vector<std::string> names;
   for (const PassInfo &info : kPasses)
     names.push_back(info.name);
+  names.push_back("partition");
   std::sort(names.begin(), names.end());
   return names;
 }
 
 std::string passDescription(llvm::StringRef name) {
+  if (name == "partition")
+    return "assign every op to a chip, pipeline stages balanced by cost ({chips=N}); values "
+           "crossing chips become transfers";
   const PassInfo *info = findPass(name);
   return info ? info->description : "";
 }
@@ -97,16 +134,10 @@ void PassManager::addPass(std::unique_ptr<Pass> pass) { passes_.push_back(std::m
 
 llvm::Error PassManager::addPipeline(const std::vector<std::string> &names) {
   for (const std::string &name : names) {
-    std::unique_ptr<Pass> pass = createPass(name);
-    if (!pass) {
-      std::string known;
-      for (const std::string &n : passNames())
-        known += (known.empty() ? "" : ", ") + n;
-      return llvm::createStringError(std::errc::invalid_argument,
-                                     "unknown pass '%s'; the passes are: %s", name.c_str(),
-                                     known.c_str());
-    }
-    addPass(std::move(pass));
+    auto pass = createPassOrError(name);
+    if (!pass)
+      return pass.takeError();
+    addPass(std::move(*pass));
   }
   return llvm::Error::success();
 }
@@ -163,6 +194,10 @@ llvm::Expected<bool> PassManager::run(Module &module) {
       if (wants(options_.printBefore, pass->name()))
         dump("Before", *pass, *fn);
       changed |= pass->run(*fn);
+      if (std::string why = pass->takeError(); !why.empty())
+        return llvm::createStringError(std::errc::invalid_argument, "pass '%s' on func @%s: %s",
+                                       pass->name().str().c_str(), fn->name().c_str(),
+                                       why.c_str());
       // Printed before verifying, so a broken result can be seen.
       if (wants(options_.printAfter, pass->name()))
         dump("After", *pass, *fn);

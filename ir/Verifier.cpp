@@ -66,14 +66,34 @@ private:
     return ok;
   }
 
-  void verifyName(const Op &op, llvm::StringRef attr, llvm::StringSet<> &seen) {
+  void verifyName(const Op &op, llvm::StringRef attr, llvm::StringSet<> &seen, int64_t chip = 0) {
     auto value = op.stringAttr(attr);
     if (!value)
       error(op, "missing string attribute '" + attr.str() + "'");
     else if (value->empty())
       error(op, "attribute '" + attr.str() + "' is empty");
-    else if (!seen.insert(*value).second)
-      error(op, attr.str() + " \"" + *value + "\" is used twice");
+    else if (!seen.insert(*value + (chip ? "@" + std::to_string(chip) : "")).second)
+      error(op, attr.str() + " \"" + *value + "\" is used twice" +
+                    (chip ? " on chip " + std::to_string(chip) : ""));
+  }
+
+  /// A value read on another chip than its own crosses through a transfer
+  /// (the return collects outputs from every chip).
+  void verifyChips(const Op &op) {
+    if (const Attr *chip = op.attr("chip")) {
+      if (!std::holds_alternative<int64_t>(*chip) || std::get<int64_t>(*chip) < 0)
+        error(op, "attribute 'chip' must be a chip number (an integer from 0)");
+      if (op.kind() == OpKind::Transfer || op.kind() == OpKind::Return)
+        error(op, "has no attribute 'chip' (a transfer's chip is its 'to')");
+    }
+    if (op.kind() == OpKind::Return)
+      return;
+    int64_t here = op.kind() == OpKind::Transfer ? op.intAttr("from").value_or(0) : op.chip();
+    for (size_t i = 0; i < op.operands().size(); ++i)
+      if (int64_t there = op.operand(i)->chip(); there != here)
+        error(op, "operand " + std::to_string(i) + " is on chip " + std::to_string(there) +
+                      ", the op reads on chip " + std::to_string(here) +
+                      ": a value crosses chips only through a transfer");
   }
 
   void verifyOp(const Op &op, size_t index) {
@@ -86,7 +106,8 @@ private:
       verifyName(op, "name", inputNames_);
       break;
     case OpKind::Param:
-      verifyName(op, "path", paramPaths_);
+      // A weight is read once per chip that holds a copy of it.
+      verifyName(op, "path", paramPaths_, op.chip());
       break;
     case OpKind::Constant: {
       const Attr *value = op.attr("value");
@@ -110,6 +131,7 @@ private:
     }
     if (!verifyOperands(op, index))
       return;
+    verifyChips(op);
     std::vector<Type> types;
     for (const Op *operand : op.operands())
       types.push_back(operand->type());

@@ -81,6 +81,8 @@ unsigned Placer::position(const Instr &in) const {
   case Opcode::LoadWeights: case Opcode::InstallWeights: case Opcode::MatMul:
   case Opcode::AccRead:
     return chip_.planePosition(in.unit);
+  case Opcode::Send: case Opcode::Receive:
+    return chip_.linkPosition(in.unit);
   case Opcode::Shift: case Opcode::Rotate: case Opcode::Permute: case Opcode::Distribute:
   case Opcode::Transpose:
     // In a work tree an SXM instruction's unit picks its hemisphere (0 west,
@@ -100,7 +102,7 @@ unsigned Placer::resultWidth(const Instr &in) const {
   case Opcode::AccRead: return 4;
   case Opcode::Cvt: case Opcode::CvtTrunc: return streamWidth(in.dtype2);
   case Opcode::Write: case Opcode::LoadWeights: case Opcode::InstallWeights:
-  case Opcode::MatMul: case Opcode::Scatter:
+  case Opcode::MatMul: case Opcode::Scatter: case Opcode::Send:
     return 0;
   default:
     return streamWidth(in.dtype);
@@ -129,6 +131,12 @@ Placer::QueueRange Placer::queueCandidates(const Instr &in) const {
     // slice's own index so that a slice's work mostly stays on one queue.
     unsigned half = n / 2;
     return QueueRange{chip_.isEastSlice(in.unit) ? half : 0, half, in.unit % half};
+  }
+  if (unit == UnitKind::C2c) {
+    // A link belongs to one hemisphere; so do the queues that drive it.
+    unsigned half = n / 2;
+    bool east = in.unit >= chip_.c2cLinks / 2;
+    return QueueRange{east ? half : 0, half, in.unit % half};
   }
   if (unit == UnitKind::Sxm) {
     // Only the queues of the SXM's own hemisphere may drive it.

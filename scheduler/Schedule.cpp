@@ -17,7 +17,7 @@ llvm::Expected<Bucket> encodeBucket(const Schedule &schedule, const ChipDescript
   Bucket bucket;
   bucket.dims = std::move(dims);
   bucket.tensors = schedule.tensors;
-  bucket.chips.resize(1);
+  bucket.chips.resize(schedule.topologyChips);
   for (const auto &[id, list] : schedule.queues) {
     // In cycle order (ties, which the tables never allow, in the order
     // placed): the cycles and indices are sorted, not the instructions
@@ -34,7 +34,7 @@ llvm::Expected<Bucket> encodeBucket(const Schedule &schedule, const ChipDescript
     q.unit = id.unit;
     q.index = uint16_t(id.index);
     q.instrs = encoder.finish();
-    bucket.chips[0].queues.push_back(std::move(q));
+    bucket.chips[id.chip].queues.push_back(std::move(q));
   }
   return bucket;
 }

@@ -26,6 +26,7 @@ struct TimedInstr {
 struct QueueId {
   backend::UnitKind unit = backend::UnitKind::Mem;
   unsigned index = 0;
+  unsigned chip = 0; // in a multi-chip schedule
   auto operator<=>(const QueueId &) const = default;
 };
 
@@ -42,6 +43,29 @@ struct OpTiming {
   int64_t firstCycle = 0, lastCycle = 0;
   int64_t firstRowReady = -1, lastRowReady = -1;
   int64_t firstRowBound = -1, lastRowBound = -1;
+};
+
+/// A value one chip sends another over a C2C link: its vectors in row-major
+/// order of the stored view, each arriving at the far end in the cycle
+/// given (the first cycle a `recv` may take it).
+struct LinkTransfer {
+  int64_t id = 0; // the IR transfer's number (its input name on the far chip)
+  unsigned fromChip = 0, toChip = 0;
+  unsigned link = 0, farLink = 0;
+  std::vector<uint8_t> perm; // the stored order of the sent rows
+  std::vector<int64_t> arrivals;
+  uint64_t bytes = 0;
+};
+
+/// One chip's figures in a multi-chip schedule.
+struct ChipFigures {
+  unsigned chip = 0;
+  int64_t cycles = 0;
+  std::array<int64_t, backend::kNumUnitKinds> busy{};
+  uint64_t sramBytes = 0;
+  uint64_t linkBytesSent = 0;
+  int64_t lowerBound = 0;
+  std::string lowerBoundReason;
 };
 
 struct Schedule {
@@ -63,6 +87,13 @@ struct Schedule {
   /// The ops that placed instructions, in the order they were lowered (an
   /// attention lowered as a whole at its scores counts there).
   std::vector<OpTiming> ops;
+  /// What this chip sends (a multi-chip function's chips, before merging).
+  std::vector<LinkTransfer> sent;
+  /// Per chip, for a multi-chip schedule (empty for one chip), and the
+  /// chips of the topology the program runs on.
+  std::vector<ChipFigures> chips;
+  std::string topology = "single";
+  unsigned topologyChips = 1;
 
   void add(QueueId queue, int64_t cycle, const backend::Instr &instr);
 };

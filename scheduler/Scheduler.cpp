@@ -4,8 +4,10 @@
 #include "scheduler/LayoutAssignment.h"
 #include "scheduler/Legalize.h"
 #include "scheduler/Lowering.h"
+#include "scheduler/Transfers.h"
 
 #include "backend/Bucketing.h"
+#include "backend/Topology.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/ScopeExit.h>
@@ -153,7 +155,7 @@ enum class ParamStorage { Rows, Packed, Striped };
 llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip,
                                       ParamStorage storage, bool &packedAny,
                                       const PlacementHeuristics &heuristics,
-                                      PlacementHeuristics &decided) {
+                                      PlacementHeuristics &decided, const ChipTraffic *traffic) {
   const bool pack = storage != ParamStorage::Rows;
   Schedule schedule;
   Placer placer(chip, schedule);
@@ -197,6 +199,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         ctx.persistentResult[root] = true;
       }
     }
+  std::map<std::string, TensorView> sentViews;
   std::vector<const ir::Op *> leaves;
   for (const auto &owned : fn.ops())
     if (owned->kind() == ir::OpKind::Input || owned->kind() == ir::OpKind::Param)
@@ -281,6 +284,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     case ir::OpKind::Param: {
       bool input = op.kind() == ir::OpKind::Input;
       std::string name = op.stringAttr(input ? "name" : "path").value_or("");
+      if (input && received(traffic, name))
+        break; // written by recvs during the run, not by the host
       (input ? inputs : params)
           .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), ctx.view(&op)));
       break;
@@ -313,6 +318,11 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       break;
     }
   }
+
+  // Values from other chips: each vector written as it arrives.
+  if (traffic)
+    if (auto e = receiveAll(fn, *traffic, ctx))
+      return e;
 
   // Attentions lowered as a whole where their scores are: the ops they
   // take in read there. (Matched once the leaves have views: the scale's
@@ -363,10 +373,14 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         // The program ends once every row of every output is written.
         if (ctx.hasView(v))
           ctx.criticalPath = std::max(ctx.criticalPath, ctx.pathOfRows(*v, ctx.view(v).rows));
+        const bool sent = sentBy(traffic, name);
         if (outputRoots.count(root) && !used.count(root) && ctx.hasView(v) &&
-            ctx.view(v).rowMap.empty()) {
+            ctx.view(v).rowMap.empty() && !ctx.view(v).repeatVector) {
           used.insert(root);
-          outputs.push_back(placementOf(TensorRole::Output, name, v->type(), ctx.view(v)));
+          if (sent)
+            sentViews[name] = ctx.view(v);
+          else
+            outputs.push_back(placementOf(TensorRole::Output, name, v->type(), ctx.view(v)));
           continue;
         }
         // An output that is an input, a parameter, a constant, a broadcast
@@ -376,7 +390,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         if (auto e = lowerCopy(op, v->type(), ctx.view(v), ctx))
           return e;
         TensorView copy = ctx.view(&op);
-        outputs.push_back(placementOf(TensorRole::Output, name, v->type(), copy));
+        if (sent)
+          sentViews[name] = copy;
+        else
+          outputs.push_back(placementOf(TensorRole::Output, name, v->type(), copy));
       }
       break;
     }
@@ -423,6 +440,11 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         sram.release(v.storage->block.id, v.storage->lastUse());
     }
   }
+
+  // Values for other chips: each vector sent once it is written.
+  if (traffic)
+    if (auto e = sendAll(fn, *traffic, sentViews, ctx, schedule))
+      return e;
 
   // Constants the lowerings made (lane masks, divisors).
   for (TensorPlacement &t : ctx.constants) {
@@ -484,7 +506,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
 }
 
 llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const ChipDescription &chip,
-                                          const ScheduleOptions &options) {
+                                          const ScheduleOptions &options,
+                                          const ChipTraffic *traffic) {
   // Forms the lowerings take along one axis only, rewritten with layout
   // moves (docs/scheduler.md, "Legalisation"); but a mean over H and W of
   // a channels-last activation, which the global pool takes as it is.
@@ -511,7 +534,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
     bool packedAny = false;
     const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
     PlacementHeuristics decided;
-    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided);
+    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided, traffic);
     if (schedule) {
       // The other sets of heuristics, with the storage that fits: the
       // fewest cycles win, the default on a tie (docs/scheduler.md,
@@ -533,7 +556,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
           continue;
         bool packed = false;
         PlacementHeuristics unused;
-        auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused);
+        auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused, traffic);
         if (!other)
           llvm::consumeError(other.takeError());
         else if (other->cycles < schedule->cycles)
@@ -590,10 +613,18 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
   Program program;
   program.chipName = chip.name;
   program.chipFingerprint = chip.fingerprint();
+  auto topology = Topology::parse(options.topology, chip.c2cLinks);
+  if (!topology)
+    return topology.takeError();
+  program.topology = options.topology;
+  program.numChips = topology->numChips();
   for (const auto &fn : module.functions) {
-    auto schedule = scheduleFunction(*fn, chip, options);
+    auto schedule = isPartitioned(*fn) ? scheduleMultiChip(*fn, chip, options)
+                                       : scheduleFunction(*fn, chip, options);
     if (!schedule)
       return schedule.takeError();
+    schedule->topology = options.topology;
+    schedule->topologyChips = topology->numChips();
     std::vector<BucketDim> dims;
     for (const auto &[name, value] : fn->bucket())
       dims.push_back({name, value});

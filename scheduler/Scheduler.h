@@ -71,13 +71,55 @@ struct ScheduleOptions {
   bool tune = true;
   /// Schedule once with exactly these heuristics (no other set is tried).
   std::optional<PlacementHeuristics> heuristics;
+  /// The topology the program runs on (backend/Topology.h): every bucket
+  /// has code for each of its chips.
+  std::string topology = "single";
+};
+
+/// One chip's traffic in a multi-chip function (scheduler/MultiChip.cpp):
+/// the values it receives, as inputs named `transfer.<id>` whose vectors
+/// arrive in the cycles given, and the values it sends, as outputs of that
+/// name that the scheduler sends over `link` as soon as each vector is
+/// written.
+struct ChipTraffic {
+  unsigned chip = 0;
+  struct Incoming {
+    std::string name;
+    unsigned fromChip = 0;
+    unsigned link = 0; // this chip's end
+    std::vector<uint8_t> perm;
+    std::vector<int64_t> arrivals;
+  };
+  struct Outgoing {
+    std::string name;
+    int64_t id = 0;
+    unsigned toChip = 0;
+    unsigned link = 0, farLink = 0;
+  };
+  std::vector<Incoming> incoming;
+  std::vector<Outgoing> outgoing;
 };
 
 /// Schedules `fn`. Errors are ScheduleError values (an op not supported
-/// yet, SRAM full) carrying the source location to report.
+/// yet, SRAM full) carrying the source location to report. `traffic`: the
+/// chip's sends and receives when `fn` is one chip's part of a
+/// partitioned function.
 llvm::Expected<Schedule> scheduleFunction(const ir::Function &fn,
                                           const backend::ChipDescription &chip,
-                                          const ScheduleOptions &options = {});
+                                          const ScheduleOptions &options = {},
+                                          const ChipTraffic *traffic = nullptr);
+
+/// Schedules a partitioned function (ops carrying `chip`, values crossing
+/// through `transfer`; ir/passes/Partition.h): one schedule per chip, the
+/// chips in order, each receiving in the cycles its senders' vectors
+/// arrive; merged into one schedule whose queues and tensors name their
+/// chips, for the topology `topology`.
+llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn,
+                                           const backend::ChipDescription &chip,
+                                           const ScheduleOptions &options = {});
+
+/// Whether `fn` is partitioned across chips.
+bool isPartitioned(const ir::Function &fn);
 
 /// Schedules every function of `module` (one bucket per function, grouped
 /// into entries by name in order) into a program for `chip`.

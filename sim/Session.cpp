@@ -6,6 +6,8 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <set>
+
 namespace lpu::sim {
 
 using namespace backend;
@@ -43,9 +45,11 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
   plan.choice = *choice;
   const Bucket &bucket = plan.bucket();
 
+  // A weight several chips hold is placed once per chip, read once.
   std::vector<tensor::TensorSpec> paramSpecs;
+  std::set<std::string> paramNames;
   for (const TensorPlacement &t : bucket.tensors)
-    if (t.role == TensorRole::Param)
+    if (t.role == TensorRole::Param && paramNames.insert(t.name).second)
       paramSpecs.push_back({t.name, t.dtype, bucket.concreteShape(t)});
   if (!paramSpecs.empty() && !options.run.timingOnly) {
     if (!options.weightsFile.empty()) {

@@ -131,9 +131,27 @@ int main(int argc, char **argv) {
   app.add_option("-I,--import-dir", includeDirs, "search DIR for imported modules (before the stdlib)");
   app.add_option("--max-unroll", checkOptions.maxUnroll, "the most iterations a loop may unroll to")
       ->capture_default_str();
-  app.add_option("--chips", checkOptions.chips, "the chips whose SRAM (220 MiB each) holds the parameters")
+  std::string chipsSpec = "1";
+  app.add_option("--chips", chipsSpec,
+                 "the chips to partition every entry onto (pipeline stages; 'auto': the fewest "
+                 "whose SRAM holds its weights)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check([](const std::string &v) -> std::string {
+        unsigned n = 0;
+        if (v == "auto" || (!llvm::StringRef(v).getAsInteger(10, n) && n > 0 && n <= 4096))
+          return "";
+        return "--chips takes a number of chips from 1 to 4096 or 'auto', not '" + v + "'";
+      });
+  std::string topologySpec;
+  app.add_option("--topology", topologySpec,
+                 "how the chips are cabled: single, node (8 chips) or dragonfly:N (N nodes); "
+                 "default: the smallest that has the chips");
+  std::string partitionKind = "auto";
+  app.add_option("--partition", partitionKind,
+                 "how entries are cut across chips: auto or pipeline (consecutive layers on "
+                 "consecutive chips)")
+      ->check(CLI::IsMember({"auto", "pipeline"}))
+      ->capture_default_str();
   app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
   app.add_flag("--verify,-V", verify,
                "check the diagnostics against 'expected-...' comments in the file "
@@ -172,6 +190,13 @@ int main(int argc, char **argv) {
     scheduleOptions.heuristics = llvm::cantFail(scheduler::parsePlacementHeuristics(heuristics));
   driver::PipelineOptions pipeline;
   pipeline.schedule = scheduleOptions;
+  pipeline.chips.fewest = chipsSpec == "auto";
+  if (!pipeline.chips.fewest)
+    pipeline.chips.chips = unsigned(std::stoul(chipsSpec));
+  pipeline.chips.topology = topologySpec;
+  // The SRAM rule of the checker (E0600) counts the chips asked for; with
+  // `auto`, the partition finds how many the weights need.
+  checkOptions.chips = pipeline.chips.fewest ? 1u << 20 : pipeline.chips.chips;
   pipeline.select.entries = entries;
   for (const std::string &spec : bucketSpecs)
     pipeline.select.buckets.push_back(*driver::parseBucketSpec(spec));
@@ -180,13 +205,13 @@ int main(int argc, char **argv) {
   // How far the pipeline runs: as far as the output asked for needs.
   using driver::Phase;
   bool compile = !outputFile.empty() || emit == "asm" || report;
-  pipeline.last = compile ? Phase::Emit : emit == "ir" ? Phase::Passes
+  pipeline.last = compile ? Phase::Emit : emit == "ir" ? Phase::Partition
                   : emit == "ast"                      ? Phase::Parse
                                                        : Phase::Check;
   for (Phase p : pipeline.dumpAfter)
     pipeline.last = std::max(pipeline.last, p);
   std::optional<backend::ChipDescription> chip;
-  if (pipeline.last >= Phase::Schedule) {
+  if (pipeline.last >= Phase::Partition) {
     auto loaded = backend::loadChipDescription(chipName);
     if (!loaded) {
       tools::reportToolError("lpuc", llvm::toString(loaded.takeError()));

@@ -339,7 +339,8 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
 
 // Names are looked up within a role (lpurun's --input, --weights and
 // --output), so an input or a parameter may share the output's name `out`;
-// two tensors of one role may not share one.
+// two tensors of one role may not share one, but for a parameter placed on
+// each chip that holds a copy of it.
 TEST(ProgramFile, NamesAreUniqueWithinARole) {
   auto chip = loadChipDescription("groqchip1");
   ASSERT_TRUE(bool(chip));
@@ -350,11 +351,14 @@ TEST(ProgramFile, NamesAreUniqueWithinARole) {
     b.tensors[1].name = "y"; // a parameter
   }
   EXPECT_FALSE(bool(verifyProgram(shared, *chip)));
-  Program twice = p;
-  twice.entries[0].buckets[0].tensors[4].name = "w.0";
+  Program copies = p;
+  copies.entries[0].buckets[0].tensors[4].name = "w.0"; // chip 0; the other is on chip 1
+  EXPECT_FALSE(bool(verifyProgram(copies, *chip)));
+  Program twice = copies;
+  twice.entries[0].buckets[0].tensors[4].chip = 1;
   llvm::Error e = verifyProgram(twice, *chip);
   ASSERT_TRUE(bool(e));
-  EXPECT_EQ(llvm::toString(std::move(e)), "entry 'main' bucket 0: param 'w.0' is placed twice");
+  EXPECT_EQ(llvm::toString(std::move(e)), "entry 'main' bucket 0: param 'w.0' is placed twice on chip 1");
 }
 
 // The placement fields that need no chip are checked when the binary is read.

@@ -68,11 +68,11 @@ PipelineOptions upTo(Phase last) {
 }
 
 TEST(DriverTest, PhaseNamesParseBack) {
-  ASSERT_EQ(allPhases().size(), 6u);
+  ASSERT_EQ(allPhases().size(), 7u);
   for (Phase p : allPhases())
     EXPECT_EQ(parsePhase(phaseName(p)), p);
-  EXPECT_FALSE(parsePhase("partition").has_value());
-  EXPECT_EQ(phaseList(), "parse, check, lower, passes, schedule, emit");
+  EXPECT_FALSE(parsePhase("split").has_value());
+  EXPECT_EQ(phaseList(), "parse, check, lower, passes, partition, schedule, emit");
 }
 
 TEST(DriverTest, RunsExactlyThePhasesAskedFor) {

@@ -1,0 +1,463 @@
+#include "ir/passes/Partition.h"
+
+#include "ir/passes/Passes.h"
+
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <cmath>
+#include <climits>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace lpu::ir {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+bool isLeaf(const Op &op) { return opClass(op.kind()) == OpClass::Leaf; }
+
+uint64_t bytesOf(const Type &type) {
+  return uint64_t(type.numElements()) * tensor::dtypeSize(type.dtype);
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+/// The function's non-leaf ops but the return, in program order: what the
+/// stages are cut from.
+std::vector<const Op *> bodyOps(const Function &fn) {
+  std::vector<const Op *> body;
+  for (const auto &op : fn.ops())
+    if (!isLeaf(*op) && op->kind() != OpKind::Return)
+      body.push_back(op.get());
+  return body;
+}
+
+/// Where a stage may start: never inside a fusion group (a group runs on
+/// one chip) nor between a contraction and the work the scheduler fuses
+/// into it (its epilogue).
+std::vector<bool> legalCuts(const std::vector<const Op *> &body) {
+  std::map<int64_t, std::pair<size_t, size_t>> span;
+  for (size_t i = 0; i < body.size(); ++i)
+    if (auto g = body[i]->fusionGroup()) {
+      auto [it, fresh] = span.try_emplace(*g, i, i);
+      if (!fresh)
+        it->second.second = i;
+    }
+  std::vector<bool> legal(body.size() + 1, true);
+  for (size_t i = 0; i < body.size(); ++i)
+    for (const Op *operand : body[i]->operands())
+      if (opClass(operand->kind()) == OpClass::Contract)
+        legal[i] = false; // its epilogue
+
+  for (const auto &[group, range] : span)
+    for (size_t i = range.first + 1; i <= range.second; ++i)
+      legal[i] = false;
+  return legal;
+}
+
+/// Whether each op's value depends on an input: the others (masks, position
+/// tables, reshaped weights) are computed again on every chip that reads
+/// them instead of crossing.
+std::map<const Op *, bool> inputDependent(const Function &fn) {
+  std::map<const Op *, bool> dep;
+  for (const auto &op : fn.ops()) {
+    bool d = op->kind() == OpKind::Input;
+    for (const Op *operand : op->operands())
+      d |= dep[operand];
+    dep[op.get()] = d;
+  }
+  return dep;
+}
+
+/// Keeps only the cuts that the fewest values cross (the residual stream
+/// between two layers, not a layer's insides).
+void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
+                     std::vector<bool> &legal) {
+  std::map<const Op *, bool> dep = inputDependent(fn);
+  std::map<const Op *, size_t> index, lastUse;
+  for (size_t i = 0; i < body.size(); ++i)
+    index[body[i]] = i;
+  // A reshape is its operand seen in another shape: the operand crosses.
+  auto root = [](const Op *op) {
+    while (op->kind() == OpKind::Reshape)
+      op = op->operand(0);
+    return op;
+  };
+  for (size_t i = 0; i < body.size(); ++i)
+    for (const Op *operand : body[i]->operands())
+      if (index.count(root(operand)) && dep[operand])
+        lastUse[root(operand)] = std::max(lastUse[root(operand)], i);
+  if (const Op *ret = fn.terminator())
+    for (const Op *operand : ret->operands())
+      if (index.count(root(operand)) && dep[operand])
+        lastUse[root(operand)] = body.size();
+  // crossing[i]: values defined before op i and read at or after it.
+  std::vector<int64_t> delta(body.size() + 2, 0);
+  for (const auto &[op, last] : lastUse) {
+    delta[index[op] + 1] += 1;
+    delta[last + 1] -= 1;
+  }
+  std::vector<int64_t> crossing(body.size() + 1, 0);
+  int64_t running = 0;
+  for (size_t i = 0; i <= body.size(); ++i) {
+    running += delta[i];
+    crossing[i] = running;
+  }
+  int64_t fewest = INT64_MAX;
+  for (size_t i = 1; i < body.size(); ++i)
+    if (legal[i])
+      fewest = std::min(fewest, crossing[i]);
+  for (size_t i = 1; i < body.size(); ++i)
+    if (legal[i] && crossing[i] > fewest)
+      legal[i] = false;
+}
+
+/// The weights (params) each body op reads directly.
+struct StageCosts {
+  std::vector<double> cost;
+  std::vector<llvm::SmallVector<const Op *, 2>> params;
+};
+
+StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &costs) {
+  StageCosts out;
+  for (const Op *op : body) {
+    out.cost.push_back(partitionCost(*op, costs));
+    llvm::SmallVector<const Op *, 2> params;
+    for (const Op *operand : op->operands())
+      if (operand->kind() == OpKind::Param && !llvm::is_contained(params, operand))
+        params.push_back(operand);
+    out.params.push_back(std::move(params));
+  }
+  return out;
+}
+
+/// Greedy stages no costlier than `limit`, cut only where legal, each with
+/// its weights within `room`: the ops between two legal cuts (a block) go
+/// to one stage, the next block to the same stage while it stays within
+/// both. Empty when one block's weights alone exceed `room` (`tooBig`: its
+/// first op).
+std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
+                                        const StageCosts &sc, const std::vector<bool> &legal,
+                                        double limit, uint64_t room, size_t *tooBig = nullptr) {
+  std::vector<PipelineStage> stages;
+  PipelineStage cur;
+  std::set<const Op *> held;
+  size_t begin = 0;
+  while (begin < body.size()) {
+    size_t end = begin + 1;
+    while (end < body.size() && !legal[end])
+      ++end;
+    double cost = 0;
+    std::set<const Op *> params;
+    for (size_t i = begin; i < end; ++i) {
+      cost += sc.cost[i];
+      params.insert(sc.params[i].begin(), sc.params[i].end());
+    }
+    uint64_t alone = 0, extra = 0;
+    for (const Op *p : params) {
+      alone += bytesOf(p->type());
+      if (!held.count(p))
+        extra += bytesOf(p->type());
+    }
+    if (alone > room) {
+      if (tooBig)
+        *tooBig = begin;
+      return {};
+    }
+    if (begin > cur.firstOp && (cur.cost + cost > limit || cur.weightBytes + extra > room)) {
+      cur.endOp = begin;
+      stages.push_back(cur);
+      cur = PipelineStage{};
+      cur.firstOp = begin;
+      held.clear();
+      extra = alone;
+    }
+    cur.cost += cost;
+    cur.weightBytes += extra;
+    held.insert(params.begin(), params.end());
+    begin = end;
+  }
+  cur.endOp = body.size();
+  stages.push_back(cur);
+  for (size_t s = 0; s < stages.size(); ++s)
+    stages[s].chip = unsigned(s);
+  return stages;
+}
+
+uint64_t room(const PartitionCosts &costs) {
+  return uint64_t(double(costs.sramBytesPerChip) * costs.weightFill);
+}
+
+llvm::Error noChipHolds(const std::vector<const Op *> &body, const StageCosts &sc, size_t at,
+                        const PartitionCosts &costs) {
+  std::string what;
+  uint64_t bytes = 0;
+  for (const Op *p : sc.params[at]) {
+    what += (what.empty() ? "" : ", ") + p->stringAttr("path").value_or("?");
+    bytes += bytesOf(p->type());
+  }
+  return error("no chip can hold the weights of one stage: " + std::string(mnemonic(body[at]->kind())) +
+               " reads " + what + " (" + mib(bytes) + " with the weights it cannot be cut from), " +
+               "more than the " + mib(room(costs)) + " a chip's SRAM gives weights");
+}
+
+} // namespace
+
+double partitionCost(const Op &op, const PartitionCosts &costs) {
+  auto elements = [](const Type &t) { return double(t.numElements()); };
+  switch (op.kind()) {
+  case OpKind::Matmul: {
+    const Type &a = op.operand(0)->type();
+    return elements(op.type()) * double(a.shape.back()) / costs.macsPerCycle;
+  }
+  case OpKind::Conv2d: {
+    const Type &w = op.operand(1)->type();
+    return elements(op.type()) * double(w.shape[1] * w.shape[2] * w.shape[3]) / costs.macsPerCycle;
+  }
+  default: {
+    double work = elements(op.type());
+    for (const Op *operand : op.operands())
+      work = std::max(work, elements(operand->type()));
+    return work / costs.elementsPerCycle;
+  }
+  }
+}
+
+llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
+                                                        const PartitionOptions &options) {
+  if (options.chips == 0)
+    return error("cannot partition onto 0 chips");
+  std::vector<const Op *> body = bodyOps(fn);
+  StageCosts sc = costsOf(body, options.costs);
+  std::vector<bool> legal = legalCuts(body);
+  fewestCrossings(fn, body, legal);
+  const uint64_t fits = room(options.costs);
+  size_t tooBig = 0;
+  // The fewest stages the weights allow: cut only where SRAM is full.
+  std::vector<PipelineStage> fewest = greedyStages(body, sc, legal, HUGE_VAL, fits, &tooBig);
+  if (fewest.empty())
+    return noChipHolds(body, sc, tooBig, options.costs);
+  if (fewest.size() > options.chips)
+    return error("the weights need " + std::to_string(fewest.size()) + " chips as pipeline stages (" +
+                 mib(fits) + " of weights per chip), not " + std::to_string(options.chips));
+  // The smallest per-stage cost whose greedy cut needs no more stages than
+  // chips: stages balanced by cost (bisection over the limit).
+  double lo = 0, hi = 0;
+  for (double c : sc.cost) {
+    lo = std::max(lo, c);
+    hi += c;
+  }
+  std::vector<PipelineStage> best = fewest;
+  for (int iter = 0; iter < 60 && hi - lo > 1e-9 * hi; ++iter) {
+    double mid = (lo + hi) / 2;
+    std::vector<PipelineStage> stages = greedyStages(body, sc, legal, mid, fits);
+    if (!stages.empty() && stages.size() <= options.chips) {
+      best = std::move(stages);
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  std::vector<PipelineStage> atHi = greedyStages(body, sc, legal, hi, fits);
+  if (!atHi.empty() && atHi.size() <= options.chips)
+    best = std::move(atHi);
+  return best;
+}
+
+llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &costs) {
+  std::vector<const Op *> body = bodyOps(fn);
+  StageCosts sc = costsOf(body, costs);
+  size_t tooBig = 0;
+  std::vector<bool> legal = legalCuts(body);
+  fewestCrossings(fn, body, legal);
+  std::vector<PipelineStage> fewest = greedyStages(body, sc, legal, HUGE_VAL, room(costs), &tooBig);
+  if (fewest.empty())
+    return noChipHolds(body, sc, tooBig, costs);
+  return unsigned(fewest.size());
+}
+
+llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
+  for (const auto &op : fn.ops())
+    if (op->attr("chip") || op->kind() == OpKind::Transfer)
+      return error("func @" + fn.name() + " is partitioned already");
+  auto stages = planPipeline(fn, options);
+  if (!stages)
+    return stages.takeError();
+  std::vector<const Op *> body = bodyOps(fn);
+  for (const PipelineStage &s : *stages)
+    for (size_t i = s.firstOp; i < s.endOp; ++i)
+      const_cast<Op *>(body[i])->setAttr("chip", int64_t(s.chip));
+
+  // Leaves go where they are read: weights and constants are held by every
+  // chip that reads them, an input by the first.
+  std::map<const Op *, std::vector<Op *>> users;
+  for (const auto &op : fn.ops())
+    for (const Op *operand : op->operands())
+      users[operand].push_back(op.get());
+  std::vector<Op *> leaves;
+  for (const auto &op : fn.ops())
+    if (isLeaf(*op))
+      leaves.push_back(op.get());
+  // Where each value is on each chip that has it (leaves' copies, transfers
+  // and values computed again).
+  std::map<std::pair<const Op *, int64_t>, Op *> moved;
+  for (Op *leaf : leaves) {
+    std::set<int64_t> chips;
+    for (const Op *user : users[leaf])
+      if (user->kind() != OpKind::Return)
+        chips.insert(user->chip());
+    if (chips.empty())
+      continue;
+    if (leaf->kind() == OpKind::Input) {
+      leaf->setAttr("chip", *chips.begin());
+      continue; // the other chips get it through transfers, below
+    }
+    std::map<int64_t, Op *> copy;
+    for (int64_t chip : chips) {
+      Op *held = leaf;
+      if (chip != *chips.begin()) {
+        held = fn.insertBefore(leaf, leaf->kind(), leaf->type(), {}, leaf->loc());
+        for (const auto &[name, value] : leaf->attrs())
+          held->setAttr(name, value);
+      }
+      held->setAttr("chip", chip);
+      copy[chip] = held;
+      moved[{leaf, chip}] = held;
+    }
+    for (Op *user : users[leaf]) {
+      if (user->kind() == OpKind::Return)
+        continue;
+      std::vector<Op *> operands(user->operands().begin(), user->operands().end());
+      for (Op *&operand : operands)
+        if (operand == leaf)
+          operand = copy[user->chip()];
+      user->setOperands(std::move(operands));
+    }
+  }
+
+  // Every value read on another chip crosses once per chip that reads it,
+  // just before its first reader there. A reshape is a view of its operand:
+  // the operand crosses, and the reader's chip reshapes it again, so that
+  // one tensor never crosses twice under two shapes.
+  std::map<const Op *, bool> dep = inputDependent(fn);
+  std::function<Op *(Op *, Op *)> arrive = [&](Op *value, Op *reader) -> Op * {
+    int64_t chip = reader->chip();
+    Op *&there = moved[{value, chip}];
+    if (there)
+      return there;
+    if (!dep[value] && !isLeaf(*value)) {
+      // Computed again here from this chip's copies of its leaves.
+      std::vector<Op *> operands;
+      for (Op *operand : value->operands())
+        operands.push_back(operand->chip() == chip ? operand : arrive(operand, reader));
+      Op *copy = fn.insertBefore(reader, value->kind(), value->type(), std::move(operands), value->loc());
+      for (const auto &[name, attr] : value->attrs())
+        copy->setAttr(name, attr);
+      copy->setAttr("chip", chip);
+      copy->removeAttr("fusion");
+      moved[{value, chip}] = copy;
+      return copy;
+    }
+    if (isLeaf(*value) && value->kind() != OpKind::Input) {
+      Op *copy = fn.insertBefore(reader, value->kind(), value->type(), {}, value->loc());
+      for (const auto &[name, attr] : value->attrs())
+        copy->setAttr(name, attr);
+      copy->setAttr("chip", chip);
+      moved[{value, chip}] = copy;
+      return copy;
+    }
+    if (value->kind() == OpKind::Reshape && value->operand(0)->chip() == value->chip()) {
+      Op *operand = arrive(value->operand(0), reader);
+      there = fn.insertBefore(reader, OpKind::Reshape, value->type(), {operand}, value->loc());
+      there->setAttr("chip", chip);
+      return there;
+    }
+    there = fn.insertBefore(reader, OpKind::Transfer, value->type(), {value}, value->loc());
+    there->setAttr("from", value->chip());
+    there->setAttr("to", chip);
+    return there;
+  };
+  std::vector<Op *> readers;
+  for (const auto &op : fn.ops())
+    if (op->kind() != OpKind::Return)
+      readers.push_back(op.get());
+  for (Op *user : readers) {
+    std::vector<Op *> operands(user->operands().begin(), user->operands().end());
+    bool changed = false;
+    for (Op *&operand : operands) {
+      if (operand->chip() == user->chip())
+        continue;
+      operand = arrive(operand, user);
+      changed = true;
+    }
+    if (changed)
+      user->setOperands(std::move(operands));
+  }
+  // Reshapes whose readers all moved to other chips read nothing now.
+  std::map<const Op *, size_t> uses;
+  for (const auto &op : fn.ops())
+    for (const Op *operand : op->operands())
+      ++uses[operand];
+  fn.eraseIf([&](const Op &op) { return op.kind() == OpKind::Reshape && !uses[&op]; });
+  return llvm::Error::success();
+}
+
+llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text) {
+  PartitionOptions options;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ' ', -1, false);
+  for (llvm::StringRef part : parts) {
+    auto [key, value] = part.split('=');
+    if (key == "chips") {
+      if (value.getAsInteger(10, options.chips) || options.chips == 0)
+        return error("partition: chips must be a positive number, not '" + value + "'");
+    } else if (key == "kind") {
+      if (value != "pipeline")
+        return error("partition: kind must be 'pipeline', not '" + value + "'");
+    } else {
+      return error("partition: unknown option '" + key + "' (the options: chips, kind)");
+    }
+  }
+  return options;
+}
+
+namespace {
+
+class PartitionPass : public Pass {
+public:
+  explicit PartitionPass(PartitionOptions options) : options_(options) {}
+  llvm::StringRef name() const override { return "partition"; }
+  bool run(Function &fn) override {
+    if (options_.chips <= 1)
+      return false;
+    if (llvm::Error e = partitionFunction(fn, options_)) {
+      error_ = llvm::toString(std::move(e));
+      return false;
+    }
+    return true;
+  }
+  std::string takeError() override { return std::move(error_); }
+
+private:
+  PartitionOptions options_;
+  std::string error_;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createPartitionPass(const PartitionOptions &options) {
+  return std::make_unique<PartitionPass>(options);
+}
+
+} // namespace lpu::ir

@@ -1,0 +1,77 @@
+// partition: assigns every op of a function to a chip and makes every value
+// that crosses chips an explicit `transfer` op (docs/partitioning.md). The
+// pass is the IR's view of a multi-chip program: after it, each op carries
+// `{chip = c}`, the verifier rejects an operand read on another chip than
+// its own unless a transfer moved it, and the reference interpreter runs the
+// partitioned function to the same bits as the unpartitioned one.
+//
+// Pipeline partitioning cuts the ops, in program order, into consecutive
+// stages, one per chip, balanced by an analytic cost (MXM work at the peak
+// rate, other work at the VXM's) with each stage's weights within a chip's
+// SRAM. A weight or constant used on several chips is held by each of them;
+// an input goes to the first chip that reads it.
+#pragma once
+
+#include "ir/IR.h"
+#include "ir/Pass.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lpu::ir {
+
+/// The costs the partition balances and the room it fills: the chip's peak
+/// rates and SRAM (the driver takes them from the chip file; the defaults
+/// are groqchip1's).
+struct PartitionCosts {
+  double macsPerCycle = 102400;      // the MXM's f16 multiply-accumulates per cycle, all planes
+  double elementsPerCycle = 5120;    // the VXM's ALUs: elementwise work per cycle
+  uint64_t sramBytesPerChip = 220ull << 20;
+  /// The fraction of a chip's SRAM a stage's weights may take: the rest is
+  /// for activations and the layouts' padding.
+  double weightFill = 0.85;
+};
+
+enum class PartitionKind : uint8_t { Pipeline };
+
+struct PartitionOptions {
+  unsigned chips = 1;
+  PartitionKind kind = PartitionKind::Pipeline;
+  PartitionCosts costs;
+};
+
+/// The analytic cost of `op` in cycles (what the pass balances).
+double partitionCost(const Op &op, const PartitionCosts &costs);
+
+/// One stage of a pipeline partition, for reports and diagnostics.
+struct PipelineStage {
+  unsigned chip = 0;
+  size_t firstOp = 0, endOp = 0; // indices into the function's non-leaf ops
+  double cost = 0;
+  uint64_t weightBytes = 0;
+};
+
+/// The stages `fn` would be cut into on `options.chips` chips, or an error
+/// naming the weights that fit on no chip or the chip count that would
+/// hold the model.
+llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
+                                                        const PartitionOptions &options);
+
+/// The fewest chips whose SRAM holds `fn`'s weights as pipeline stages.
+llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &costs);
+
+/// Partitions `fn` in place. Errors: as planPipeline's; a function already
+/// partitioned.
+llvm::Error partitionFunction(Function &fn, const PartitionOptions &options);
+
+/// The pass `partition{...}` with these options (chips <= 1: no change).
+std::unique_ptr<Pass> createPartitionPass(const PartitionOptions &options);
+
+/// Parses the options of `partition{chips=N kind=pipeline}` (the text
+/// between the braces).
+llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text);
+
+} // namespace lpu::ir

@@ -1,0 +1,213 @@
+// A partitioned function onto several chips (docs/partitioning.md): split into
+// one function per chip, where a value received is an input named
+// `transfer.<id>` and a value sent an output of that name; the chips
+// scheduled in order, each receiving its vectors in the cycles its sender's
+// schedule delivers them; the schedules merged into one whose queues and
+// tensors name their chips.
+#include "scheduler/Scheduler.h"
+
+#include "backend/Topology.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <algorithm>
+#include <map>
+
+namespace lpu::scheduler {
+
+using namespace backend;
+
+namespace {
+
+llvm::Error error(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+std::string transferName(int64_t id) { return "transfer." + std::to_string(id); }
+
+struct Crossing {
+  const ir::Op *op = nullptr;
+  int64_t id = 0;
+  unsigned from = 0, to = 0;
+  unsigned link = 0, farLink = 0;
+};
+
+/// Chip `c`'s part of `fn`: its ops, received values as inputs, sent values
+/// (and the outputs on this chip) returned.
+std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
+                                           const std::vector<Crossing> &crossings) {
+  auto out = std::make_unique<ir::Function>(fn.name(), fn.bucket());
+  std::map<const ir::Op *, ir::Op *> mapped;
+  std::map<const ir::Op *, const Crossing *> crossingOf;
+  for (const Crossing &x : crossings)
+    crossingOf[x.op] = &x;
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    if (op.kind() == ir::OpKind::Return || op.chip() != int64_t(c))
+      continue;
+    if (op.kind() == ir::OpKind::Transfer) {
+      ir::Op *input = out->append(ir::OpKind::Input, op.type(), {}, op.loc());
+      input->setAttr("name", transferName(crossingOf.at(&op)->id));
+      mapped[&op] = input;
+      continue;
+    }
+    std::vector<ir::Op *> operands;
+    for (const ir::Op *operand : op.operands())
+      operands.push_back(mapped.at(operand));
+    ir::Op *copy = out->append(op.kind(), op.type(), std::move(operands), op.loc());
+    for (const auto &[name, value] : op.attrs())
+      if (name != "chip")
+        copy->setAttr(name, value);
+    mapped[&op] = copy;
+  }
+  std::vector<ir::Op *> results;
+  std::vector<std::string> names;
+  for (const Crossing &x : crossings)
+    if (x.from == c) {
+      results.push_back(mapped.at(x.op->operand(0)));
+      names.push_back(transferName(x.id));
+    }
+  if (const ir::Op *ret = fn.terminator()) {
+    std::vector<std::string> declared = ret->stringsAttr("names").value_or(std::vector<std::string>{});
+    for (size_t i = 0; i < ret->operands().size(); ++i)
+      if (ret->operand(i)->chip() == int64_t(c)) {
+        results.push_back(mapped.at(ret->operand(i)));
+        names.push_back(i < declared.size() ? declared[i] : "out" + std::to_string(i));
+      }
+    ir::Op *r = out->append(ir::OpKind::Return, ir::Type{}, std::move(results), ret->loc());
+    r->setAttr("names", std::move(names));
+  }
+  return out;
+}
+
+} // namespace
+
+bool isPartitioned(const ir::Function &fn) {
+  return llvm::any_of(fn.ops(), [](const std::unique_ptr<ir::Op> &op) {
+    return op->kind() == ir::OpKind::Transfer || op->attr("chip");
+  });
+}
+
+llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDescription &chip,
+                                           const ScheduleOptions &options) {
+  auto topology = Topology::parse(options.topology, chip.c2cLinks);
+  if (!topology)
+    return topology.takeError();
+  unsigned used = 1;
+  for (const auto &op : fn.ops())
+    used = std::max(used, unsigned(op->chip()) + 1);
+  if (used > topology->numChips())
+    return error("func @" + fn.name() + " uses " + llvm::Twine(used) + " chips, topology '" +
+                 options.topology + "' has " + llvm::Twine(topology->numChips()));
+
+  // Every crossing on a link of its own route: for now a direct one.
+  std::vector<Crossing> crossings;
+  for (const auto &op : fn.ops()) {
+    if (op->kind() != ir::OpKind::Transfer)
+      continue;
+    Crossing x;
+    x.op = op.get();
+    x.id = int64_t(crossings.size());
+    x.from = unsigned(op->intAttr("from").value_or(0));
+    x.to = unsigned(op->intAttr("to").value_or(0));
+    if (x.from >= x.to)
+      return error("func @" + fn.name() + ": a transfer from chip " + llvm::Twine(x.from) +
+                   " back to chip " + llvm::Twine(x.to) +
+                   " (chips are scheduled in order; only pipelines are scheduled yet)");
+    bool found = false;
+    for (unsigned l = 0; l < chip.c2cLinks && !found; ++l)
+      if (auto peer = topology->peer(x.from, l); peer && peer->chip == x.to) {
+        x.link = l;
+        x.farLink = peer->link;
+        found = true;
+      }
+    if (!found)
+      return error("topology '" + options.topology + "' has no link from chip " +
+                   llvm::Twine(x.from) + " to chip " + llvm::Twine(x.to) +
+                   " (routes through other chips are not scheduled yet)");
+    crossings.push_back(x);
+  }
+
+  std::vector<Schedule> schedules;
+  schedules.reserve(used); // `arrivals` points into them
+  std::map<int64_t, const LinkTransfer *> arrivals;
+  for (unsigned c = 0; c < used; ++c) {
+    std::unique_ptr<ir::Function> part = chipFunction(fn, c, crossings);
+    ChipTraffic traffic;
+    traffic.chip = c;
+    for (const Crossing &x : crossings) {
+      if (x.to == c) {
+        const LinkTransfer *sent = arrivals.at(x.id);
+        traffic.incoming.push_back({transferName(x.id), x.from, x.farLink, sent->perm, sent->arrivals});
+      }
+      if (x.from == c)
+        traffic.outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});
+    }
+    auto schedule = scheduleFunction(*part, chip, options, &traffic);
+    if (!schedule)
+      return schedule.takeError();
+    schedules.push_back(std::move(*schedule));
+    for (const LinkTransfer &t : schedules.back().sent)
+      arrivals[t.id] = &t;
+  }
+
+  Schedule merged;
+  merged.topology = options.topology;
+  merged.topologyChips = topology->numChips();
+  for (TensorRole role : {TensorRole::Input, TensorRole::Param, TensorRole::Constant, TensorRole::Output})
+    for (unsigned c = 0; c < used; ++c)
+      for (TensorPlacement t : schedules[c].tensors) {
+        if (t.role != role)
+          continue;
+        t.chip = c;
+        if (role == TensorRole::Constant && c)
+          t.name = "chip" + std::to_string(c) + "." + t.name;
+        merged.tensors.push_back(std::move(t));
+      }
+  // Outputs in the order the function returns them.
+  if (const ir::Op *ret = fn.terminator()) {
+    std::vector<std::string> names = ret->stringsAttr("names").value_or(std::vector<std::string>{});
+    auto rank = [&](const TensorPlacement &t) {
+      auto it = llvm::find(names, t.name);
+      return it - names.begin();
+    };
+    std::stable_sort(merged.tensors.begin(), merged.tensors.end(),
+                     [&](const TensorPlacement &a, const TensorPlacement &b) {
+                       bool ao = a.role == TensorRole::Output, bo = b.role == TensorRole::Output;
+                       return ao && bo ? rank(a) < rank(b) : !ao && bo;
+                     });
+  }
+  for (unsigned c = 0; c < used; ++c) {
+    Schedule &s = schedules[c];
+    for (auto &[q, list] : s.queues) {
+      QueueId id = q;
+      id.chip = c;
+      merged.queues[id] = std::move(list);
+    }
+    merged.cycles = std::max(merged.cycles, s.cycles);
+    for (size_t u = 0; u < s.busy.size(); ++u)
+      merged.busy[u] += s.busy[u];
+    merged.sramBytes = std::max(merged.sramBytes, s.sramBytes);
+    if (s.lowerBound > merged.lowerBound) {
+      merged.lowerBound = s.lowerBound;
+      merged.lowerBoundReason = "chip " + std::to_string(c) + ": " + s.lowerBoundReason;
+    }
+    ChipFigures f;
+    f.chip = c;
+    f.cycles = s.cycles;
+    f.busy = s.busy;
+    f.sramBytes = s.sramBytes;
+    f.lowerBound = s.lowerBound;
+    f.lowerBoundReason = s.lowerBoundReason;
+    for (const LinkTransfer &t : s.sent)
+      f.linkBytesSent += t.bytes;
+    merged.chips.push_back(f);
+    for (OpTiming &t : s.ops)
+      merged.ops.push_back(std::move(t));
+    for (LinkTransfer &t : s.sent)
+      merged.sent.push_back(std::move(t));
+  }
+  return merged;
+}
+
+} // namespace lpu::scheduler
