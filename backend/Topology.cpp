@@ -1,5 +1,7 @@
 #include "backend/Topology.h"
 
+#include <algorithm>
+
 namespace lpu::backend {
 
 namespace {
@@ -65,6 +67,59 @@ llvm::Expected<Topology> Topology::parse(llvm::StringRef spec, unsigned linksPer
     }
   }
   return t;
+}
+
+std::optional<unsigned> Topology::linkTo(unsigned from, unsigned to) const {
+  for (unsigned l = 0; l < linksPerChip_; ++l)
+    if (auto p = peer(from, l); p && p->chip == to)
+      return l;
+  return std::nullopt;
+}
+
+std::optional<std::vector<unsigned>> Topology::chain(unsigned count) const {
+  if (count > numChips_)
+    return std::nullopt;
+  std::vector<unsigned> path;
+  std::vector<bool> visited(numChips_, false);
+  const unsigned nodes = std::max(1u, numChips_ / kChipsPerNode);
+  std::vector<bool> nodeDone(nodes, false);
+  unsigned entry = 0;
+  while (path.size() < count) {
+    unsigned node = entry / kChipsPerNode;
+    nodeDone[node] = true;
+    unsigned inNode = std::min<unsigned>(kChipsPerNode, numChips_);
+    // The chip that leaves for a node not visited yet goes last.
+    std::optional<std::pair<unsigned, unsigned>> exit; // {chip, next node's entry}
+    if (path.size() + inNode < count)
+      for (unsigned c = 0; c < inNode && !exit; ++c) {
+        unsigned chip = node * kChipsPerNode + c;
+        if (chip == entry)
+          continue;
+        for (unsigned l = kLocalLinks; l < linksPerChip_ && !exit; ++l)
+          if (auto p = peer(chip, l); p && !nodeDone[p->chip / kChipsPerNode])
+            exit = std::pair{chip, p->chip};
+      }
+    if (path.size() + inNode < count && !exit)
+      return std::nullopt;
+    path.push_back(entry);
+    visited[entry] = true;
+    for (unsigned c = 0; c < inNode && path.size() < count; ++c) {
+      unsigned chip = node * kChipsPerNode + c;
+      if (!visited[chip] && (!exit || chip != exit->first)) {
+        path.push_back(chip);
+        visited[chip] = true;
+      }
+    }
+    if (!exit)
+      break;
+    path.push_back(exit->first);
+    visited[exit->first] = true;
+    entry = exit->second;
+  }
+  path.resize(std::min<size_t>(path.size(), count));
+  if (path.size() < count)
+    return std::nullopt;
+  return path;
 }
 
 std::optional<LinkEnd> Topology::peer(unsigned chip, unsigned link) const {

@@ -31,6 +31,13 @@ public:
   unsigned numChips() const { return numChips_; }
   /// The far end of `link` on `chip`, or nullopt when it is not cabled.
   std::optional<LinkEnd> peer(unsigned chip, unsigned link) const;
+  /// The link of `from` cabled straight to `to`, or nullopt.
+  std::optional<unsigned> linkTo(unsigned from, unsigned to) const;
+  /// `count` distinct chips, each cabled straight to the next: where the
+  /// stages of a pipeline go (chip 0 first; every chip of a node before
+  /// the next node, left through a global link). Nullopt when the topology
+  /// has no such chain.
+  std::optional<std::vector<unsigned>> chain(unsigned count) const;
 
 private:
   std::string spec_;

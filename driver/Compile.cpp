@@ -20,10 +20,29 @@ namespace {
 
 /// Issue cycles over cycles x queues: the fraction of the unit kind's
 /// issue slots the schedule uses.
+/// Issue cycles over cycles x queues, pooled over the chips a multi-chip
+/// schedule uses.
 double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescription &chip,
                        unsigned unit) {
-  unsigned queues = chip.queues[unit];
+  double queues = double(chip.queues[unit]) * double(std::max<size_t>(1, s.chips.size()));
   return s.cycles && queues ? double(s.busy[unit]) / (double(s.cycles) * queues) : 0.0;
+}
+
+/// The cycles a chip's links are busy sending its bytes.
+int64_t linkCycles(const scheduler::ChipFigures &f, const backend::ChipDescription &chip) {
+  return int64_t(f.linkBytesSent / chip.lanes) * chip.c2cCyclesPerVector;
+}
+
+/// The longest span of one chip's work from the arrival of its first input
+/// to its last result: with requests streaming through a pipeline, one
+/// inference leaves every that many cycles (an estimate: it assumes that a
+/// chip's work before its first input arrives, loading weights, overlaps
+/// the previous request's).
+int64_t longestSpan(const scheduler::Schedule &s) {
+  int64_t span = 0;
+  for (const scheduler::ChipFigures &f : s.chips)
+    span = std::max(span, f.cycles - f.firstCycle);
+  return span;
 }
 
 } // namespace
@@ -127,8 +146,26 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
     }
     os << "\n";
     os << "  SRAM: " << s.sramBytes << " bytes at the peak"
+       << (s.chips.empty() ? "" : " on the fullest chip")
        << llvm::format(" (%.2f%% of ", 100.0 * double(s.sramBytes) / double(chip.sramBytes()))
        << chip.sramBytes() << ")\n";
+    if (!s.chips.empty()) {
+      os << "  chips: " << s.chips.size() << " of topology " << s.topology << " ("
+         << s.topologyChips << ")\n";
+      for (const scheduler::ChipFigures &f : s.chips) {
+        os << "    chip " << f.chip << ": first input at " << f.firstCycle << ", done at " << f.cycles << ", SRAM "
+           << f.sramBytes << " bytes, sent " << f.linkBytesSent << " bytes";
+        if (f.linkBytesSent)
+          os << llvm::format(" (links busy %lld cycles)", (long long)linkCycles(f, chip));
+        os << ", lower bound " << f.lowerBound << " (" << f.lowerBoundReason << ")\n";
+      }
+      int64_t span = longestSpan(s);
+      if (span > 0)
+        os << "  pipelined: one inference every " << span
+           << " cycles (the longest chip's span from its first input to its last result)"
+           << llvm::format(", %.0f inferences/s at %g MHz\n", chip.clockMHz * 1e6 / double(span),
+                           chip.clockMHz);
+    }
     if (!ops)
       continue;
     os << "  ops, in the order they were scheduled (cycles of their instructions; rows: "
@@ -170,6 +207,21 @@ void printScheduleReportJson(const CompiledProgram &compiled,
         {"lower_bound", s.lowerBound},
         {"lower_bound_reason", s.lowerBoundReason},
         {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0}};
+    if (!s.chips.empty()) {
+      llvm::json::Array chips;
+      for (const scheduler::ChipFigures &f : s.chips)
+        chips.push_back(llvm::json::Object{{"chip", int64_t(f.chip)},
+                                           {"first_cycle", f.firstCycle},
+                                           {"cycles", f.cycles},
+                                           {"sram_bytes", int64_t(f.sramBytes)},
+                                           {"link_bytes_sent", int64_t(f.linkBytesSent)},
+                                           {"link_busy_cycles", linkCycles(f, chip)},
+                                           {"lower_bound", f.lowerBound},
+                                           {"lower_bound_reason", f.lowerBoundReason}});
+      bucket["topology"] = s.topology;
+      bucket["chips"] = std::move(chips);
+      bucket["pipelined_interval"] = longestSpan(s);
+    }
     if (ops) {
       llvm::json::Array opTimings;
       for (const scheduler::OpTiming &t : s.ops) {

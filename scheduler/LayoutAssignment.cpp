@@ -101,6 +101,21 @@ bool pixelFreeReshape(const ir::Op &op) {
          op.type().shape.back() == channelsOf(op.operand(0)->type().shape);
 }
 
+/// A transpose (stored as declared) of a value stored in the transpose's
+/// order: its result is the operand's storage as it is.
+bool transposeOfStored(const ir::Op &op, const std::map<const ir::Op *, std::vector<uint8_t>> &order) {
+  if (op.kind() != K::Transpose || order.count(&op))
+    return false;
+  auto stored = order.find(op.operand(0));
+  auto perm = op.intsAttr("perm");
+  if (stored == order.end() || !perm || perm->size() != stored->second.size())
+    return false;
+  for (size_t i = 0; i < perm->size(); ++i)
+    if ((*perm)[i] != stored->second[i])
+      return false;
+  return true;
+}
+
 llvm::Error storedView(const ir::Op &op, LoweringContext &ctx) {
   const TensorView &in = ctx.view(op.operand(0));
   TensorView out = in;
@@ -288,6 +303,23 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
     out.order[op] = rank4(*op) ? kChannelsLast : kPerChannelOrder;
   for (const ir::Op *op : weights)
     out.order[op] = kConvWeightOrder;
+  // A weight read only transposed ([V, D] read as [D, V]: tied embeddings'
+  // logits) is stored transposed, so that the transpose is a view of it
+  // instead of a copy as large as the weight.
+  std::map<const ir::Op *, std::vector<const ir::Op *>> readers;
+  for (const auto &owned : fn.ops())
+    for (const ir::Op *operand : owned->operands())
+      readers[operand].push_back(owned.get());
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    if (op.kind() != K::Param || op.type().rank() != 2 || out.order.count(&op) || readers[&op].empty())
+      continue;
+    if (llvm::all_of(readers[&op], [](const ir::Op *user) {
+          return user->kind() == K::Transpose &&
+                 user->intsAttr("perm") == std::vector<int64_t>{1, 0};
+        }))
+      out.order[&op] = kTransposed;
+  }
   out.scratch = std::make_unique<ir::Function>(fn.name() + ".relayout");
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
@@ -317,6 +349,8 @@ LoweringFn storedOrderLowering(const ir::Op &op, const LoweringContext &ctx) {
   if (isPool(kind) && mine)
     return lowerPoolChannelsLast;
   if ((kind == K::Reshape || kind == K::Broadcast) && mine)
+    return storedView;
+  if (transposeOfStored(op, ctx.storedOrder))
     return storedView;
   if (!permutedOperand)
     return nullptr;
@@ -382,6 +416,8 @@ bool isGlobalPool(const ir::Op &op, const LayoutAssignment &layouts) {
 bool aliasesOperand(const ir::Op &op, const LayoutAssignment &layouts, unsigned lanes) {
   if (op.operands().size() != 1)
     return false;
+  if (transposeOfStored(op, layouts.order))
+    return true;
   const bool mine = layouts.order.count(&op) > 0;
   if ((op.kind() == K::Reshape || op.kind() == K::Broadcast) && mine)
     return true;

@@ -38,6 +38,8 @@ inline const std::vector<uint8_t> kChannelsLast = {0, 2, 3, 1};
 /// A per-channel [C, 1, 1] (an activation's bias or scale) stored
 /// [1, 1, C]: one row of C, as [1, C, 1, 1] channels-last.
 inline const std::vector<uint8_t> kPerChannelOrder = {1, 2, 0};
+/// A 2-D weight read only transposed, stored [D, V].
+inline const std::vector<uint8_t> kTransposed = {1, 0};
 /// [O, C, KH, KW] stored [KH, KW, C, O].
 inline const std::vector<uint8_t> kConvWeightOrder = {2, 3, 1, 0};
 

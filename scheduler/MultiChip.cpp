@@ -100,7 +100,12 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     return error("func @" + fn.name() + " uses " + llvm::Twine(used) + " chips, topology '" +
                  options.topology + "' has " + llvm::Twine(topology->numChips()));
 
-  // Every crossing on a link of its own route: for now a direct one.
+  // The partition's chips are pipeline stages; stage s runs on chain[s],
+  // each chip of the chain cabled straight to the next.
+  std::optional<std::vector<unsigned>> chain = topology->chain(used);
+  if (!chain)
+    return error("topology '" + options.topology + "' has no chain of " + llvm::Twine(used) +
+                 " chips each cabled to the next");
   std::vector<Crossing> crossings;
   for (const auto &op : fn.ops()) {
     if (op->kind() != ir::OpKind::Transfer)
@@ -114,17 +119,14 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
       return error("func @" + fn.name() + ": a transfer from chip " + llvm::Twine(x.from) +
                    " back to chip " + llvm::Twine(x.to) +
                    " (chips are scheduled in order; only pipelines are scheduled yet)");
-    bool found = false;
-    for (unsigned l = 0; l < chip.c2cLinks && !found; ++l)
-      if (auto peer = topology->peer(x.from, l); peer && peer->chip == x.to) {
-        x.link = l;
-        x.farLink = peer->link;
-        found = true;
-      }
-    if (!found)
-      return error("topology '" + options.topology + "' has no link from chip " +
-                   llvm::Twine(x.from) + " to chip " + llvm::Twine(x.to) +
+    unsigned from = (*chain)[x.from], to = (*chain)[x.to];
+    std::optional<unsigned> link = topology->linkTo(from, to);
+    if (!link)
+      return error("topology '" + options.topology + "' has no link from chip " + llvm::Twine(from) +
+                   " to chip " + llvm::Twine(to) +
                    " (routes through other chips are not scheduled yet)");
+    x.link = *link;
+    x.farLink = topology->peer(from, *link)->link;
     crossings.push_back(x);
   }
 
@@ -159,9 +161,9 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
       for (TensorPlacement t : schedules[c].tensors) {
         if (t.role != role)
           continue;
-        t.chip = c;
+        t.chip = (*chain)[c];
         if (role == TensorRole::Constant && c)
-          t.name = "chip" + std::to_string(c) + "." + t.name;
+          t.name = "chip" + std::to_string(t.chip) + "." + t.name;
         merged.tensors.push_back(std::move(t));
       }
   // Outputs in the order the function returns them.
@@ -177,11 +179,13 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
                        return ao && bo ? rank(a) < rank(b) : !ao && bo;
                      });
   }
+  for (const Schedule &s : schedules)
+    merged.sent.insert(merged.sent.end(), s.sent.begin(), s.sent.end());
   for (unsigned c = 0; c < used; ++c) {
     Schedule &s = schedules[c];
     for (auto &[q, list] : s.queues) {
       QueueId id = q;
-      id.chip = c;
+      id.chip = (*chain)[c];
       merged.queues[id] = std::move(list);
     }
     merged.cycles = std::max(merged.cycles, s.cycles);
@@ -190,11 +194,14 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     merged.sramBytes = std::max(merged.sramBytes, s.sramBytes);
     if (s.lowerBound > merged.lowerBound) {
       merged.lowerBound = s.lowerBound;
-      merged.lowerBoundReason = "chip " + std::to_string(c) + ": " + s.lowerBoundReason;
+      merged.lowerBoundReason = "chip " + std::to_string((*chain)[c]) + ": " + s.lowerBoundReason;
     }
     ChipFigures f;
-    f.chip = c;
+    f.chip = (*chain)[c];
     f.cycles = s.cycles;
+    for (const LinkTransfer &t : merged.sent)
+      if (t.toChip == c && !t.arrivals.empty())
+        f.firstCycle = f.firstCycle ? std::min(f.firstCycle, t.arrivals.front()) : t.arrivals.front();
     f.busy = s.busy;
     f.sramBytes = s.sramBytes;
     f.lowerBound = s.lowerBound;
@@ -204,8 +211,6 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     merged.chips.push_back(f);
     for (OpTiming &t : s.ops)
       merged.ops.push_back(std::move(t));
-    for (LinkTransfer &t : s.sent)
-      merged.sent.push_back(std::move(t));
   }
   return merged;
 }

@@ -60,6 +60,9 @@ struct LinkTransfer {
 /// One chip's figures in a multi-chip schedule.
 struct ChipFigures {
   unsigned chip = 0;
+  /// The cycle the first vector it receives arrives (0 for a chip that
+  /// receives nothing): before it, the chip only loads weights.
+  int64_t firstCycle = 0;
   int64_t cycles = 0;
   std::array<int64_t, backend::kNumUnitKinds> busy{};
   uint64_t sramBytes = 0;

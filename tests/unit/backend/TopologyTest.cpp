@@ -64,3 +64,26 @@ TEST(Topology, BadSpecs) {
   EXPECT_EQ(llvm::toString(few.takeError()),
             "topology 'dragonfly:2' needs 11 C2C links per chip, the chip has 8");
 }
+
+// Pipeline stages go along a chain of chips, each cabled straight to the
+// next: a node's chips in turn, then on to another node over a global link.
+TEST(Topology, ChainsCableEachChipToTheNext) {
+  for (auto [spec, count] : {std::pair{"single", 1u}, {"node", 5u}, {"node", 8u},
+                             {"dragonfly:2", 16u}, {"dragonfly:16", 128u}, {"dragonfly:33", 264u},
+                             {"dragonfly:16", 20u}}) {
+    auto t = Topology::parse(spec, 16);
+    ASSERT_TRUE(bool(t)) << spec;
+    auto chain = t->chain(count);
+    ASSERT_TRUE(chain.has_value()) << spec << " " << count;
+    ASSERT_EQ(chain->size(), count);
+    EXPECT_EQ(chain->front(), 0u);
+    std::set<unsigned> distinct(chain->begin(), chain->end());
+    EXPECT_EQ(distinct.size(), count) << spec;
+    for (size_t i = 0; i + 1 < chain->size(); ++i)
+      EXPECT_TRUE(t->linkTo((*chain)[i], (*chain)[i + 1]).has_value())
+          << spec << ": " << (*chain)[i] << " -> " << (*chain)[i + 1];
+  }
+  auto node = Topology::parse("node", 16);
+  ASSERT_TRUE(bool(node));
+  EXPECT_FALSE(node->chain(9).has_value());
+}

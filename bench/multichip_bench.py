@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Programs across chips: for each model and chip count, lpuc --report --json
+(one compilation) and the figures a user of a multi-chip system asks first:
+predicted latency, the pipelined interval and inferences per second when
+requests stream through the stages, link traffic, compile wall time and
+peak memory. Figures, not pass/fail.
+
+usage: multichip_bench.py LPUC [--only NAME,...] [--timeout SECONDS]
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (name, file, lpuc flags, chip counts)
+CASES = [
+    ("bert-base S=128", "examples/bert.lpu", ["--entry", "pooled", "--bucket", "S=128"], ["1", "2", "4", "8"]),
+    ("bert-base S=512", "examples/bert.lpu", ["--entry", "pooled", "--bucket", "S=512"], ["auto", "4"]),
+    ("bert-base B=8 S=128", "examples/bert.lpu", ["--entry", "encode"], ["auto", "4"]),
+    ("gpt2 S=64", "examples/gpt2.lpu", ["--bucket", "S=64"], ["auto", "2", "4"]),
+    ("gpt2 S=256", "examples/gpt2.lpu", ["--bucket", "S=256"], ["auto", "4"]),
+    ("bert-large S=128", "examples/bert_large.lpu", ["--bucket", "S=128"], ["auto", "8"]),
+]
+
+
+def run(lpuc, path, flags, chips, timeout):
+    cmd = [lpuc, os.path.join(ROOT, path), "--report", "--json", "--chips", chips] + flags
+    start = time.time()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s", 0, 0
+    wall = time.time() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        first = next((l for l in proc.stderr.splitlines() if "error" in l), proc.stderr[:200])
+        return None, first.strip(), wall, after.ru_maxrss
+    return json.loads(proc.stdout), "", wall, after.ru_maxrss
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lpuc")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--timeout", type=int, default=900)
+    args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s]
+    print(f"# lpuc --report --json on {os.cpu_count()} cores; clock from the chip file")
+    print(f"{'model':22} {'chips':>5} {'topology':>12} {'cycles':>10} {'latency us':>11} "
+          f"{'interval':>10} {'inf/s':>9} {'link MB':>8} {'compile s':>9} {'peak MB':>8}")
+    for name, path, flags, counts in CASES:
+        if only and not any(o in name for o in only):
+            continue
+        for chips in counts:
+            report, err, wall, rss = run(args.lpuc, path, flags, chips, args.timeout)
+            if report is None:
+                print(f"{name:22} {chips:>5}  {err}")
+                continue
+            clock = report["clock_mhz"]
+            for b in report["buckets"]:
+                used = len(b.get("chips", [])) or 1
+                interval = b.get("pipelined_interval", b["cycles"]) or b["cycles"]
+                link = sum(c["link_bytes_sent"] for c in b.get("chips", [])) / 1e6
+                print(f"{name:22} {used:>5} {b.get('topology', 'single'):>12} {b['cycles']:>10} "
+                      f"{b['cycles'] / clock:>11.1f} {interval:>10} {clock * 1e6 / interval:>9.0f} "
+                      f"{link:>8.2f} {wall:>9.1f} {rss / 1024:>8.0f}")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
