@@ -25,6 +25,10 @@ struct C2cMessage {
   unsigned srcChip = 0, srcLink = 0, dstChip = 0, dstLink = 0;
   unsigned width = 0;        // streams
   std::vector<uint8_t> data; // width * lanes bytes (empty in timing-only runs)
+  /// The send that put it on the wire, to name it when no recv takes it:
+  /// its queue, instruction index and repetition on srcChip, and its cycle.
+  uint32_t srcQueue = 0, srcInstr = 0, srcRepetition = 0;
+  int64_t sent = 0;
 };
 
 struct TraceEvent {
@@ -68,9 +72,18 @@ public:
   bool idle() const { return events_.empty(); }
   int64_t nextEventCycle() const { return events_.empty() ? INT64_MAX : events_.top().first; }
 
-  /// End-of-run checks and the MXM's pending work: parked queues, data sent
-  /// to this chip that nobody received.
+  /// End-of-run checks and the MXM's pending work: parked queues, values
+  /// left on the streams, weight rows never installed. Data sent to this
+  /// chip that nobody received is Machine's check (it names the send).
   bool finish();
+
+  /// The values left on this chip's links at the end of the run: the
+  /// earliest to arrive (nullptr if none) and how many share its link.
+  const C2cMessage *firstUnreceived(size_t &onItsLink) const;
+  /// Records a violation at instruction `instr` (repetition `repetition`)
+  /// of `queue`, issued in `cycle`, as the checks during the run do.
+  void failAt(uint32_t queue, uint32_t instr, uint32_t repetition, int64_t cycle,
+              const llvm::Twine &detail);
 
   const std::optional<Violation> &violation() const { return violation_; }
   std::vector<C2cMessage> takeOutbox() { return std::move(outbox_); }

@@ -180,6 +180,27 @@ llvm::Error Machine::run() {
   for (auto &c : chips_)
     if (!c->finish())
       return toError(*c->violation());
+  // A value sent that no recv took: named by its send (the receiving side
+  // has no instruction to name), the earliest to arrive first.
+  const C2cMessage *lost = nullptr;
+  size_t left = 0;
+  for (auto &c : chips_) {
+    size_t n = 0;
+    const C2cMessage *m = c->firstUnreceived(n);
+    if (m && (!lost || m->arrival < lost->arrival)) {
+      lost = m;
+      left = n;
+    }
+  }
+  if (lost) {
+    ChipSim &sender = *chips_[lost->srcChip];
+    sender.failAt(lost->srcQueue, lost->srcInstr, lost->srcRepetition, lost->sent,
+                  "no recv takes the value it sent: it arrives at chip " +
+                      llvm::Twine(lost->dstChip) + ", link l" + llvm::Twine(lost->dstLink) +
+                      ", in cycle " + llvm::Twine(lost->arrival) + " (" + llvm::Twine(left) +
+                      " value(s) left on that link at the end of the run)");
+    return toError(*sender.violation());
+  }
   cycles_ = 0;
   for (auto &c : chips_)
     cycles_ = std::max(cycles_, c->stats().lastCycle + 1);
