@@ -49,6 +49,7 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
     planes_.push_back(std::make_unique<MxmPlane>(chip.mxmDim, chip.mxmAccRows, options.timingOnly,
                                                  options.matmulThreads, describe));
   linkBusyUntil_.assign(chip.c2cLinks, 0);
+  linkSends_.assign(chip.c2cLinks, 0);
   inbox_.resize(chip.c2cLinks);
   for (unsigned op = 0; op < kNumOpcodes; ++op)
     for (unsigned t = 0; t < 8; ++t)
@@ -498,10 +499,15 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     m.srcInstr = ctx.instr;
     m.srcRepetition = ctx.repetition;
     m.sent = c;
+    m.sequence = linkSends_[in.unit]++;
     if (data)
       for (unsigned p = 0; p < w; ++p)
         m.data.insert(m.data.end(), a[p], a[p] + lanes);
     stats_.lastCycle = std::max(stats_.lastCycle, m.arrival);
+    if (options_.trace) {
+      trace_.back().c2c = int32_t(c2cTrace_.size());
+      c2cTrace_.push_back({true, in.unit, *peer, c, m.arrival, m.sequence});
+    }
     outbox_.push_back(std::move(m));
     return true;
   }
@@ -523,6 +529,11 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     if (m.width != w)
       return fail(ctx, "received " + llvm::Twine(m.width) + " streams, the instruction takes " +
                            llvm::Twine(w));
+    if (options_.trace) {
+      trace_.back().c2c = int32_t(c2cTrace_.size());
+      c2cTrace_.push_back(
+          {false, in.unit, LinkEnd{m.srcChip, m.srcLink}, m.sent, m.arrival, m.sequence});
+    }
     if (!emitGroup(ctx, in.dst, w, pos, done, out))
       return false;
     if (data)

@@ -29,6 +29,19 @@ struct C2cMessage {
   /// its queue, instruction index and repetition on srcChip, and its cycle.
   uint32_t srcQueue = 0, srcInstr = 0, srcRepetition = 0;
   int64_t sent = 0;
+  /// The how-manieth send on srcChip's srcLink (from 0): with the link, it
+  /// names the message in traces.
+  uint64_t sequence = 0;
+};
+
+/// A send or recv in the trace: the link's far end, when the value was
+/// sent and arrives, and its sequence number on the sending link.
+struct C2cTraceEvent {
+  bool send = false;
+  unsigned link = 0;
+  backend::LinkEnd peer;
+  int64_t sent = 0, arrival = 0;
+  uint64_t sequence = 0;
 };
 
 struct TraceEvent {
@@ -36,6 +49,7 @@ struct TraceEvent {
   uint32_t duration;
   int64_t cycle;
   backend::Opcode op;
+  int32_t c2c = -1; // its C2cTraceEvent (sends and recvs), else -1
 };
 
 struct ChipStats {
@@ -91,6 +105,7 @@ public:
 
   const ChipStats &stats() const { return stats_; }
   const std::vector<TraceEvent> &trace() const { return trace_; }
+  const std::vector<C2cTraceEvent> &c2cTrace() const { return c2cTrace_; }
   const backend::ChipCode &code() const { return code_; }
 
 private:
@@ -176,6 +191,7 @@ private:
 
   std::vector<std::unique_ptr<MxmPlane>> planes_;
   std::vector<int64_t> linkBusyUntil_;
+  std::vector<uint64_t> linkSends_; // per link: sends so far
   std::vector<std::deque<C2cMessage>> inbox_;
   std::vector<C2cMessage> outbox_;
 
@@ -188,6 +204,7 @@ private:
   std::optional<Violation> violation_;
   ChipStats stats_;
   std::vector<TraceEvent> trace_;
+  std::vector<C2cTraceEvent> c2cTrace_;
 };
 
 } // namespace lpu::sim

@@ -228,23 +228,72 @@ RunReport Machine::report() const {
   return r;
 }
 
+namespace {
+std::string linkEndName(unsigned chip, unsigned link) {
+  return "chip " + std::to_string(chip) + " l" + std::to_string(link);
+}
+} // namespace
+
 std::string Machine::traceJson() const {
   llvm::json::Array events;
   for (unsigned c = 0; c < chips_.size(); ++c) {
     const ChipSim &chip = *chips_[c];
+    const unsigned queues = unsigned(chip.code().queues.size());
     events.push_back(llvm::json::Object{{"name", "process_name"}, {"ph", "M"}, {"pid", c},
                                         {"args", llvm::json::Object{{"name", "chip " + std::to_string(c)}}}});
-    for (unsigned q = 0; q < chip.code().queues.size(); ++q)
+    for (unsigned q = 0; q < queues; ++q)
       events.push_back(llvm::json::Object{
           {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", q},
           {"args", llvm::json::Object{{"name", queueName(chip.code().queues[q])}}}});
-    for (const TraceEvent &e : chip.trace())
-      events.push_back(llvm::json::Object{{"name", opcodeInfo(e.op).mnemonic},
-                                          {"ph", "X"},
-                                          {"pid", c},
-                                          {"tid", e.queue},
-                                          {"ts", e.cycle},
-                                          {"dur", e.duration}});
+    std::vector<bool> linkTrack(chip_.c2cLinks, false);
+    for (const TraceEvent &e : chip.trace()) {
+      llvm::json::Object event{{"name", opcodeInfo(e.op).mnemonic},
+                               {"ph", "X"},
+                               {"pid", c},
+                               {"tid", e.queue},
+                               {"ts", e.cycle},
+                               {"dur", e.duration}};
+      if (e.c2c < 0) {
+        events.push_back(std::move(event));
+        continue;
+      }
+      // A send and its recv: the far end and the cycles in the event's
+      // args, an arrow (a flow event) from the send to the recv, and the
+      // time the value is on the wire as an event on the sender's link
+      // track.
+      const C2cTraceEvent &t = chip.c2cTrace()[size_t(e.c2c)];
+      // The flow's id names the value by its sending link and sequence.
+      const LinkEnd from = t.send ? LinkEnd{c, t.link} : t.peer;
+      const uint64_t flow = (uint64_t(from.chip) * chip_.c2cLinks + from.link) << 32 | t.sequence;
+      llvm::json::Object args{{"link", "l" + std::to_string(t.link)},
+                              {"sent", t.sent},
+                              {"arrival", t.arrival}};
+      args[t.send ? "to" : "from"] = linkEndName(t.peer.chip, t.peer.link);
+      event["args"] = std::move(args);
+      events.push_back(std::move(event));
+      llvm::json::Object arrow{{"name", "c2c"}, {"cat", "c2c"}, {"ph", t.send ? "s" : "f"},
+                               {"id", int64_t(flow)}, {"pid", c},   {"tid", e.queue},
+                               {"ts", e.cycle}};
+      if (!t.send)
+        arrow["bp"] = "e"; // ends at the recv's own event, not the next one
+      events.push_back(std::move(arrow));
+      if (t.send) {
+        unsigned tid = queues + t.link;
+        linkTrack[t.link] = true;
+        events.push_back(llvm::json::Object{
+            {"name", "to " + linkEndName(t.peer.chip, t.peer.link)},
+            {"ph", "X"},
+            {"pid", c},
+            {"tid", tid},
+            {"ts", t.sent},
+            {"dur", t.arrival - chip_.c2cHopCycles - t.sent}});
+      }
+    }
+    for (unsigned l = 0; l < linkTrack.size(); ++l)
+      if (linkTrack[l])
+        events.push_back(llvm::json::Object{
+            {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", queues + l},
+            {"args", llvm::json::Object{{"name", "link l" + std::to_string(l)}}}});
   }
   llvm::json::Object root{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
   std::string out;
