@@ -88,7 +88,8 @@ bool ChipSim::fail(const Ctx &ctx, const llvm::Twine &detail) {
                          ("schedule violation: chip " + llvm::Twine(index_) + ", unit " +
                           unitKindName(q.unit) + ", queue " + queueName(q) + ", " + what +
                           ", cycle " + llvm::Twine(ctx.cycle) + ": " + detail)
-                             .str()};
+                             .str(),
+                         std::nullopt};
   return false;
 }
 
@@ -519,10 +520,13 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
       std::string from = peer ? " (from chip " + std::to_string(peer->chip) + ", link l" +
                                     std::to_string(peer->link) + ")"
                               : std::string();
-      return fail(ctx, "receive on link l" + llvm::Twine(in.unit) + from + " with no data arrived" +
-                           (box.empty() ? std::string()
-                                        : " (the next vector arrives at cycle " +
-                                              std::to_string(box.front().arrival) + ")"));
+      fail(ctx, "receive on link l" + llvm::Twine(in.unit) + from + " with no data arrived" +
+                    (box.empty() ? std::string()
+                                 : " (the next vector arrives at cycle " +
+                                       std::to_string(box.front().arrival) + ")"));
+      if (box.empty() && violation_)
+        violation_->awaitedLink = in.unit;
+      return false;
     }
     C2cMessage m = std::move(box.front());
     box.pop_front();
@@ -577,7 +581,8 @@ bool ChipSim::finish() {
                            "deadlock: chip " + std::to_string(index_) + ", unit " +
                                unitKindName(queue.unit).str() + ", queue " + queueName(queue) +
                                ", instruction " + std::to_string(queues_[q].pc - 1) +
-                               " (sync) waits for a notify that never comes"};
+                               " (sync) waits for a notify that never comes",
+                           std::nullopt};
     return false;
   }
   // Values still on the streams: the earliest unread one.

@@ -101,6 +101,7 @@ public:
 
   const std::optional<Violation> &violation() const { return violation_; }
   std::vector<C2cMessage> takeOutbox() { return std::move(outbox_); }
+  const std::vector<C2cMessage> &outbox() const { return outbox_; }
   void deliver(C2cMessage message);
 
   const ChipStats &stats() const { return stats_; }

@@ -160,8 +160,22 @@ llvm::Error Machine::run() {
           (!first || std::make_pair(c->violation()->cycle, c->violation()->chip) <
                          std::make_pair(first->cycle, first->chip)))
         first = &*c->violation();
-    if (first)
-      return toError(*first);
+    if (first) {
+      Violation v = *first;
+      // A recv that found nothing, while a value for it is on the wire
+      // already (sent in this window, so not delivered yet): say when it
+      // arrives, as when it had been delivered.
+      if (v.awaitedLink) {
+        int64_t next = INT64_MAX;
+        for (auto &c : chips_)
+          for (const C2cMessage &m : c->outbox())
+            if (m.dstChip == v.chip && m.dstLink == *v.awaitedLink)
+              next = std::min(next, m.arrival);
+        if (next != INT64_MAX)
+          v.message += " (the next vector arrives at cycle " + std::to_string(next) + ")";
+      }
+      return toError(v);
+    }
     // Deliver this window's C2C traffic in a fixed order.
     std::vector<C2cMessage> traffic;
     for (auto &c : chips_)
