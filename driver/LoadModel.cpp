@@ -34,6 +34,8 @@ llvm::Expected<std::unique_ptr<ir::Module>> compileFileToIR(llvm::StringRef path
   diags.setConsumer(&text);
   PipelineOptions pipeline;
   pipeline.check.importPaths = options.importPaths;
+  // The model runs on the host: no chip's SRAM has to hold its parameters.
+  pipeline.check.sramRule = false;
   pipeline.last = Phase::Lower;
   Compilation c(diags, bufferId);
   if (!runPipeline(c, pipeline) || diags.hasErrors())

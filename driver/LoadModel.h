@@ -1,6 +1,8 @@
 // A model for tools that run it rather than compile it (lpurun --reference):
 // a .lpu source through the pipeline up to `lower` (read, parse, check,
-// lower, verify), or the IR's text form (.ir) parsed and verified.
+// lower, verify), or the IR's text form (.ir) parsed and verified. The
+// model runs on the host, so the SRAM rule of the chips (E0600) does not
+// apply: a model of any size loads.
 #pragma once
 
 #include "ir/IR.h"

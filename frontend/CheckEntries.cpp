@@ -400,7 +400,7 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
       listParams(*self, "", bucket.paramPaths);
     done();
     uint64_t capacity = options_.sramBytesPerChip * options_.chips;
-    if (bucket.paramBytes > capacity) {
+    if (options_.sramRule && bucket.paramBytes > capacity) {
       std::vector<std::pair<uint64_t, const ast::ParamDecl *>> largest;
       for (const auto &[d, bytes] : bytesByDecl)
         largest.push_back({bytes, d});

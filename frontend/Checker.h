@@ -29,6 +29,10 @@ struct CheckOptions {
   /// Directories searched, in order, for `import std.nn` (std/nn.lpu).
   std::vector<std::string> importPaths;
   unsigned maxUnroll = 4096;
+  /// The SRAM rule (E0600): an entry's parameters must fit in the SRAM of
+  /// `chips` chips. Off where the model runs on the host, not on chips
+  /// (lpurun --reference).
+  bool sramRule = true;
   unsigned chips = 1;
   uint64_t sramBytesPerChip = 220ull << 20;
   /// Record the type of every expression of every instantiation.

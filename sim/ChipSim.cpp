@@ -49,6 +49,7 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
     planes_.push_back(std::make_unique<MxmPlane>(chip.mxmDim, chip.mxmAccRows, options.timingOnly,
                                                  options.matmulThreads, describe));
   linkBusyUntil_.assign(chip.c2cLinks, 0);
+  linkSends_.assign(chip.c2cLinks, 0);
   inbox_.resize(chip.c2cLinks);
   for (unsigned op = 0; op < kNumOpcodes; ++op)
     for (unsigned t = 0; t < 8; ++t)
@@ -87,7 +88,8 @@ bool ChipSim::fail(const Ctx &ctx, const llvm::Twine &detail) {
                          ("schedule violation: chip " + llvm::Twine(index_) + ", unit " +
                           unitKindName(q.unit) + ", queue " + queueName(q) + ", " + what +
                           ", cycle " + llvm::Twine(ctx.cycle) + ": " + detail)
-                             .str()};
+                             .str(),
+                         std::nullopt};
   return false;
 }
 
@@ -484,31 +486,58 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
       return fail(ctx, "link l" + llvm::Twine(in.unit) + " over bandwidth: it is still sending until cycle " +
                            llvm::Twine(linkBusyUntil_[in.unit]) + " (" +
                            llvm::Twine(chip_.c2cCyclesPerVector) + " cycles per vector)");
+    // verifyProgram refuses it first; a program run unverified must not
+    // send into nowhere.
+    std::optional<LinkEnd> peer = topology_.peer(index_, in.unit);
+    if (!peer)
+      return fail(ctx, "link l" + llvm::Twine(in.unit) + " is not cabled in topology '" +
+                           topology_.spec() + "'");
     int64_t serial = int64_t(w) * chip_.c2cCyclesPerVector;
     linkBusyUntil_[in.unit] = c + serial;
     stats_.linkBytesSent[in.unit] += uint64_t(w) * lanes;
-    LinkEnd peer = *topology_.peer(index_, in.unit);
-    C2cMessage m{c + serial + chip_.c2cHopCycles, index_, in.unit, peer.chip, peer.link, w, {}};
+    C2cMessage m{c + serial + chip_.c2cHopCycles, index_, in.unit, peer->chip, peer->link, w, {}};
+    m.srcQueue = ctx.queue;
+    m.srcInstr = ctx.instr;
+    m.srcRepetition = ctx.repetition;
+    m.sent = c;
+    m.sequence = linkSends_[in.unit]++;
     if (data)
       for (unsigned p = 0; p < w; ++p)
         m.data.insert(m.data.end(), a[p], a[p] + lanes);
     stats_.lastCycle = std::max(stats_.lastCycle, m.arrival);
+    if (options_.trace) {
+      trace_.back().c2c = int32_t(c2cTrace_.size());
+      c2cTrace_.push_back({true, in.unit, *peer, c, m.arrival, m.sequence});
+    }
     outbox_.push_back(std::move(m));
     return true;
   }
   case Opcode::Receive: {
     unsigned pos = chip_.linkPosition(in.unit);
     std::deque<C2cMessage> &box = inbox_[in.unit];
-    if (box.empty() || box.front().arrival > c)
-      return fail(ctx, "receive on link l" + llvm::Twine(in.unit) + " with no data arrived" +
-                           (box.empty() ? std::string()
-                                        : " (the next vector arrives at cycle " +
-                                              std::to_string(box.front().arrival) + ")"));
+    if (box.empty() || box.front().arrival > c) {
+      std::optional<LinkEnd> peer = topology_.peer(index_, in.unit);
+      std::string from = peer ? " (from chip " + std::to_string(peer->chip) + ", link l" +
+                                    std::to_string(peer->link) + ")"
+                              : std::string();
+      fail(ctx, "receive on link l" + llvm::Twine(in.unit) + from + " with no data arrived" +
+                    (box.empty() ? std::string()
+                                 : " (the next vector arrives at cycle " +
+                                       std::to_string(box.front().arrival) + ")"));
+      if (box.empty() && violation_)
+        violation_->awaitedLink = in.unit;
+      return false;
+    }
     C2cMessage m = std::move(box.front());
     box.pop_front();
     if (m.width != w)
       return fail(ctx, "received " + llvm::Twine(m.width) + " streams, the instruction takes " +
                            llvm::Twine(w));
+    if (options_.trace) {
+      trace_.back().c2c = int32_t(c2cTrace_.size());
+      c2cTrace_.push_back(
+          {false, in.unit, LinkEnd{m.srcChip, m.srcLink}, m.sent, m.arrival, m.sequence});
+    }
     if (!emitGroup(ctx, in.dst, w, pos, done, out))
       return false;
     if (data)
@@ -523,6 +552,22 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
 
 void ChipSim::deliver(C2cMessage message) { inbox_[message.dstLink].push_back(std::move(message)); }
 
+const C2cMessage *ChipSim::firstUnreceived(size_t &onItsLink) const {
+  const C2cMessage *first = nullptr;
+  onItsLink = 0;
+  for (const std::deque<C2cMessage> &box : inbox_)
+    if (!box.empty() && (!first || box.front().arrival < first->arrival)) {
+      first = &box.front();
+      onItsLink = box.size();
+    }
+  return first;
+}
+
+void ChipSim::failAt(uint32_t queue, uint32_t instr, uint32_t repetition, int64_t cycle,
+                     const llvm::Twine &detail) {
+  fail(Ctx{queue, instr, repetition, cycle}, detail);
+}
+
 bool ChipSim::finish() {
   if (violation_)
     return false;
@@ -536,19 +581,10 @@ bool ChipSim::finish() {
                            "deadlock: chip " + std::to_string(index_) + ", unit " +
                                unitKindName(queue.unit).str() + ", queue " + queueName(queue) +
                                ", instruction " + std::to_string(queues_[q].pc - 1) +
-                               " (sync) waits for a notify that never comes"};
+                               " (sync) waits for a notify that never comes",
+                           std::nullopt};
     return false;
   }
-  for (unsigned l = 0; l < inbox_.size(); ++l)
-    if (!inbox_[l].empty()) {
-      const C2cMessage &m = inbox_[l].front();
-      violation_ = Violation{m.arrival, index_,
-                             "chip " + std::to_string(index_) + ", unit c2c, link l" +
-                                 std::to_string(l) + ": " + std::to_string(inbox_[l].size()) +
-                                 " vector(s) sent by chip " + std::to_string(m.srcChip) +
-                                 " were never received"};
-      return false;
-    }
   // Values still on the streams: the earliest unread one.
   const StreamSlot *unread = nullptr;
   size_t unreadAt = 0;

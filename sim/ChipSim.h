@@ -25,6 +25,23 @@ struct C2cMessage {
   unsigned srcChip = 0, srcLink = 0, dstChip = 0, dstLink = 0;
   unsigned width = 0;        // streams
   std::vector<uint8_t> data; // width * lanes bytes (empty in timing-only runs)
+  /// The send that put it on the wire, to name it when no recv takes it:
+  /// its queue, instruction index and repetition on srcChip, and its cycle.
+  uint32_t srcQueue = 0, srcInstr = 0, srcRepetition = 0;
+  int64_t sent = 0;
+  /// The how-manieth send on srcChip's srcLink (from 0): with the link, it
+  /// names the message in traces.
+  uint64_t sequence = 0;
+};
+
+/// A send or recv in the trace: the link's far end, when the value was
+/// sent and arrives, and its sequence number on the sending link.
+struct C2cTraceEvent {
+  bool send = false;
+  unsigned link = 0;
+  backend::LinkEnd peer;
+  int64_t sent = 0, arrival = 0;
+  uint64_t sequence = 0;
 };
 
 struct TraceEvent {
@@ -32,6 +49,7 @@ struct TraceEvent {
   uint32_t duration;
   int64_t cycle;
   backend::Opcode op;
+  int32_t c2c = -1; // its C2cTraceEvent (sends and recvs), else -1
 };
 
 struct ChipStats {
@@ -68,16 +86,27 @@ public:
   bool idle() const { return events_.empty(); }
   int64_t nextEventCycle() const { return events_.empty() ? INT64_MAX : events_.top().first; }
 
-  /// End-of-run checks and the MXM's pending work: parked queues, data sent
-  /// to this chip that nobody received.
+  /// End-of-run checks and the MXM's pending work: parked queues, values
+  /// left on the streams, weight rows never installed. Data sent to this
+  /// chip that nobody received is Machine's check (it names the send).
   bool finish();
+
+  /// The values left on this chip's links at the end of the run: the
+  /// earliest to arrive (nullptr if none) and how many share its link.
+  const C2cMessage *firstUnreceived(size_t &onItsLink) const;
+  /// Records a violation at instruction `instr` (repetition `repetition`)
+  /// of `queue`, issued in `cycle`, as the checks during the run do.
+  void failAt(uint32_t queue, uint32_t instr, uint32_t repetition, int64_t cycle,
+              const llvm::Twine &detail);
 
   const std::optional<Violation> &violation() const { return violation_; }
   std::vector<C2cMessage> takeOutbox() { return std::move(outbox_); }
+  const std::vector<C2cMessage> &outbox() const { return outbox_; }
   void deliver(C2cMessage message);
 
   const ChipStats &stats() const { return stats_; }
   const std::vector<TraceEvent> &trace() const { return trace_; }
+  const std::vector<C2cTraceEvent> &c2cTrace() const { return c2cTrace_; }
   const backend::ChipCode &code() const { return code_; }
 
 private:
@@ -163,6 +192,7 @@ private:
 
   std::vector<std::unique_ptr<MxmPlane>> planes_;
   std::vector<int64_t> linkBusyUntil_;
+  std::vector<uint64_t> linkSends_; // per link: sends so far
   std::vector<std::deque<C2cMessage>> inbox_;
   std::vector<C2cMessage> outbox_;
 
@@ -175,6 +205,7 @@ private:
   std::optional<Violation> violation_;
   ChipStats stats_;
   std::vector<TraceEvent> trace_;
+  std::vector<C2cTraceEvent> c2cTrace_;
 };
 
 } // namespace lpu::sim

@@ -160,8 +160,22 @@ llvm::Error Machine::run() {
           (!first || std::make_pair(c->violation()->cycle, c->violation()->chip) <
                          std::make_pair(first->cycle, first->chip)))
         first = &*c->violation();
-    if (first)
-      return toError(*first);
+    if (first) {
+      Violation v = *first;
+      // A recv that found nothing, while a value for it is on the wire
+      // already (sent in this window, so not delivered yet): say when it
+      // arrives, as when it had been delivered.
+      if (v.awaitedLink) {
+        int64_t next = INT64_MAX;
+        for (auto &c : chips_)
+          for (const C2cMessage &m : c->outbox())
+            if (m.dstChip == v.chip && m.dstLink == *v.awaitedLink)
+              next = std::min(next, m.arrival);
+        if (next != INT64_MAX)
+          v.message += " (the next vector arrives at cycle " + std::to_string(next) + ")";
+      }
+      return toError(v);
+    }
     // Deliver this window's C2C traffic in a fixed order.
     std::vector<C2cMessage> traffic;
     for (auto &c : chips_)
@@ -180,6 +194,27 @@ llvm::Error Machine::run() {
   for (auto &c : chips_)
     if (!c->finish())
       return toError(*c->violation());
+  // A value sent that no recv took: named by its send (the receiving side
+  // has no instruction to name), the earliest to arrive first.
+  const C2cMessage *lost = nullptr;
+  size_t left = 0;
+  for (auto &c : chips_) {
+    size_t n = 0;
+    const C2cMessage *m = c->firstUnreceived(n);
+    if (m && (!lost || m->arrival < lost->arrival)) {
+      lost = m;
+      left = n;
+    }
+  }
+  if (lost) {
+    ChipSim &sender = *chips_[lost->srcChip];
+    sender.failAt(lost->srcQueue, lost->srcInstr, lost->srcRepetition, lost->sent,
+                  "no recv takes the value it sent: it arrives at chip " +
+                      llvm::Twine(lost->dstChip) + ", link l" + llvm::Twine(lost->dstLink) +
+                      ", in cycle " + llvm::Twine(lost->arrival) + " (" + llvm::Twine(left) +
+                      " value(s) left on that link at the end of the run)");
+    return toError(*sender.violation());
+  }
   cycles_ = 0;
   for (auto &c : chips_)
     cycles_ = std::max(cycles_, c->stats().lastCycle + 1);
@@ -207,23 +242,72 @@ RunReport Machine::report() const {
   return r;
 }
 
+namespace {
+std::string linkEndName(unsigned chip, unsigned link) {
+  return "chip " + std::to_string(chip) + " l" + std::to_string(link);
+}
+} // namespace
+
 std::string Machine::traceJson() const {
   llvm::json::Array events;
   for (unsigned c = 0; c < chips_.size(); ++c) {
     const ChipSim &chip = *chips_[c];
+    const unsigned queues = unsigned(chip.code().queues.size());
     events.push_back(llvm::json::Object{{"name", "process_name"}, {"ph", "M"}, {"pid", c},
                                         {"args", llvm::json::Object{{"name", "chip " + std::to_string(c)}}}});
-    for (unsigned q = 0; q < chip.code().queues.size(); ++q)
+    for (unsigned q = 0; q < queues; ++q)
       events.push_back(llvm::json::Object{
           {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", q},
           {"args", llvm::json::Object{{"name", queueName(chip.code().queues[q])}}}});
-    for (const TraceEvent &e : chip.trace())
-      events.push_back(llvm::json::Object{{"name", opcodeInfo(e.op).mnemonic},
-                                          {"ph", "X"},
-                                          {"pid", c},
-                                          {"tid", e.queue},
-                                          {"ts", e.cycle},
-                                          {"dur", e.duration}});
+    std::vector<bool> linkTrack(chip_.c2cLinks, false);
+    for (const TraceEvent &e : chip.trace()) {
+      llvm::json::Object event{{"name", opcodeInfo(e.op).mnemonic},
+                               {"ph", "X"},
+                               {"pid", c},
+                               {"tid", e.queue},
+                               {"ts", e.cycle},
+                               {"dur", e.duration}};
+      if (e.c2c < 0) {
+        events.push_back(std::move(event));
+        continue;
+      }
+      // A send and its recv: the far end and the cycles in the event's
+      // args, an arrow (a flow event) from the send to the recv, and the
+      // time the value is on the wire as an event on the sender's link
+      // track.
+      const C2cTraceEvent &t = chip.c2cTrace()[size_t(e.c2c)];
+      // The flow's id names the value by its sending link and sequence.
+      const LinkEnd from = t.send ? LinkEnd{c, t.link} : t.peer;
+      const uint64_t flow = (uint64_t(from.chip) * chip_.c2cLinks + from.link) << 32 | t.sequence;
+      llvm::json::Object args{{"link", "l" + std::to_string(t.link)},
+                              {"sent", t.sent},
+                              {"arrival", t.arrival}};
+      args[t.send ? "to" : "from"] = linkEndName(t.peer.chip, t.peer.link);
+      event["args"] = std::move(args);
+      events.push_back(std::move(event));
+      llvm::json::Object arrow{{"name", "c2c"}, {"cat", "c2c"}, {"ph", t.send ? "s" : "f"},
+                               {"id", int64_t(flow)}, {"pid", c},   {"tid", e.queue},
+                               {"ts", e.cycle}};
+      if (!t.send)
+        arrow["bp"] = "e"; // ends at the recv's own event, not the next one
+      events.push_back(std::move(arrow));
+      if (t.send) {
+        unsigned tid = queues + t.link;
+        linkTrack[t.link] = true;
+        events.push_back(llvm::json::Object{
+            {"name", "to " + linkEndName(t.peer.chip, t.peer.link)},
+            {"ph", "X"},
+            {"pid", c},
+            {"tid", tid},
+            {"ts", t.sent},
+            {"dur", t.arrival - chip_.c2cHopCycles - t.sent}});
+      }
+    }
+    for (unsigned l = 0; l < linkTrack.size(); ++l)
+      if (linkTrack[l])
+        events.push_back(llvm::json::Object{
+            {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", queues + l},
+            {"args", llvm::json::Object{{"name", "link l" + std::to_string(l)}}}});
   }
   llvm::json::Object root{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
   std::string out;

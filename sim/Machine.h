@@ -61,7 +61,9 @@ public:
   RunReport report() const;
   /// Chrome / Perfetto trace JSON: a process per chip, a thread per queue,
   /// one complete event per issued instruction; 1 us in the viewer is one
-  /// cycle.
+  /// cycle. Sends and recvs carry their link's far end and cycles in their
+  /// args, a flow event joins each send to its recv, and a thread per link
+  /// in use shows each value's time on the wire.
   std::string traceJson() const;
 
 private:

@@ -145,3 +145,27 @@ TEST(Machine, PermutedChunkedTensorsReadBackUnchanged) {
   llvm::Error e = (*machine)->writeTensor(bucket.tensors[0], wrongSize);
   EXPECT_EQ(llvm::toString(std::move(e)), "tensor 'x' has 10 bytes, its placement holds 21000");
 }
+
+// verifyProgram refuses a send over a link the topology does not cable;
+// the simulator, a library others may call on unverified programs, must
+// refuse it too rather than route the value nowhere.
+TEST(Machine, SendOverAnUncabledLinkIsAViolation) {
+  std::string text = "lpu-program 1\ntarget groqchip1\ntopology node 8\nentry main\nbucket\n"
+                     "chip 0\nqueue mem0\n  nop 1\n  read s0 @0 -> w0\n"
+                     "queue c2c7\n  nop 4\n  send i8 l7 w0\n";
+  for (unsigned c = 1; c < 8; ++c)
+    text += "chip " + std::to_string(c) + "\n";
+  auto chip = backend::loadChipDescription("groqchip1");
+  ASSERT_TRUE(bool(chip)) << llvm::toString(chip.takeError());
+  auto program = backend::parseProgramText(text, "t");
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  program->chipFingerprint = chip->fingerprint();
+  llvm::Error verified = backend::verifyProgram(*program, *chip);
+  EXPECT_NE(llvm::toString(std::move(verified)).find("link 7 is not cabled"), std::string::npos);
+  auto machine = sim::Machine::create(*chip, *program, program->entries[0].buckets[0],
+                                      sim::RunOptions{});
+  ASSERT_TRUE(bool(machine)) << llvm::toString(machine.takeError());
+  EXPECT_EQ(llvm::toString((*machine)->run()),
+            "schedule violation: chip 0, unit c2c, queue c2c7, instruction 1 (send i8 l7 w0), "
+            "cycle 4: link l7 is not cabled in topology 'node'");
+}
