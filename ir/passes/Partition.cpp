@@ -80,8 +80,9 @@ std::map<const Op *, bool> inputDependent(const Function &fn) {
   return dep;
 }
 
-/// Keeps only the cuts that the fewest values cross (the residual stream
-/// between two layers, not a layer's insides).
+/// Keeps only the cuts the fewest values cross (the residual stream between
+/// two layers, not a layer's insides) and, of neighbouring ones, those the
+/// fewest bytes cross (a norm's f16 input, not its f32 widening).
 void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
                      std::vector<bool> &legal) {
   std::map<const Op *, bool> dep = inputDependent(fn);
@@ -104,15 +105,21 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
         lastUse[root(operand)] = body.size();
   // crossing[i]: values defined before op i and read at or after it.
   std::vector<int64_t> delta(body.size() + 2, 0);
+  std::vector<int64_t> deltaBytes(body.size() + 2, 0);
   for (const auto &[op, last] : lastUse) {
     delta[index[op] + 1] += 1;
     delta[last + 1] -= 1;
+    int64_t bytes = int64_t(bytesOf(op->type()));
+    deltaBytes[index[op] + 1] += bytes;
+    deltaBytes[last + 1] -= bytes;
   }
-  std::vector<int64_t> crossing(body.size() + 1, 0);
-  int64_t running = 0;
+  std::vector<int64_t> crossing(body.size() + 1, 0), crossingBytes(body.size() + 1, 0);
+  int64_t running = 0, runningBytes = 0;
   for (size_t i = 0; i <= body.size(); ++i) {
     running += delta[i];
+    runningBytes += deltaBytes[i];
     crossing[i] = running;
+    crossingBytes[i] = runningBytes;
   }
   int64_t fewest = INT64_MAX;
   for (size_t i = 1; i < body.size(); ++i)
@@ -121,6 +128,19 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
   for (size_t i = 1; i < body.size(); ++i)
     if (legal[i] && crossing[i] > fewest)
       legal[i] = false;
+  for (size_t i = 1; i < body.size();) {
+    if (!legal[i]) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    int64_t least = INT64_MAX;
+    for (; end < body.size() && legal[end]; ++end)
+      least = std::min(least, crossingBytes[end]);
+    for (size_t j = i; j < end; ++j)
+      legal[j] = crossingBytes[j] == least;
+    i = end;
+  }
 }
 
 /// The weights (params) each body op reads directly.

@@ -196,7 +196,8 @@ int main(int argc, char **argv) {
   pipeline.chips.topology = topologySpec;
   // The SRAM rule of the checker (E0600) counts the chips asked for; with
   // `auto`, the partition finds how many the weights need.
-  checkOptions.chips = pipeline.chips.fewest ? 1u << 20 : pipeline.chips.chips;
+  checkOptions.chips = pipeline.chips.chips;
+  checkOptions.sramRule = !pipeline.chips.fewest;
   pipeline.select.entries = entries;
   for (const std::string &spec : bucketSpecs)
     pipeline.select.buckets.push_back(*driver::parseBucketSpec(spec));
