@@ -103,10 +103,10 @@ private:
       error(op, "must be the last op of the function");
     switch (op.kind()) {
     case OpKind::Input:
-      verifyName(op, "name", inputNames_);
+      verifyName(op, "name", inputNames_, op.chip());
       break;
     case OpKind::Param:
-      // A weight is read once per chip that holds a copy of it.
+      // A weight (an input, above) is placed once per chip that reads it.
       verifyName(op, "path", paramPaths_, op.chip());
       break;
     case OpKind::Constant: {

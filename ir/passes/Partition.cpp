@@ -66,26 +66,32 @@ std::vector<bool> legalCuts(const std::vector<const Op *> &body) {
   return legal;
 }
 
-/// Whether each op's value depends on an input: the others (masks, position
-/// tables, reshaped weights) are computed again on every chip that reads
-/// them instead of crossing.
-std::map<const Op *, bool> inputDependent(const Function &fn) {
-  std::map<const Op *, bool> dep;
+/// Whether each op's value is work on the inputs (the stream the pipeline
+/// carries), which crosses chips; the others (leaves, masks and position
+/// tables computed from constants, views of weights or of inputs) are
+/// computed again on every chip that reads them.
+std::map<const Op *, bool> streamed(const Function &fn) {
+  std::map<const Op *, bool> fromInput, work;
   for (const auto &op : fn.ops()) {
-    bool d = op->kind() == OpKind::Input;
-    for (const Op *operand : op->operands())
-      d |= dep[operand];
-    dep[op.get()] = d;
+    bool input = op->kind() == OpKind::Input, w = false;
+    const bool view = op->kind() == OpKind::Reshape || op->kind() == OpKind::Broadcast ||
+                      op->kind() == OpKind::Transpose || op->kind() == OpKind::Slice;
+    for (const Op *operand : op->operands()) {
+      input |= fromInput[operand];
+      w |= work[operand] || (!view && fromInput[operand]);
+    }
+    fromInput[op.get()] = input;
+    work[op.get()] = w;
   }
-  return dep;
+  return work;
 }
 
 /// Keeps only the cuts the fewest values cross (the residual stream between
 /// two layers, not a layer's insides) and, of neighbouring ones, those the
 /// fewest bytes cross (a norm's f16 input, not its f32 widening).
 void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
-                     std::vector<bool> &legal) {
-  std::map<const Op *, bool> dep = inputDependent(fn);
+                     std::vector<bool> &legal, int64_t slack) {
+  std::map<const Op *, bool> dep = streamed(fn);
   std::map<const Op *, size_t> index, lastUse;
   for (size_t i = 0; i < body.size(); ++i)
     index[body[i]] = i;
@@ -126,7 +132,7 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
     if (legal[i])
       fewest = std::min(fewest, crossing[i]);
   for (size_t i = 1; i < body.size(); ++i)
-    if (legal[i] && crossing[i] > fewest)
+    if (legal[i] && crossing[i] > fewest + slack)
       legal[i] = false;
   for (size_t i = 1; i < body.size();) {
     if (!legal[i]) {
@@ -215,6 +221,24 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
   return stages;
 }
 
+uint64_t room(const PartitionCosts &costs);
+
+/// The legal cuts: those the fewest values cross, or, when the weights
+/// between two of them fit on no chip (a layer larger than a chip), those
+/// a few more values cross, as few more as lets every block fit.
+std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> &body,
+                              const StageCosts &sc, const PartitionCosts &costs) {
+  constexpr int64_t kMaxSlack = 8;
+  std::vector<bool> legal;
+  for (int64_t slack = 0; slack <= kMaxSlack; ++slack) {
+    legal = legalCuts(body);
+    fewestCrossings(fn, body, legal, slack);
+    if (!greedyStages(body, sc, legal, HUGE_VAL, room(costs)).empty())
+      break;
+  }
+  return legal;
+}
+
 uint64_t room(const PartitionCosts &costs) {
   return uint64_t(double(costs.sramBytesPerChip) * costs.weightFill);
 }
@@ -260,8 +284,7 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
     return error("cannot partition onto 0 chips");
   std::vector<const Op *> body = bodyOps(fn);
   StageCosts sc = costsOf(body, options.costs);
-  std::vector<bool> legal = legalCuts(body);
-  fewestCrossings(fn, body, legal);
+  std::vector<bool> legal = cutsThatFit(fn, body, sc, options.costs);
   const uint64_t fits = room(options.costs);
   size_t tooBig = 0;
   // The fewest stages the weights allow: cut only where SRAM is full.
@@ -299,8 +322,7 @@ llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &
   std::vector<const Op *> body = bodyOps(fn);
   StageCosts sc = costsOf(body, costs);
   size_t tooBig = 0;
-  std::vector<bool> legal = legalCuts(body);
-  fewestCrossings(fn, body, legal);
+  std::vector<bool> legal = cutsThatFit(fn, body, sc, costs);
   std::vector<PipelineStage> fewest = greedyStages(body, sc, legal, HUGE_VAL, room(costs), &tooBig);
   if (fewest.empty())
     return noChipHolds(body, sc, tooBig, costs);
@@ -339,10 +361,6 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
         chips.insert(user->chip());
     if (chips.empty())
       continue;
-    if (leaf->kind() == OpKind::Input) {
-      leaf->setAttr("chip", *chips.begin());
-      continue; // the other chips get it through transfers, below
-    }
     std::map<int64_t, Op *> copy;
     for (int64_t chip : chips) {
       Op *held = leaf;
@@ -370,7 +388,7 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
   // just before its first reader there. A reshape is a view of its operand:
   // the operand crosses, and the reader's chip reshapes it again, so that
   // one tensor never crosses twice under two shapes.
-  std::map<const Op *, bool> dep = inputDependent(fn);
+  std::map<const Op *, bool> dep = streamed(fn);
   std::function<Op *(Op *, Op *)> arrive = [&](Op *value, Op *reader) -> Op * {
     int64_t chip = reader->chip();
     Op *&there = moved[{value, chip}];
@@ -389,7 +407,7 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
       moved[{value, chip}] = copy;
       return copy;
     }
-    if (isLeaf(*value) && value->kind() != OpKind::Input) {
+    if (isLeaf(*value)) {
       Op *copy = fn.insertBefore(reader, value->kind(), value->type(), {}, value->loc());
       for (const auto &[name, attr] : value->attrs())
         copy->setAttr(name, attr);

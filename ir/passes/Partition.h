@@ -8,8 +8,8 @@
 // Pipeline partitioning cuts the ops, in program order, into consecutive
 // stages, one per chip, balanced by an analytic cost (MXM work at the peak
 // rate, other work at the VXM's) with each stage's weights within a chip's
-// SRAM. A weight or constant used on several chips is held by each of them;
-// an input goes to the first chip that reads it.
+// SRAM. A weight, constant or input read on several chips is held by each of
+// them (the host writes an input to every chip that reads it).
 #pragma once
 
 #include "ir/IR.h"
