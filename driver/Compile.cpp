@@ -151,7 +151,9 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
        << chip.sramBytes() << ")\n";
     if (!s.chips.empty()) {
       os << "  chips: " << s.chips.size() << " of topology " << s.topology << " ("
-         << s.topologyChips << ")\n";
+         << s.topologyChips << "), " << s.distinctChips << " scheduled"
+         << (s.distinctChips < s.chips.size() ? ", the others sharing one of their schedules" : "")
+         << "\n";
       for (const scheduler::ChipFigures &f : s.chips) {
         os << "    chip " << f.chip << ": first input at " << f.firstCycle << ", done at " << f.cycles << ", SRAM "
            << f.sramBytes << " bytes, sent " << f.linkBytesSent << " bytes";
@@ -221,6 +223,7 @@ void printScheduleReportJson(const CompiledProgram &compiled,
       bucket["topology"] = s.topology;
       bucket["chips"] = std::move(chips);
       bucket["pipelined_interval"] = longestSpan(s);
+      bucket["scheduled_chips"] = int64_t(s.distinctChips);
     }
     if (ops) {
       llvm::json::Array opTimings;

@@ -7,6 +7,7 @@
 #include "scheduler/Scheduler.h"
 
 #include "backend/Topology.h"
+#include "ir/Text.h"
 
 #include <llvm/ADT/STLExtras.h>
 
@@ -39,6 +40,7 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
   auto out = std::make_unique<ir::Function>(fn.name(), fn.bucket());
   std::map<const ir::Op *, ir::Op *> mapped;
   std::map<const ir::Op *, const Crossing *> crossingOf;
+  std::map<int64_t, int64_t> fusion;
   for (const Crossing &x : crossings)
     crossingOf[x.op] = &x;
   for (const auto &owned : fn.ops()) {
@@ -56,8 +58,12 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
       operands.push_back(mapped.at(operand));
     ir::Op *copy = out->append(op.kind(), op.type(), std::move(operands), op.loc());
     for (const auto &[name, value] : op.attrs())
-      if (name != "chip")
+      if (name != "chip" && name != "fusion")
         copy->setAttr(name, value);
+    // Fusion groups numbered from 0 on each chip, so that chips with the
+    // same work print the same.
+    if (std::optional<int64_t> group = op.fusionGroup())
+      copy->setAttr("fusion", fusion.try_emplace(*group, int64_t(fusion.size())).first->second);
     mapped[&op] = copy;
   }
   std::vector<ir::Op *> results;
@@ -78,6 +84,105 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
     r->setAttr("names", std::move(names));
   }
   return out;
+}
+
+struct SharedSchedule {
+  unsigned stage = 0;
+  int64_t origin = 0;  // its first arrival
+  ChipTraffic traffic; // its links
+};
+
+/// What makes two chips' schedules the same up to a shift in time: their
+/// work (the IR without weights' names, locations and transfer numbers)
+/// and their traffic (links, and each received vector's arrival relative to
+/// the first).
+std::string shareKey(const ir::Function &part, const ChipTraffic &traffic, unsigned links) {
+  std::string text = ir::toString(part, {.locations = false});
+  std::string key;
+  // Drop the quoted names: weights' paths and transfer numbers.
+  bool quoted = false;
+  for (char ch : text) {
+    if (ch == '"')
+      quoted = !quoted;
+    else if (!quoted)
+      key += ch;
+  }
+  for (const ChipTraffic::Incoming &in : traffic.incoming) {
+    // A link of the same hemisphere is at the same position: only which
+    // one differs, renamed in the shared instructions.
+    key += "|in " + std::to_string(in.link >= links / 2) + ":";
+    for (int64_t a : in.arrivals)
+      key += std::to_string(a - traffic.incoming[0].arrivals.front()) + ",";
+  }
+  for (const ChipTraffic::Outgoing &out : traffic.outgoing)
+    key += "|out " + std::to_string(out.link >= links / 2);
+  return key;
+}
+
+/// `from` moved `delta` cycles later and renamed for `part`: its weights'
+/// paths and the transfers it sends and receives. Nullopt when the shift
+/// would put an instruction before cycle 0.
+std::optional<Schedule> shifted(const Schedule &from, const ChipTraffic &fromTraffic,
+                                int64_t delta, const ir::Function &part,
+                                const ChipTraffic &traffic) {
+  Schedule s = from;
+  // Each link of the schedule shared becomes this chip's link of the same
+  // transfer (the key says they are in the same hemisphere).
+  if (fromTraffic.incoming.size() != traffic.incoming.size() ||
+      fromTraffic.outgoing.size() != traffic.outgoing.size())
+    return std::nullopt;
+  std::map<uint16_t, uint16_t> sendLink, recvLink;
+  for (size_t i = 0; i < traffic.incoming.size(); ++i)
+    if (!recvLink.try_emplace(fromTraffic.incoming[i].link, traffic.incoming[i].link).second &&
+        recvLink[fromTraffic.incoming[i].link] != traffic.incoming[i].link)
+      return std::nullopt;
+  for (size_t i = 0; i < traffic.outgoing.size(); ++i)
+    if (!sendLink.try_emplace(fromTraffic.outgoing[i].link, traffic.outgoing[i].link).second &&
+        sendLink[fromTraffic.outgoing[i].link] != traffic.outgoing[i].link)
+      return std::nullopt;
+  for (auto &[q, list] : s.queues)
+    for (TimedInstr &t : list) {
+      t.cycle += delta;
+      if (t.cycle < 0)
+        return std::nullopt;
+      if (t.instr.op == Opcode::Send)
+        t.instr.unit = sendLink.at(t.instr.unit);
+      else if (t.instr.op == Opcode::Receive)
+        t.instr.unit = recvLink.at(t.instr.unit);
+    }
+  s.cycles += delta;
+  for (OpTiming &t : s.ops) {
+    t.firstCycle += delta;
+    t.lastCycle += delta;
+    for (int64_t *c : {&t.firstRowReady, &t.lastRowReady, &t.firstRowBound, &t.lastRowBound})
+      if (*c >= 0)
+        *c += delta;
+  }
+  // Weights in the order the function declares them, as scheduleOnce
+  // places them.
+  std::vector<std::string> paths;
+  for (const ir::Op *p : part.params())
+    paths.push_back(p->stringAttr("path").value_or(""));
+  size_t k = 0;
+  for (TensorPlacement &t : s.tensors)
+    if (t.role == TensorRole::Param) {
+      if (k >= paths.size())
+        return std::nullopt;
+      t.name = paths[k++];
+    }
+  if (k != paths.size() || s.sent.size() != traffic.outgoing.size())
+    return std::nullopt;
+  for (size_t i = 0; i < s.sent.size(); ++i) {
+    s.sent[i].id = traffic.outgoing[i].id;
+    s.sent[i].fromChip = traffic.chip;
+    s.sent[i].toChip = traffic.outgoing[i].toChip;
+    s.sent[i].link = traffic.outgoing[i].link;
+    s.sent[i].farLink = traffic.outgoing[i].farLink;
+    for (int64_t &a : s.sent[i].arrivals)
+      a += delta;
+  }
+  s.sharedFrom = true;
+  return s;
 }
 
 } // namespace
@@ -133,6 +238,10 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
   std::vector<Schedule> schedules;
   schedules.reserve(used); // `arrivals` points into them
   std::map<int64_t, const LinkTransfer *> arrivals;
+  // Chips with the same work and the same traffic relative to their first
+  // arrival share one schedule, shifted in time.
+  std::map<std::string, SharedSchedule> scheduled;
+  unsigned distinct = 0;
   for (unsigned c = 0; c < used; ++c) {
     std::unique_ptr<ir::Function> part = chipFunction(fn, c, crossings);
     ChipTraffic traffic;
@@ -145,15 +254,32 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
       if (x.from == c)
         traffic.outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});
     }
-    auto schedule = scheduleFunction(*part, chip, options, &traffic);
-    if (!schedule)
-      return schedule.takeError();
-    schedules.push_back(std::move(*schedule));
+    const std::string key = shareKey(*part, traffic, chip.c2cLinks);
+
+
+    const int64_t origin = traffic.incoming.empty() || traffic.incoming[0].arrivals.empty()
+                               ? 0
+                               : traffic.incoming[0].arrivals[0];
+    std::optional<Schedule> shared;
+    if (auto it = scheduled.find(key); it != scheduled.end())
+      shared = shifted(schedules[it->second.stage], it->second.traffic, origin - it->second.origin,
+                       *part, traffic);
+    if (shared) {
+      schedules.push_back(std::move(*shared));
+    } else {
+      auto schedule = scheduleFunction(*part, chip, options, &traffic);
+      if (!schedule)
+        return schedule.takeError();
+      schedules.push_back(std::move(*schedule));
+      scheduled.try_emplace(key, SharedSchedule{c, origin, traffic});
+      ++distinct;
+    }
     for (const LinkTransfer &t : schedules.back().sent)
       arrivals[t.id] = &t;
   }
 
   Schedule merged;
+  merged.distinctChips = distinct;
   merged.topology = options.topology;
   merged.topologyChips = topology->numChips();
   for (TensorRole role : {TensorRole::Input, TensorRole::Param, TensorRole::Constant, TensorRole::Output})

@@ -97,6 +97,10 @@ struct Schedule {
   std::vector<ChipFigures> chips;
   std::string topology = "single";
   unsigned topologyChips = 1;
+  /// How many of the chips were scheduled; the others share one of their
+  /// schedules, shifted in time (a chip's own: `sharedFrom`).
+  unsigned distinctChips = 1;
+  bool sharedFrom = false;
 
   void add(QueueId queue, int64_t cycle, const backend::Instr &instr);
 };
