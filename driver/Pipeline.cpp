@@ -126,7 +126,7 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
   // every fourth cycle.
   costs.macsPerCycle = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / 4;
   costs.elementsPerCycle = double(chip.lanes) * chip.vxmAlusPerLane;
-  costs.sramBytesPerChip = uint64_t(chip.memSlices) * chip.memVectors * chip.lanes;
+  costs.sramBytesPerChip = chip.sramBytes();
   return costs;
 }
 
@@ -152,7 +152,8 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     if (chips.fewest) {
       auto fewest = ir::minimumChips(*fn, po.costs);
       if (!fewest) {
-        diags.report(DiagID::PartitionFails, at, fn->name(), "any number of",llvm::toString(fewest.takeError()));
+        diags.report(DiagID::PartitionFails, at, fn->name(), "any number of",
+                     llvm::toString(fewest.takeError()));
         return false;
       }
       po.chips = *fewest;

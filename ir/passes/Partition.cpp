@@ -1,14 +1,11 @@
 #include "ir/passes/Partition.h"
 
-#include "ir/passes/Passes.h"
-
-#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
-#include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
 #include <cmath>
 #include <climits>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
