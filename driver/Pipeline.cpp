@@ -127,6 +127,10 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
   costs.macsPerCycle = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / 4;
   costs.elementsPerCycle = double(chip.lanes) * chip.vxmAlusPerLane;
   costs.sramBytesPerChip = chip.sramBytes();
+  costs.links = std::min(chip.c2cLinks, 7u); // a node: 8 chips, each cabled to the 7 others
+  costs.vectorBytes = chip.lanes;
+  costs.linkCyclesPerVector = chip.c2cCyclesPerVector;
+  costs.linkHopCycles = chip.c2cHopCycles;
   return costs;
 }
 
@@ -144,6 +148,7 @@ bool partition(Compilation &c, const PipelineOptions &options) {
   }
   ir::PartitionOptions po;
   po.costs = partitionCosts(*options.chip);
+  po.kind = chips.tensor ? ir::PartitionKind::Tensor : ir::PartitionKind::Pipeline;
   unsigned most = chips.fewest ? 1 : chips.chips;
   for (const auto &fn : c.ir->functions) {
     const ir::Op *ret = fn->terminator();

@@ -68,6 +68,9 @@ struct ChipsOptions {
   /// The topology (backend/Topology.h); empty: the smallest that has the
   /// chips (single, node, dragonfly:N).
   std::string topology;
+  /// Tensor: Megatron-style splits over all the chips instead of pipeline
+  /// stages (ir/passes/Partition.h).
+  bool tensor = false;
 };
 
 /// The smallest topology with `chips` chips: single, node, dragonfly:N.

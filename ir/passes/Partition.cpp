@@ -330,6 +330,8 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
   for (const auto &op : fn.ops())
     if (op->attr("chip") || op->kind() == OpKind::Transfer)
       return error("func @" + fn.name() + " is partitioned already");
+  if (options.kind == PartitionKind::Tensor)
+    return partitionTensor(fn, options);
   auto stages = planPipeline(fn, options);
   if (!stages)
     return stages.takeError();
@@ -458,8 +460,12 @@ llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text) {
       if (value.getAsInteger(10, options.chips) || options.chips == 0)
         return error("partition: chips must be a positive number, not '" + value + "'");
     } else if (key == "kind") {
-      if (value != "pipeline")
-        return error("partition: kind must be 'pipeline', not '" + value + "'");
+      if (value == "pipeline")
+        options.kind = PartitionKind::Pipeline;
+      else if (value == "tensor")
+        options.kind = PartitionKind::Tensor;
+      else
+        return error("partition: kind must be 'pipeline' or 'tensor', not '" + value + "'");
     } else {
       return error("partition: unknown option '" + key + "' (the options: chips, kind)");
     }

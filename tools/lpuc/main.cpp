@@ -148,9 +148,9 @@ int main(int argc, char **argv) {
                  "default: the smallest that has the chips");
   std::string partitionKind = "auto";
   app.add_option("--partition", partitionKind,
-                 "how entries are cut across chips: auto or pipeline (consecutive layers on "
-                 "consecutive chips)")
-      ->check(CLI::IsMember({"auto", "pipeline"}))
+                 "how entries are cut across chips: auto, pipeline (consecutive layers on "
+                 "consecutive chips) or tensor (matmuls split over all the chips, Megatron-style)")
+      ->check(CLI::IsMember({"auto", "pipeline", "tensor"}))
       ->capture_default_str();
   app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
   app.add_flag("--verify,-V", verify,
@@ -194,6 +194,7 @@ int main(int argc, char **argv) {
   if (!pipeline.chips.fewest)
     pipeline.chips.chips = unsigned(std::stoul(chipsSpec));
   pipeline.chips.topology = topologySpec;
+  pipeline.chips.tensor = partitionKind == "tensor";
   // The SRAM rule of the checker (E0600) counts the chips asked for; with
   // `auto`, the partition finds how many the weights need.
   checkOptions.chips = pipeline.chips.chips;

@@ -1,0 +1,657 @@
+// partition{kind=tensor}: Megatron-style tensor parallelism over the chips
+// of one group (docs/partitioning.md, "Tensor parallel").
+//
+// The analysis gives every value a sharding: replicated (every chip that
+// needs it computes all of it), split along one axis (chip c holds the
+// range ranges[c] of it) or partial (every chip holds a full-shape term of
+// a sum). It starts from seeds: a matmul of a replicated value by a weight
+// (a param seen through views) whose output columns are split, as
+// Megatron's column-parallel matmul; the split then flows forward through
+// elementwise work, reshapes (heads), transposes, softmaxes and batched
+// matmuls, until a matmul contracts over the split axis (Megatron's
+// row-parallel matmul), whose result is partial. A partial is summed by an
+// all-reduce before anything else reads it. A seed is taken only when
+// every path from it closes that way (nothing would have to gather a split
+// value) and, when the pass is asked to weigh them, when the work it
+// divides saves more than its all-reduce costs, both in analytic cycles.
+//
+// The rewrite then writes the partitioned function explicitly: each split
+// op once per chip at its local shape, a weight that a split op reads
+// sliced to a `shard` of itself (only that slice is stored on the chip),
+// replicated values computed on each chip that reads them, and every
+// all-reduce as a reduce-scatter (chip j sums row chunk j of every chip's
+// term, in chip order) then an all-gather (chip j sends its sum to every
+// other chip, which concatenates the chunks), all of it slices, transfers,
+// adds and concats that the reference interpreter and the scheduler know.
+#include "ir/passes/Partition.h"
+#include "ir/passes/Passes.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace lpu::ir {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+using Ranges = std::vector<std::pair<int64_t, int64_t>>; // per chip: start, size
+
+struct Sharding {
+  enum Kind : uint8_t { Rep, Split, Partial } kind = Rep;
+  int axis = -1;
+  Ranges ranges;
+  bool operator==(const Sharding &) const = default;
+};
+
+/// How the rewrite gets an operand of a split or partial op on chip c.
+struct Need {
+  enum Kind : uint8_t { Full, Local, Slice } kind = Full;
+  int axis = -1; // Slice: the axis of the operand's own shape
+  Ranges ranges;
+};
+
+struct Analysis {
+  std::map<const Op *, Sharding> sharding;
+  std::map<const Op *, std::vector<Need>> needs;
+  /// When the analysis failed on a reshape whose chunks were not whole
+  /// heads: the granule (in columns of the seed) that would align them.
+  int64_t granule = 0;
+  bool ok = true;
+};
+
+int64_t product(llvm::ArrayRef<int64_t> dims, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    p *= dims[i];
+  return p;
+}
+
+/// Units of `granule` columns of `n`, spread over `chips` as evenly as
+/// they go; empty when some chip would get none.
+Ranges balanced(int64_t n, int64_t granule, unsigned chips) {
+  if (granule <= 0 || n % granule)
+    return {};
+  int64_t units = n / granule;
+  if (units < int64_t(chips))
+    return {};
+  Ranges r;
+  for (unsigned c = 0; c < chips; ++c) {
+    int64_t a = int64_t(c) * units / chips, b = int64_t(c + 1) * units / chips;
+    r.push_back({a * granule, (b - a) * granule});
+  }
+  return r;
+}
+
+bool isElementwiseClass(OpClass c) {
+  return c == OpClass::Unary || c == OpClass::Binary || c == OpClass::Ternary;
+}
+
+/// The param a weight operand is a view of (through reshapes, transposes
+/// and broadcasts), or null.
+const Op *weightOf(const Op *op) {
+  while (op->kind() == OpKind::Reshape || op->kind() == OpKind::Transpose ||
+         op->kind() == OpKind::Broadcast || op->kind() == OpKind::Convert)
+    op = op->operand(0);
+  return op->kind() == OpKind::Param ? op : nullptr;
+}
+
+class Analyzer {
+public:
+  Analyzer(const Function &fn, unsigned chips) : fn_(fn), chips_(chips) {}
+
+  /// The shardings that follow from taking `seeds` (matmul -> column
+  /// ranges).
+  Analysis run(const std::map<const Op *, Ranges> &seeds) const {
+    Analysis a;
+    for (const auto &owned : fn_.ops()) {
+      const Op &op = *owned;
+      if (!step(op, seeds, a)) {
+        a.ok = false;
+        return a;
+      }
+    }
+    return a;
+  }
+
+private:
+  Sharding of(const Analysis &a, const Op *op) const {
+    auto it = a.sharding.find(op);
+    return it == a.sharding.end() ? Sharding{} : it->second;
+  }
+
+  bool step(const Op &op, const std::map<const Op *, Ranges> &seeds, Analysis &a) const {
+    const size_t n = op.operands().size();
+    std::vector<Sharding> in;
+    for (const Op *o : op.operands()) {
+      Sharding s = of(a, o);
+      if (s.kind == Sharding::Partial)
+        s = {}; // all-reduced before any use
+      in.push_back(s);
+    }
+    if (auto seed = seeds.find(&op); seed != seeds.end()) {
+      // Column-parallel: a replicated input times a weight's columns.
+      if (in[0].kind != Sharding::Rep || in[1].kind != Sharding::Rep)
+        return false;
+      const int r = int(op.type().rank());
+      a.sharding[&op] = {Sharding::Split, r - 1, seed->second};
+      a.needs[&op] = {Need{}, Need{Need::Slice, r - 1, seed->second}};
+      return true;
+    }
+    bool anySplit = llvm::any_of(in, [](const Sharding &s) { return s.kind == Sharding::Split; });
+    if (!anySplit)
+      return true; // replicated
+    if (op.kind() == OpKind::Return || opClass(op.kind()) == OpClass::Leaf)
+      return false; // a split output would need gathering
+    auto needsFor = [&](int axisOfResult, const Ranges &ranges) {
+      std::vector<Need> needs;
+      for (size_t i = 0; i < n; ++i)
+        needs.push_back(in[i].kind == Sharding::Split ? Need{Need::Local, -1, {}}
+                                                      : Need{Need::Slice, axisOfResult, ranges});
+      return needs;
+    };
+    const OpClass cls = opClass(op.kind());
+    if (isElementwiseClass(cls)) {
+      const Sharding *split = nullptr;
+      for (const Sharding &s : in)
+        if (s.kind == Sharding::Split) {
+          if (split && !(*split == s))
+            return false;
+          split = &s;
+        }
+      a.sharding[&op] = *split;
+      a.needs[&op] = needsFor(split->axis, split->ranges);
+      return true;
+    }
+    const Sharding &s0 = in[0];
+    switch (op.kind()) {
+    case OpKind::Softmax:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMean:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::Argmax: {
+      std::vector<int64_t> axes;
+      if (op.kind() == OpKind::Softmax)
+        axes = {op.intAttr("axis").value_or(-1)};
+      else
+        axes = op.intsAttr("axes").value_or(std::vector<int64_t>{op.intAttr("axis").value_or(-1)});
+      if (llvm::is_contained(axes, int64_t(s0.axis)))
+        return false;
+      int axis = s0.axis;
+      if (op.kind() != OpKind::Softmax && !op.boolAttr("keep").value_or(false))
+        for (int64_t x : axes)
+          axis -= x < s0.axis;
+      a.sharding[&op] = {Sharding::Split, axis, s0.ranges};
+      a.needs[&op] = {Need{Need::Local, -1, {}}};
+      return true;
+    }
+    case OpKind::Transpose: {
+      std::vector<int64_t> perm = op.intsAttr("perm").value_or(std::vector<int64_t>{});
+      auto it = llvm::find(perm, int64_t(s0.axis));
+      if (it == perm.end())
+        return false;
+      a.sharding[&op] = {Sharding::Split, int(it - perm.begin()), s0.ranges};
+      a.needs[&op] = {Need{Need::Local, -1, {}}};
+      return true;
+    }
+    case OpKind::Broadcast: {
+      const int offset = int(op.type().rank() - op.operand(0)->type().rank());
+      const int axis = s0.axis + offset;
+      if (op.type().shape[size_t(axis)] != op.operand(0)->type().shape[size_t(s0.axis)])
+        return false;
+      a.sharding[&op] = {Sharding::Split, axis, s0.ranges};
+      a.needs[&op] = {Need{Need::Local, -1, {}}};
+      return true;
+    }
+    case OpKind::Reshape: {
+      auto mapped = mapThroughReshape(op.operand(0)->type().shape, op.type().shape, s0, a);
+      if (!mapped)
+        return false;
+      a.sharding[&op] = *mapped;
+      a.needs[&op] = {Need{Need::Local, -1, {}}};
+      return true;
+    }
+    case OpKind::Slice: {
+      auto start = op.intsAttr("start").value_or(std::vector<int64_t>{});
+      auto limit = op.intsAttr("limit").value_or(std::vector<int64_t>{});
+      size_t ax = size_t(s0.axis);
+      if (ax >= start.size() || start[ax] != 0 || limit[ax] != op.operand(0)->type().shape[ax])
+        return false;
+      a.sharding[&op] = s0;
+      a.needs[&op] = {Need{Need::Local, -1, {}}};
+      return true;
+    }
+    case OpKind::Concat: {
+      if (op.intAttr("axis").value_or(-1) == s0.axis)
+        return false;
+      for (const Sharding &s : in)
+        if (s.kind == Sharding::Split && !(s == s0))
+          return false;
+      const Sharding *split = &s0;
+      for (const Sharding &s : in)
+        if (s.kind == Sharding::Split)
+          split = &s;
+      a.sharding[&op] = *split;
+      a.needs[&op] = needsFor(split->axis, split->ranges);
+      return true;
+    }
+    case OpKind::Matmul: {
+      const int r = int(op.type().rank());
+      const Sharding &l = in[0], &rt = in[1];
+      auto need = [&](const Sharding &s, int axis, const Ranges &ranges) {
+        return s.kind == Sharding::Split ? Need{Need::Local, -1, {}} : Need{Need::Slice, axis, ranges};
+      };
+      // Batch axes: both operands split alike (heads).
+      const Sharding &split = l.kind == Sharding::Split ? l : rt;
+      if (split.axis < r - 2) {
+        for (const Sharding *s : {&l, &rt})
+          if (s->kind == Sharding::Split && !(*s == split))
+            return false;
+        a.sharding[&op] = {Sharding::Split, split.axis, split.ranges};
+        a.needs[&op] = {need(l, split.axis, split.ranges), need(rt, split.axis, split.ranges)};
+        return true;
+      }
+      if (l.kind == Sharding::Split && l.axis == r - 2 && rt.kind == Sharding::Rep) {
+        a.sharding[&op] = {Sharding::Split, r - 2, l.ranges};
+        a.needs[&op] = {Need{Need::Local, -1, {}}, Need{}};
+        return true;
+      }
+      if (rt.kind == Sharding::Split && rt.axis == r - 1 && l.kind == Sharding::Rep) {
+        a.sharding[&op] = {Sharding::Split, r - 1, rt.ranges};
+        a.needs[&op] = {Need{}, Need{Need::Local, -1, {}}};
+        return true;
+      }
+      // Row-parallel: the contracted axis split on both sides.
+      const Sharding &k = l.kind == Sharding::Split ? l : rt;
+      bool lk = l.kind == Sharding::Rep || (l.axis == r - 1 && l.ranges == k.ranges);
+      bool rk = rt.kind == Sharding::Rep || (rt.axis == r - 2 && rt.ranges == k.ranges);
+      if ((l.kind == Sharding::Split ? l.axis == r - 1 : rt.axis == r - 2) && lk && rk) {
+        a.sharding[&op] = {Sharding::Partial, -1, k.ranges};
+        a.needs[&op] = {need(l, r - 1, k.ranges), need(rt, r - 2, k.ranges)};
+        return true;
+      }
+      return false;
+    }
+    default:
+      return false; // gathers, convolutions, pools: replicated inputs only
+    }
+  }
+
+  /// The split of a reshape's result that holds the same elements as the
+  /// split `s` of its operand, if one does.
+  std::optional<Sharding> mapThroughReshape(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to,
+                                            const Sharding &s, Analysis &a) const {
+    const size_t ax = size_t(s.axis);
+    const int64_t before = product(from, 0, ax), after = product(from, ax + 1, from.size());
+    for (size_t r = 0; r < to.size(); ++r) {
+      if (product(to, 0, r) != before)
+        continue;
+      const int64_t afterTo = product(to, r + 1, to.size());
+      if (afterTo == 0 || to[r] * afterTo != from[ax] * after)
+        continue;
+      Ranges ranges;
+      bool whole = true;
+      for (auto [start, size] : s.ranges) {
+        if ((start * after) % afterTo || (size * after) % afterTo) {
+          whole = false;
+          break;
+        }
+        ranges.push_back({start * after / afterTo, size * after / afterTo});
+      }
+      if (!whole) {
+        // Chunks must be whole rows of the result's split axis (whole
+        // heads): ask for a granule that makes them so.
+        if (after && afterTo % after == 0)
+          a.granule = std::max(a.granule, afterTo / after);
+        continue;
+      }
+      return Sharding{Sharding::Split, int(r), ranges};
+    }
+    return std::nullopt;
+  }
+
+  const Function &fn_;
+  unsigned chips_;
+};
+
+/// The cycles an all-reduce of `type` costs on `chips` chips of a node: a
+/// reduce-scatter and an all-gather, each moving (chips-1)/chips of the
+/// bytes out of every chip over its chips-1 links, and two hops.
+double allReduceCost(const Type &type, unsigned chips, const PartitionCosts &costs) {
+  const double bytes = double(type.byteSize());
+  const double links = std::max(1u, std::min(chips - 1, costs.links));
+  const double perChip = bytes * double(chips - 1) / double(chips);
+  const double vectors = std::ceil(perChip / costs.vectorBytes / links);
+  return 2 * (vectors * costs.linkCyclesPerVector + costs.linkHopCycles);
+}
+
+/// The seeds worth taking, greedily in program order: every one whose
+/// split closes, or (`costed`) only those whose work divided saves more
+/// than the all-reduces they add.
+std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips,
+                                         const PartitionCosts &costs, bool costed,
+                                         Analysis &result) {
+  Analyzer analyzer(fn, chips);
+  std::map<const Op *, Ranges> seeds;
+  Analysis current = analyzer.run(seeds);
+  for (const auto &owned : fn.ops()) {
+    const Op &op = *owned;
+    if (op.kind() != OpKind::Matmul || !weightOf(op.operand(1)) || current.sharding.count(&op))
+      continue;
+    const int64_t n = op.type().shape.back();
+    int64_t granule = 1;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      Ranges ranges = balanced(n, granule, chips);
+      if (ranges.empty())
+        break;
+      auto trial = seeds;
+      trial[&op] = ranges;
+      Analysis next = analyzer.run(trial);
+      if (!next.ok) {
+        if (next.granule > granule && next.granule % granule == 0) {
+          granule = next.granule;
+          continue;
+        }
+        break;
+      }
+      // What the seed divides against the all-reduces it adds.
+      double saved = 0, added = 0;
+      for (const auto &[o, s] : next.sharding) {
+        auto was = current.sharding.find(o);
+        if (was != current.sharding.end())
+          continue;
+        if (s.kind == Sharding::Partial)
+          added += allReduceCost(o->type(), chips, costs);
+        saved += partitionCost(*o, costs) * double(chips - 1) / double(chips);
+      }
+      if (!costed || saved > added) {
+        seeds = std::move(trial);
+        current = std::move(next);
+      }
+      break;
+    }
+  }
+  result = std::move(current);
+  return seeds;
+}
+
+/// Writes the partitioned function (see the file comment).
+class Rewriter {
+public:
+  Rewriter(Function &fn, unsigned chips, const Analysis &a) : fn_(fn), chips_(chips), a_(a) {}
+
+  llvm::Error run() {
+    std::vector<Op *> old;
+    for (const auto &op : fn_.ops())
+      old.push_back(op.get());
+    Op *ret = fn_.terminator();
+    // Every input stays an input (on chip 0 at least, in order).
+    for (Op *op : old)
+      if (op->kind() == OpKind::Input)
+        rep(op, 0);
+    // Split and partial ops in program order, once per chip; the
+    // replicated ones when a chip first needs them.
+    for (Op *op : old) {
+      if (op == ret)
+        continue;
+      auto s = a_.sharding.find(op);
+      if (s == a_.sharding.end() || s->second.kind == Sharding::Rep)
+        continue;
+      for (unsigned c = 0; c < chips_; ++c)
+        local(op, c);
+    }
+    if (ret) {
+      std::vector<Op *> operands;
+      for (Op *o : ret->operands())
+        operands.push_back(rep(o, 0));
+      Op *r = fn_.append(OpKind::Return, Type{}, std::move(operands), ret->loc());
+      for (const auto &[name, value] : ret->attrs())
+        r->setAttr(name, value);
+    }
+    std::set<const Op *> dead(old.begin(), old.end());
+    fn_.eraseIf([&](const Op &op) { return dead.count(&op) != 0; });
+    return llvm::Error::success();
+  }
+
+private:
+  Op *make(const Op &like, OpKind kind, Type type, std::vector<Op *> operands, unsigned chip) {
+    Op *op = fn_.append(kind, std::move(type), std::move(operands), like.loc());
+    for (const auto &[name, value] : like.attrs())
+      if (name != "fusion" && name != "chip")
+        op->setAttr(name, value);
+    op->setAttr("chip", int64_t(chip));
+    return op;
+  }
+  Op *make(const Location &loc, OpKind kind, Type type, std::vector<Op *> operands, unsigned chip) {
+    Op *op = fn_.append(kind, std::move(type), std::move(operands), loc);
+    op->setAttr("chip", int64_t(chip));
+    return op;
+  }
+
+  Sharding shardingOf(const Op *op) const {
+    auto it = a_.sharding.find(op);
+    return it == a_.sharding.end() ? Sharding{} : it->second;
+  }
+
+  /// The whole of `op` on chip c.
+  Op *rep(Op *op, unsigned c) {
+    Sharding s = shardingOf(op);
+    if (s.kind == Sharding::Partial)
+      return allReduced(op, c);
+    Op *&there = rep_[{op, c}];
+    if (there)
+      return there;
+    std::vector<Op *> operands;
+    for (Op *o : op->operands())
+      operands.push_back(rep(o, c));
+    there = make(*op, op->kind(), op->type(), std::move(operands), c);
+    return there;
+  }
+
+  /// Chip c's part of a split or partial `op`.
+  Op *local(Op *op, unsigned c) {
+    Op *&there = local_[{op, c}];
+    if (there)
+      return there;
+    const Sharding s = shardingOf(op);
+    const std::vector<Need> &needs = a_.needs.at(op);
+    std::vector<Op *> operands;
+    for (size_t i = 0; i < op->operands().size(); ++i) {
+      Op *o = op->operand(i);
+      const Need &need = needs[i];
+      if (need.kind == Need::Local)
+        operands.push_back(local(o, c));
+      else if (need.kind == Need::Full)
+        operands.push_back(rep(o, c));
+      else
+        operands.push_back(slice(o, c, need.axis, need.ranges[c].first, need.ranges[c].second));
+    }
+    Type type = op->type();
+    if (s.kind == Sharding::Split)
+      type.shape[size_t(s.axis)] = s.ranges[c].second;
+    Op *copy = make(*op, op->kind(), type, std::move(operands), c);
+    if (op->kind() == OpKind::Slice && s.kind == Sharding::Split) {
+      auto limit = op->intsAttr("limit").value_or(std::vector<int64_t>{});
+      limit[size_t(s.axis)] = s.ranges[c].second;
+      copy->setAttr("limit", limit);
+    }
+    there = copy;
+    return there;
+  }
+
+  /// Chip c's slice [start, start+size) along `axis` of a value every chip
+  /// could hold whole: a weight's shard, a constant of that shape, or the
+  /// slice pushed through views; else a `slice` of the whole.
+  Op *slice(Op *op, unsigned c, int axis, int64_t start, int64_t size) {
+    if (shardingOf(op).kind != Sharding::Rep) {
+      // A partial operand: all-reduced, then sliced.
+      return sliceOp(rep(op, c), c, axis, start, size);
+    }
+    Op *&there = slice_[{op, c, axis, start, size}];
+    if (there)
+      return there;
+    Type type = op->type();
+    type.shape[size_t(axis)] = size;
+    switch (op->kind()) {
+    case OpKind::Param: {
+      if (rep_.count({op, c})) {
+        // The chip holds the whole weight already (it reads it elsewhere):
+        // a second, sliced copy of one path would be placed twice.
+        there = sliceOp(rep_[{op, c}], c, axis, start, size);
+        return there;
+      }
+      there = make(*op, OpKind::Param, type, {}, c);
+      there->setAttr("shard", std::vector<int64_t>{axis, start, op->type().shape[size_t(axis)]});
+      return there;
+    }
+    case OpKind::Constant:
+      there = make(*op, OpKind::Constant, type, {}, c);
+      return there;
+    case OpKind::Broadcast: {
+      Op *o = op->operand(0);
+      const int a = axis - int(op->type().rank() - o->type().rank());
+      Op *from = a < 0 || o->type().shape[size_t(a)] == 1 ? rep(o, c) : slice(o, c, a, start, size);
+      there = make(*op, OpKind::Broadcast, type, {from}, c);
+      return there;
+    }
+    case OpKind::Transpose: {
+      auto perm = op->intsAttr("perm").value_or(std::vector<int64_t>{});
+      there = make(*op, OpKind::Transpose, type, {slice(op->operand(0), c, int(perm[size_t(axis)]), start, size)}, c);
+      return there;
+    }
+    case OpKind::Convert:
+      there = make(*op, OpKind::Convert, type, {slice(op->operand(0), c, axis, start, size)}, c);
+      return there;
+    default:
+      there = sliceOp(rep(op, c), c, axis, start, size);
+      return there;
+    }
+  }
+
+  Op *sliceOp(Op *whole, unsigned c, int axis, int64_t start, int64_t size) {
+    Type type = whole->type();
+    std::vector<int64_t> lo(type.rank(), 0), hi(type.shape.begin(), type.shape.end());
+    lo[size_t(axis)] = start;
+    hi[size_t(axis)] = start + size;
+    type.shape[size_t(axis)] = size;
+    Op *op = make(whole->loc(), OpKind::Slice, type, {whole}, c);
+    op->setAttr("start", lo);
+    op->setAttr("limit", hi);
+    return op;
+  }
+
+  /// The sum over chips of a partial `op`, whole on chip c: the chunks the
+  /// reduce-scatter left on their chips, gathered there (an all-gather,
+  /// made only for the chips that read the sum).
+  Op *allReduced(Op *op, unsigned c) {
+    Op *&there = gathered_[{op, c}];
+    if (there)
+      return there;
+    const Scattered &rs = reduceScatter(op);
+    std::vector<Op *> parts;
+    for (unsigned j = 0; j < rs.sums.size(); ++j)
+      parts.push_back(c == j ? rs.sums[j] : transfer(rs.sums[j], j, c));
+    Op *all = parts[0];
+    if (parts.size() > 1) {
+      all = make(op->loc(), OpKind::Concat, rs.flat, parts, c);
+      all->setAttr("axis", int64_t(0));
+    }
+    if (op->type().rank() != 2)
+      all = make(op->loc(), OpKind::Reshape, op->type(), {all}, c);
+    there = all;
+    return there;
+  }
+
+  struct Scattered {
+    Type flat;
+    std::vector<Op *> sums; // chunk j of the sum, on chip j
+  };
+
+  /// Chip j sums row chunk j of every chip's term of a partial `op`, in
+  /// chip order (the terms of the other chips cross to it).
+  const Scattered &reduceScatter(Op *op) {
+    auto it = scattered_.find(op);
+    if (it != scattered_.end())
+      return it->second;
+    const Type type = op->type();
+    const Location &loc = op->loc();
+    const int64_t cols = type.rank() ? type.shape.back() : 1;
+    const int64_t rows = type.numElements() / std::max<int64_t>(cols, 1);
+    Scattered out;
+    out.flat = Type{type.dtype, {rows, cols}};
+    const unsigned q = unsigned(std::min<int64_t>(chips_, rows));
+    std::vector<std::vector<Op *>> term(chips_, std::vector<Op *>(q));
+    for (unsigned c = 0; c < chips_; ++c) {
+      Op *x = local(op, c);
+      if (type.rank() != 2)
+        x = make(loc, OpKind::Reshape, out.flat, {x}, c);
+      for (unsigned j = 0; j < q; ++j) {
+        int64_t a = int64_t(j) * rows / q, b = int64_t(j + 1) * rows / q;
+        term[c][j] = q == 1 ? x : sliceOp(x, c, 0, a, b - a);
+      }
+    }
+    std::vector<std::vector<Op *>> arrived(chips_, std::vector<Op *>(q));
+    for (unsigned c = 0; c < chips_; ++c)
+      for (unsigned j = 0; j < q; ++j)
+        arrived[c][j] = c == j ? term[c][j] : transfer(term[c][j], c, j);
+    for (unsigned j = 0; j < q; ++j) {
+      Op *acc = arrived[0][j];
+      for (unsigned c = 1; c < chips_; ++c)
+        acc = make(loc, OpKind::Add, acc->type(), {acc, arrived[c][j]}, j);
+      out.sums.push_back(acc);
+    }
+    return scattered_[op] = std::move(out);
+  }
+
+  Op *transfer(Op *value, unsigned from, unsigned to) {
+    Op *t = fn_.append(OpKind::Transfer, value->type(), {value}, value->loc());
+    t->setAttr("from", int64_t(from));
+    t->setAttr("to", int64_t(to));
+    return t;
+  }
+
+  Function &fn_;
+  unsigned chips_;
+  const Analysis &a_;
+  std::map<std::pair<const Op *, unsigned>, Op *> rep_, local_;
+  std::map<std::tuple<const Op *, unsigned, int, int64_t, int64_t>, Op *> slice_;
+  std::map<const Op *, Scattered> scattered_;
+  std::map<std::pair<const Op *, unsigned>, Op *> gathered_;
+};
+
+} // namespace
+
+llvm::Expected<TensorPlan> planTensor(const Function &fn, const PartitionOptions &options) {
+  Analysis a;
+  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, options.costs, options.tensorCosted, a);
+  TensorPlan plan;
+  plan.seeds = seeds.size();
+  for (const auto &[op, s] : a.sharding)
+    plan.allReduces += s.kind == Sharding::Partial;
+  return plan;
+}
+
+llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
+  Analysis a;
+  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, options.costs, options.tensorCosted, a);
+  if (seeds.empty())
+    return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
+                 llvm::Twine(options.chips) +
+                 " chips (a matmul by a weight's columns whose split ends in a matmul by "
+                 "rows before anything reads it whole); use --partition=pipeline");
+  if (llvm::Error e = Rewriter(fn, options.chips, a).run())
+    return e;
+  // Elementwise groups again, per chip (the all-reduces' sums among them).
+  createFuseElementwisePass()->run(fn);
+  return llvm::Error::success();
+}
+
+} // namespace lpu::ir
