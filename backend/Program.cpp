@@ -3,10 +3,13 @@
 #include "backend/ChipDescription.h"
 #include "backend/Topology.h"
 
+#include "support/Tensor.h"
+
 #include <llvm/ADT/StringExtras.h>
 
 #include <cctype>
 #include <cstring>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -65,6 +68,13 @@ std::vector<int64_t> Bucket::concreteShape(const TensorPlacement &t) const {
         v = bd.value;
     shape.push_back(v);
   }
+  return shape;
+}
+
+std::vector<int64_t> Bucket::fullShape(const TensorPlacement &t) const {
+  std::vector<int64_t> shape = concreteShape(t);
+  if (t.shard.size() == 3 && t.shard[0] >= 0 && uint64_t(t.shard[0]) < shape.size())
+    shape[size_t(t.shard[0])] = t.shard[2];
   return shape;
 }
 
@@ -185,6 +195,45 @@ llvm::Error error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+/// "f16 [4,8]", as the text form spells a placement's type.
+std::string placedType(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::string out = tensor::dtypeName(dtype).str() + " [";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+/// A placement's shard (TensorPlacement::shard): a parameter's, three
+/// numbers, its slice inside the weight, the weight not too large.
+llvm::Error verifyShard(const TensorPlacement &t, const Bucket &bucket, const std::string &tw) {
+  if (t.shard.empty())
+    return llvm::Error::success();
+  std::string shard = "shard ";
+  for (size_t i = 0; i < t.shard.size(); ++i)
+    shard += (i ? "," : "") + std::to_string(t.shard[i]);
+  if (t.role != TensorRole::Param)
+    return error(tw + " has a " + shard + ", which only a param may");
+  if (t.shard.size() != 3)
+    return error(tw + ": " + shard + " is not three numbers AXIS,START,FULL");
+  const std::vector<int64_t> shape = bucket.concreteShape(t);
+  const int64_t axis = t.shard[0], start = t.shard[1], full = t.shard[2];
+  if (axis < 0 || uint64_t(axis) >= shape.size())
+    return error(tw + ": " + shard + ": axis " + llvm::Twine(axis) + " is not an axis of " +
+                 placedType(t.dtype, shape));
+  const int64_t size = shape[size_t(axis)];
+  if (start < 0 || full < 0 || start > full || size > full - start)
+    return error(tw + ": " + shard + ": elements " + llvm::Twine(start) + " to " +
+                 llvm::Twine(start) + " + " + llvm::Twine(size) + " of axis " + llvm::Twine(axis) +
+                 " are not inside the weight's " + llvm::Twine(full));
+  auto count = tensor::checkedElementCount(bucket.fullShape(t), t.dtype);
+  if (!count) {
+    llvm::consumeError(count.takeError());
+    return error(tw + ": " + shard + ": the weight " +
+                 placedType(t.dtype, bucket.fullShape(t)) + " is too large");
+  }
+  return llvm::Error::success();
+}
+
 /// The width (in streams) each stream operand of `in` must have.
 unsigned operandWidth(const Instr &in, OperandKind k) {
   if (std::optional<tensor::ElementwiseOp> e = elementwiseOf(in.op))
@@ -282,6 +331,23 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
                        llvm::Twine(uint64_t(rows) * uint64_t(cols) * tensor::dtypeSize(t.dtype)));
         if (t.role != TensorRole::Constant && !t.data.empty())
           return error(tw + " holds data, which only a const tensor may");
+        if (auto e = verifyShard(t, bucket, tw))
+          return e;
+      }
+      // Every placement of a parameter is the same weight, or a slice of
+      // it: lpurun reads the weight once and writes each its part.
+      std::map<std::string, const TensorPlacement *> weights;
+      for (const TensorPlacement &t : bucket.tensors) {
+        if (t.role != TensorRole::Param)
+          continue;
+        auto [it, fresh] = weights.try_emplace(t.name, &t);
+        const TensorPlacement &first = *it->second;
+        if (!fresh && (first.dtype != t.dtype || bucket.fullShape(first) != bucket.fullShape(t)))
+          return error(where + ": param '" + t.name + "' is a weight " +
+                       placedType(t.dtype, bucket.fullShape(t)) + " on chip " +
+                       llvm::Twine(t.chip) + ", but " +
+                       placedType(first.dtype, bucket.fullShape(first)) + " on chip " +
+                       llvm::Twine(first.chip) + " (a param's placements are one weight or its slices)");
       }
       for (size_t c = 0; c < bucket.chips.size(); ++c) {
         std::set<std::pair<int, int>> queues;

@@ -71,6 +71,12 @@ struct TensorPlacement {
   /// A constant's bytes (its elements in row-major order, little-endian);
   /// empty for every other role.
   std::vector<uint8_t> data;
+  /// A parameter that holds a slice of its weight (tensor parallelism):
+  /// {axis, start, full}. The weight `name` is `full` long along `axis`
+  /// (its other dimensions are the placement's), and this placement holds
+  /// its elements [start, start + size) there, size being the placement's
+  /// dimension `axis`. Empty: the whole weight. Only parameters have one.
+  std::vector<int64_t> shard;
   bool operator==(const TensorPlacement &) const = default;
 };
 
@@ -156,6 +162,10 @@ struct Bucket {
 
   /// The concrete shape of `t` in this bucket.
   std::vector<int64_t> concreteShape(const TensorPlacement &t) const;
+  /// The concrete shape of the whole weight `t` holds a slice of
+  /// (TensorPlacement::shard): concreteShape with the shard's axis `full`
+  /// long; concreteShape itself when `t` has no (well-formed) shard.
+  std::vector<int64_t> fullShape(const TensorPlacement &t) const;
 };
 
 struct Entry {

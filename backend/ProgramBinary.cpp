@@ -172,7 +172,8 @@ Instr readInstr(Reader &r, bool &bad) {
 }
 } // namespace
 
-std::string writeProgramBinary(const Program &p) {
+namespace {
+std::string writeVersion(const Program &p, uint32_t version) {
   Writer w;
   w.str(p.chipName);
   w.u64(p.chipFingerprint);
@@ -208,6 +209,11 @@ std::string writeProgramBinary(const Program &p) {
         for (uint8_t d : t.perm)
           w.u8(d);
         w.u32(t.chunkRows);
+        if (version >= 5) {
+          w.u32(uint32_t(t.shard.size()));
+          for (int64_t v : t.shard)
+            w.u64(uint64_t(v));
+        }
         if (t.role == TensorRole::Constant)
           w.str(llvm::StringRef(reinterpret_cast<const char *>(t.data.data()), t.data.size()));
       }
@@ -227,11 +233,34 @@ std::string writeProgramBinary(const Program &p) {
   std::string payload = std::move(w.out());
   Writer h;
   h.out().append(kProgramMagic, 8);
-  h.u32(kProgramFormatVersion);
+  h.u32(version);
   h.u32(0);
   h.u64(payload.size());
   h.u64(llvm::xxHash64(payload));
   return h.out() + payload;
+}
+} // namespace
+
+std::string writeProgramBinary(const Program &p) { return writeVersion(p, kProgramFormatVersion); }
+
+llvm::Expected<std::string> writeProgramBinary(const Program &p, uint32_t version) {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot write format version " + llvm::Twine(version) + ": " +
+                                       msg);
+  };
+  if (version < kOldestProgramFormatVersion || version > kProgramFormatVersion)
+    return fail("this lpurun writes versions " + llvm::Twine(kOldestProgramFormatVersion) +
+                " to " + llvm::Twine(kProgramFormatVersion));
+  for (const Entry &e : p.entries)
+    for (const Bucket &b : e.buckets)
+      for (const TensorPlacement &t : b.tensors) {
+        if (version < 4 && t.layout != Layout::Rows)
+          return fail("tensor '" + t.name + "' is packed (version 4 added the packed layout)");
+        if (version < 5 && !t.shard.empty())
+          return fail("tensor '" + t.name + "' holds a shard of its weight (version 5 added shards)");
+      }
+  return writeVersion(p, version);
 }
 
 bool looksLikeProgramBinary(llvm::ArrayRef<uint8_t> bytes) {
@@ -325,6 +354,14 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
         for (uint32_t k = 0; k < permSize && !r.failed(); ++k)
           t.perm.push_back(r.u8());
         t.chunkRows = r.u32();
+        if (version >= 5) {
+          // None or {axis, start, full}; their range is verifyProgram's.
+          uint32_t shardSize = r.count(8);
+          if (shardSize != 0 && shardSize != 3)
+            bad = true;
+          for (uint32_t k = 0; k < shardSize && !r.failed(); ++k)
+            t.shard.push_back(int64_t(r.u64()));
+        }
         // The placement's shape against the rest waits for verifyProgram
         // (it needs the chip); what needs no chip is checked here.
         if (!r.failed() && placementProblem.empty()) {
@@ -376,7 +413,7 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
                 llvm::Twine(r.offset()));
   if (bad)
     return fail("a value is out of range or not in canonical form (an opcode, dtype, unit, role, "
-                "stream, name or unused instruction field)");
+                "stream, name, shard length or unused instruction field)");
   if (!r.atEnd())
     return fail("unexpected bytes after the last entry");
   if (!placementProblem.empty())

@@ -5,6 +5,8 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 
+#include <iterator>
+
 namespace lpu::backend {
 
 namespace x3 = boost::spirit::x3;
@@ -68,6 +70,12 @@ bool parseUIntList(llvm::StringRef text, std::vector<uint16_t> &out) {
   auto act = [&out](auto &ctx) { out.push_back(x3::_attr(ctx)); };
   const char *first = text.begin(), *last = text.end();
   return x3::parse(first, last, x3::ushort_[act] % ',') && first == last;
+}
+
+bool parseIntList(llvm::StringRef text, std::vector<int64_t> &out) {
+  auto act = [&out](auto &ctx) { out.push_back(x3::_attr(ctx)); };
+  const char *first = text.begin(), *last = text.end();
+  return x3::parse(first, last, x3::long_long[act] % ',') && first == last;
 }
 
 template <typename T> bool parseNumber(llvm::StringRef text, T &out) {
@@ -137,6 +145,11 @@ std::string printProgramText(const Program &p) {
         }
         if (t.chunkRows)
           out += " chunk " + std::to_string(t.chunkRows);
+        if (!t.shard.empty()) {
+          out += " shard ";
+          for (size_t i = 0; i < t.shard.size(); ++i)
+            out += (i ? "," : "") + std::to_string(t.shard[i]);
+        }
         if (t.role == TensorRole::Constant) {
           static const char hex[] = "0123456789abcdef";
           out += " data ";
@@ -243,7 +256,7 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       if (!bucket || chip)
         return fail("'tensor' must come in a bucket before its first 'chip'");
       const char *usage = "expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A "
-                          "[layout rows|packed] [perm P,..] [chunk ROWS] [data HEX]'";
+                          "[layout rows|packed] [perm P,..] [chunk ROWS] [shard AXIS,START,FULL] [data HEX]'";
       if (words.size() < 5 || words.size() % 2 == 0)
         return fail(usage);
       TensorPlacement t;
@@ -267,17 +280,19 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       if (!parseShape(words[4], t.shape))
         return fail("bad shape '" + words[4] + "'");
       // The rest are KEY VALUE pairs in this order; "layout rows" may be left
-      // out (rows is the default; packed is always written), and so may perm (as declared) and chunk
-      // (one chunk). A constant ends with "data HEX" (its bytes).
-      static const char *const keys[] = {"chip", "slices", "addr", "layout", "perm", "chunk", "data"};
+      // out (rows is the default; packed is always written), and so may perm (as declared), chunk
+      // (one chunk) and shard (the whole weight). A constant ends with "data HEX" (its bytes).
+      static const char *const keys[] = {"chip",  "slices", "addr", "layout",
+                                         "perm",  "chunk",  "shard", "data"};
+      constexpr size_t kKeys = std::size(keys), kData = kKeys - 1;
       size_t next = 0;
-      bool seen[7] = {};
+      bool seen[kKeys] = {};
       for (size_t i = 5; i + 1 < words.size(); i += 2) {
         llvm::StringRef k = words[i], v = words[i + 1];
         size_t at = next;
-        while (at < 7 && k != keys[at])
+        while (at < kKeys && k != keys[at])
           ++at;
-        if (at == 7)
+        if (at == kKeys)
           return fail("unexpected '" + k + "' in a tensor line: " + usage);
         next = at + 1;
         seen[at] = true;
@@ -314,6 +329,12 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
             return fail("chunk 0: a chunk holds at least one row (leave chunk out for one chunk)");
           break;
         case 6:
+          // Its range is verifyProgram's to check (it needs the bucket).
+          ok = parseIntList(v, t.shard);
+          if (ok && t.shard.size() != 3)
+            return fail("shard " + v + ": expected three numbers AXIS,START,FULL");
+          break;
+        case 7:
           if (v.size() % 2)
             return fail("bad constant data: an odd number of hex digits");
           for (size_t b = 0; b < v.size(); b += 2) {
@@ -329,7 +350,7 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       }
       if (!seen[0] || !seen[1] || !seen[2])
         return fail(usage);
-      if (seen[6] != (t.role == TensorRole::Constant))
+      if (seen[kData] != (t.role == TensorRole::Constant))
         return fail("a const tensor, and only a const, ends with 'data HEX' (its bytes)");
       bucket->tensors.push_back(std::move(t));
       continue;

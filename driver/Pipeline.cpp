@@ -292,6 +292,8 @@ bool runPipeline(Compilation &c, const PipelineOptions &options) {
   for (Phase phase : kPhases) {
     if (phase > options.last)
       break;
+    if (phase < options.first)
+      continue;
     auto wall = Clock::now();
     std::clock_t cpu = std::clock();
     bool ok = runPhase(c, phase, options);

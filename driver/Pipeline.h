@@ -85,6 +85,9 @@ struct PipelineOptions {
   BucketSelection select;
   /// The chip `schedule` targets: required when the pipeline reaches it.
   const backend::ChipDescription *chip = nullptr;
+  /// The first phase to run: Passes when the caller has put the IR in the
+  /// Compilation itself (lpuc on a .ir file, parsed and verified).
+  Phase first = Phase::Parse;
   /// The last phase to run.
   Phase last = Phase::Emit;
   /// Phases whose result is printed to `dumps` (stderr when null) right

@@ -66,12 +66,27 @@ std::vector<tensor::TensorSpec> inputSpecs(const Function &fn) {
   return specs;
 }
 
-std::vector<tensor::TensorSpec> paramSpecs(const Function &fn) {
+llvm::Expected<std::vector<tensor::TensorSpec>> paramSpecs(const Function &fn) {
   std::vector<tensor::TensorSpec> specs;
-  llvm::StringSet<> seen;
-  for (const Op *op : fn.params())
-    if (seen.insert(paramPath(*op)).second)
-      specs.push_back({paramPath(*op), op->type().dtype, op->type().shape});
+  std::map<std::string, size_t> first; // path -> position of its first param
+  const auto &ops = fn.ops();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const Op &op = *ops[k];
+    if (op.kind() != OpKind::Param)
+      continue;
+    // A param that holds a slice (ir::Shard) reads the whole weight.
+    Type full = ir::fullType(op);
+    auto [it, fresh] = first.try_emplace(paramPath(op), k);
+    if (fresh) {
+      specs.push_back({paramPath(op), full.dtype, full.shape});
+      continue;
+    }
+    Type known = ir::fullType(*ops[it->second]);
+    if (known != full)
+      return error("@" + fn.name() + ": parameter '" + paramPath(op) + "' is a weight " +
+                   known.str() + " at %" + llvm::Twine(it->second) + " and " + full.str() +
+                   " at %" + llvm::Twine(k) + " (the params of one path read one weight)");
+  }
   return specs;
 }
 
@@ -79,8 +94,11 @@ llvm::Expected<std::vector<tensor::TensorSpec>>
 paramSpecs(llvm::ArrayRef<const Function *> functions) {
   std::vector<tensor::TensorSpec> specs;
   std::map<std::string, size_t> index;
-  for (const Function *fn : functions)
-    for (const tensor::TensorSpec &spec : paramSpecs(*fn)) {
+  for (const Function *fn : functions) {
+    auto own = paramSpecs(*fn);
+    if (!own)
+      return own.takeError();
+    for (const tensor::TensorSpec &spec : *own) {
       auto [it, fresh] = index.insert({spec.name, specs.size()});
       if (fresh) {
         specs.push_back(spec);
@@ -92,6 +110,7 @@ paramSpecs(llvm::ArrayRef<const Function *> functions) {
                      " in one function and " + Type{spec.dtype, spec.shape}.str() + " in @" +
                      fn->name());
     }
+  }
   return specs;
 }
 
@@ -139,7 +158,9 @@ Interpreter::create(const Function &fn, const std::map<std::string, tensor::Tens
   if (!fn.terminator())
     return error("@" + fn.name() + " has no return");
   std::vector<std::string> missing, wrongType;
-  std::map<std::string, Value> converted;
+  // By path and slice: the params of a path that hold the same slice (or
+  // none) share one converted value.
+  std::map<std::pair<std::string, std::optional<ir::Shard>>, Value> converted;
   for (size_t k = 0; k < ops.size(); ++k) {
     const Op &op = *ops[k];
     if (op.kind() != OpKind::Param)
@@ -150,14 +171,27 @@ Interpreter::create(const Function &fn, const std::map<std::string, tensor::Tens
       missing.push_back(path);
       continue;
     }
-    if (typeOf(it->second) != op.type()) {
-      wrongType.push_back(path + " (expected " + op.type().str() + ", given " +
+    // The weights hold whole tensors; a sharded param binds its slice.
+    Type full = ir::fullType(op);
+    if (typeOf(it->second) != full) {
+      wrongType.push_back(path + " (expected " + full.str() + ", given " +
                           typeOf(it->second).str() + ")");
       continue;
     }
-    auto [c, fresh] = converted.try_emplace(path);
-    if (fresh)
-      c->second = toValue(it->second);
+    std::optional<ir::Shard> shard = ir::shardOf(op);
+    auto [c, fresh] = converted.try_emplace({path, shard});
+    if (fresh) {
+      if (!shard) {
+        c->second = toValue(it->second);
+      } else {
+        auto slice = tensor::sliceAxis(it->second, shard->axis, shard->start,
+                                       op.type().shape[size_t(shard->axis)]);
+        if (!slice)
+          return error("@" + fn.name() + ": parameter '" + path + "': " +
+                       llvm::toString(slice.takeError()));
+        c->second = toValue(*slice);
+      }
+    }
     state->params[k] = c->second;
   }
   if (!missing.empty() || !wrongType.empty()) {

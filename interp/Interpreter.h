@@ -42,9 +42,12 @@ struct InterpreterOptions {
 };
 
 /// What a function expects: its inputs by name (argument order), its
-/// parameters by path (program order), with dtype and shape.
+/// parameters by path (program order, each path once), with dtype and
+/// shape. A param that holds a slice of its weight (ir::Shard) asks for the
+/// whole weight (ir::fullType); two params of one path that disagree on it
+/// are an error naming both.
 std::vector<tensor::TensorSpec> inputSpecs(const Function &fn);
-std::vector<tensor::TensorSpec> paramSpecs(const Function &fn);
+llvm::Expected<std::vector<tensor::TensorSpec>> paramSpecs(const Function &fn);
 /// The parameters of several functions (the buckets of one entry, or a whole
 /// module), each path once; an error when two functions disagree on a
 /// path's dtype or shape.
@@ -67,8 +70,9 @@ loadWeights(const WeightSource &source, llvm::ArrayRef<tensor::TensorSpec> param
 class Interpreter {
 public:
   /// Checks that `weights` holds every parameter of `fn` with its dtype and
-  /// shape (extra weights are ignored: a file may serve several functions);
-  /// the error lists every missing, mis-typed and mis-shaped path.
+  /// shape, the whole weight for a sharded param, which binds its slice
+  /// (extra weights are ignored: a file may serve several functions); the
+  /// error lists every missing, mis-typed and mis-shaped path.
   static llvm::Expected<std::unique_ptr<Interpreter>>
   create(const Function &fn, const std::map<std::string, tensor::Tensor> &weights,
          InterpreterOptions options = {});

@@ -94,7 +94,10 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
-  auto weights = loadWeights(source, paramSpecs(fn));
+  auto specs = paramSpecs(fn);
+  if (!specs)
+    return specs.takeError();
+  auto weights = loadWeights(source, *specs);
   if (!weights)
     return weights.takeError();
   auto t0 = Clock::now();

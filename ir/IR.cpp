@@ -133,6 +133,24 @@ int64_t Op::chip() const {
   return intAttr("chip").value_or(0);
 }
 
+std::optional<Shard> shardOf(const Op &op) {
+  std::optional<std::vector<int64_t>> v = op.intsAttr("shard");
+  if (!v || v->size() != 3 || (*v)[0] < 0 || uint64_t((*v)[0]) >= op.type().rank())
+    return std::nullopt;
+  return Shard{(*v)[0], (*v)[1], (*v)[2]};
+}
+
+void setShard(Op &op, const Shard &shard) {
+  op.setAttr("shard", std::vector<int64_t>{shard.axis, shard.start, shard.full});
+}
+
+Type fullType(const Op &op) {
+  Type type = op.type();
+  if (std::optional<Shard> shard = shardOf(op))
+    type.shape[size_t(shard->axis)] = shard->full;
+  return type;
+}
+
 std::optional<int64_t> Op::intAttr(llvm::StringRef name) const {
   return getAs<int64_t>(attr(name));
 }

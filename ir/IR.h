@@ -15,6 +15,7 @@
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -171,6 +172,24 @@ private:
   std::vector<std::pair<std::string, int64_t>> bucket_;
   std::vector<std::unique_ptr<Op>> ops_;
 };
+
+/// A param's slice of its weight (attribute `shard = [axis, start, full]`,
+/// docs/ir.md): the weight at the op's `path` is `full` long along `axis`,
+/// and the op's value is its elements [start, start + size) there, `size`
+/// being the op's type's dimension `axis`; every other dimension is whole.
+/// Tensor parallelism gives each chip such a slice of a weight.
+struct Shard {
+  int64_t axis = 0, start = 0, full = 0;
+  auto operator<=>(const Shard &) const = default;
+};
+/// The shard of a param; nullopt when it has no `shard`, or one that is not
+/// three integers with its axis below the rank (the verifier's errors).
+std::optional<Shard> shardOf(const Op &op);
+/// Gives the op the attribute `shard`.
+void setShard(Op &op, const Shard &shard);
+/// The type of the whole weight a param reads: its own type with the
+/// shard's axis `full` long; its own type when it has no shard.
+Type fullType(const Op &op);
 
 /// Everything lpuc compiled: every entry at every bucket, in source order.
 struct Module {

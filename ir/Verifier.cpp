@@ -1,6 +1,9 @@
 #include "ir/Verifier.h"
 
+#include "support/Tensor.h"
+
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringSet.h>
 
 namespace lpu::ir {
@@ -25,6 +28,8 @@ private:
   const Function &fn_;
   llvm::DenseMap<const Op *, size_t> position_;
   llvm::StringSet<> inputNames_, paramPaths_;
+  /// The first param of each path: every other must read the same weight.
+  llvm::StringMap<std::pair<const Op *, size_t>> firstParam_;
   std::vector<VerifyError> errors_;
 
   void error(const Op &op, std::string message) {
@@ -77,6 +82,61 @@ private:
                     (chip ? " on chip " + std::to_string(chip) : ""));
   }
 
+  /// `shard = [axis, start, full]` (a param's slice of its weight, see
+  /// ir::Shard), and the whole weight the same for every param of a path.
+  void verifyShard(const Op &op, size_t index) {
+    const Attr *attr = op.attr("shard");
+    if (attr && op.kind() != OpKind::Param) {
+      error(op, "only a param has a shard (attribute 'shard')");
+      return;
+    }
+    if (op.kind() != OpKind::Param)
+      return;
+    if (attr) {
+      const auto *v = std::get_if<std::vector<int64_t>>(attr);
+      if (!v || v->size() != 3) {
+        error(op, "attribute 'shard' must be three integers [axis, start, full]");
+        return;
+      }
+      const int64_t axis = (*v)[0], start = (*v)[1], full = (*v)[2];
+      const std::string which = "shard [" + std::to_string(axis) + ", " + std::to_string(start) +
+                                ", " + std::to_string(full) + "]";
+      if (axis < 0 || uint64_t(axis) >= op.type().rank()) {
+        error(op, which + ": axis " + std::to_string(axis) + " is not an axis of " +
+                      op.type().str());
+        return;
+      }
+      const int64_t size = op.type().shape[size_t(axis)];
+      if (start < 0) {
+        error(op, which + ": the start " + std::to_string(start) + " is negative");
+        return;
+      }
+      if (full < 0 || start > full || size > full - start) {
+        error(op, which + ": elements " + std::to_string(start) + " to " + std::to_string(start) +
+                      " + " + std::to_string(size) + " of axis " + std::to_string(axis) +
+                      " are not inside the weight's " + std::to_string(full));
+        return;
+      }
+      Type whole = fullType(op);
+      if (auto count = tensor::checkedElementCount(whole.shape, whole.dtype); !count) {
+        llvm::consumeError(count.takeError());
+        error(op, which + ": the weight " + whole.str() + " is too large");
+        return;
+      }
+    }
+    std::string path = op.stringAttr("path").value_or("");
+    if (path.empty())
+      return;
+    auto [it, fresh] = firstParam_.try_emplace(path, &op, index);
+    if (fresh || it->second.first->chip() == op.chip())
+      return; // twice on one chip: verifyName's error
+    const Type mine = fullType(op), theirs = fullType(*it->second.first);
+    if (mine != theirs)
+      error(op, "path \"" + path + "\" is a weight " + mine.str() + " here, but " +
+                    theirs.str() + " at %" + std::to_string(it->second.second) +
+                    ": the params of one path read one weight");
+  }
+
   /// A value read on another chip than its own crosses through a transfer
   /// (the return collects outputs from every chip).
   void verifyChips(const Op &op) {
@@ -123,6 +183,7 @@ private:
     default:
       break;
     }
+    verifyShard(op, index);
     if (const Attr *fusion = op.attr("fusion")) {
       if (!isElementwise(op.kind()))
         error(op, "only elementwise ops belong to a fusion group");

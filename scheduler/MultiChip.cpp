@@ -107,6 +107,10 @@ std::string shareKey(const ir::Function &part, const ChipTraffic &traffic, unsig
     else if (!quoted)
       key += ch;
   }
+  // And which slice of its weight a param holds (`shard = [1, 96, 768]`):
+  // shifted() gives each chip its own, as it does the paths.
+  for (size_t at = key.find("shard = ["); at != std::string::npos; at = key.find("shard = [", at))
+    key.erase(at + 5, key.find(']', at) + 1 - (at + 5));
   for (const ChipTraffic::Incoming &in : traffic.incoming) {
     // A link of the same hemisphere is at the same position: only which
     // one differs, renamed in the shared instructions.
@@ -161,13 +165,19 @@ std::optional<Schedule> shifted(const Schedule &from, const ChipTraffic &fromTra
   // Weights in the order the function declares them, as scheduleOnce
   // places them.
   std::vector<std::string> paths;
-  for (const ir::Op *p : part.params())
+  std::vector<std::vector<int64_t>> shards;
+  for (const ir::Op *p : part.params()) {
     paths.push_back(p->stringAttr("path").value_or(""));
+    std::optional<ir::Shard> shard = ir::shardOf(*p);
+    shards.push_back(shard ? std::vector<int64_t>{shard->axis, shard->start, shard->full}
+                           : std::vector<int64_t>{});
+  }
   size_t k = 0;
   for (TensorPlacement &t : s.tensors)
     if (t.role == TensorRole::Param) {
       if (k >= paths.size())
         return std::nullopt;
+      t.shard = shards[k];
       t.name = paths[k++];
     }
   if (k != paths.size() || s.sent.size() != traffic.outgoing.size())

@@ -288,6 +288,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         break; // written by recvs during the run, not by the host
       (input ? inputs : params)
           .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), ctx.view(&op)));
+      // A param that holds a slice of its weight says which (the host
+      // writes it that slice of the whole weight).
+      if (std::optional<ir::Shard> shard = ir::shardOf(op); shard && !input)
+        params.back().shard = {shard->axis, shard->start, shard->full};
       break;
     }
     case ir::OpKind::Constant: {

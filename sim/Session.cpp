@@ -16,6 +16,20 @@ namespace {
 llvm::Error error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
+
+/// The slice of the whole weight `full` that placement `t` holds.
+llvm::Expected<tensor::Tensor> shardOf(const TensorPlacement &t, const Bucket &bucket,
+                                       const tensor::Tensor &full) {
+  std::vector<int64_t> shape = bucket.concreteShape(t);
+  if (t.shard.size() != 3 || t.shard[0] < 0 || uint64_t(t.shard[0]) >= shape.size())
+    return error("param '" + t.name + "' on chip " + llvm::Twine(t.chip) +
+                 ": its shard is not AXIS,START,FULL inside its rank");
+  auto slice = tensor::sliceAxis(full, t.shard[0], t.shard[1], shape[size_t(t.shard[0])]);
+  if (!slice)
+    return error("param '" + t.name + "' on chip " + llvm::Twine(t.chip) + ": " +
+                 llvm::toString(slice.takeError()));
+  return slice;
+}
 } // namespace
 
 llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOptions &options) {
@@ -45,12 +59,15 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
   plan.choice = *choice;
   const Bucket &bucket = plan.bucket();
 
-  // A weight several chips hold is placed once per chip, read once.
+  // A weight several chips hold is placed once per chip, read once, whole:
+  // a chip that holds a slice of it (a shard) is written that slice.
+  // verifyProgram has checked that every placement of a name is the same
+  // weight.
   std::vector<tensor::TensorSpec> paramSpecs;
   std::set<std::string> paramNames;
   for (const TensorPlacement &t : bucket.tensors)
     if (t.role == TensorRole::Param && paramNames.insert(t.name).second)
-      paramSpecs.push_back({t.name, t.dtype, bucket.concreteShape(t)});
+      paramSpecs.push_back({t.name, t.dtype, bucket.fullShape(t)});
   if (!paramSpecs.empty() && !options.run.timingOnly) {
     if (!options.weightsFile.empty()) {
       auto file = tensor::SafeTensorsFile::open(options.weightsFile);
@@ -70,6 +87,15 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
                    "): give --weights FILE.safetensors or --random-weights SEED");
     }
   }
+  if (!options.run.timingOnly)
+    for (const TensorPlacement &t : bucket.tensors) {
+      if (t.role != TensorRole::Param || t.shard.empty() || plan.shards.count({t.name, t.shard}))
+        continue;
+      auto slice = shardOf(t, bucket, plan.params.at(t.name));
+      if (!slice)
+        return slice.takeError();
+      plan.shards.emplace(std::make_pair(t.name, t.shard), std::move(*slice));
+    }
   if (!options.run.timingOnly)
     for (const TensorPlacement &t : bucket.tensors)
       if (t.role == TensorRole::Input)
@@ -91,6 +117,21 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
         t.role == TensorRole::Constant ? llvm::ArrayRef<uint8_t>(t.data)
         : t.role == TensorRole::Input  ? plan.inputs.at(t.name).bytes()
                                        : plan.params.at(t.name).bytes();
+    // A slice of its weight: cut by planSession (or here, for a bucket
+    // changed since).
+    std::optional<tensor::Tensor> cut;
+    if (t.role == TensorRole::Param && !t.shard.empty()) {
+      auto it = plan.shards.find({t.name, t.shard});
+      if (it != plan.shards.end()) {
+        bytes = it->second.bytes();
+      } else {
+        auto slice = shardOf(t, bucket, plan.params.at(t.name));
+        if (!slice)
+          return slice.takeError();
+        cut = std::move(*slice);
+        bytes = cut->bytes();
+      }
+    }
     if (auto e = (*machine)->writeTensor(t, bytes))
       return e;
   }

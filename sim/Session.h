@@ -41,7 +41,11 @@ struct SessionPlan {
   const backend::Entry *entry = nullptr;
   backend::BucketChoice choice;
   /// By name within each role: an input and a parameter may share a name.
+  /// A parameter is its whole weight, also when chips hold slices of it.
   std::map<std::string, tensor::Tensor> params, inputs;
+  /// The slices of the weights that placements hold (TensorPlacement::shard),
+  /// by name and shard, cut once for every machine placed from the plan.
+  std::map<std::pair<std::string, std::vector<int64_t>>, tensor::Tensor> shards;
   const backend::Bucket &bucket() const { return entry->buckets[choice.index]; }
 };
 

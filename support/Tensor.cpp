@@ -280,6 +280,39 @@ Tensor Tensor::convertTo(DType type) const {
   return result;
 }
 
+llvm::Expected<Tensor> sliceAxis(const Tensor &t, int64_t axis, int64_t start, int64_t size) {
+  const llvm::ArrayRef<int64_t> shape = t.shape();
+  if (axis < 0 || size_t(axis) >= shape.size())
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "cannot slice axis %lld of a tensor of shape %s",
+                                   static_cast<long long>(axis), shapeString(shape).c_str());
+  const int64_t dim = shape[size_t(axis)];
+  if (start < 0 || size < 0 || start > dim || size > dim - start)
+    return llvm::createStringError(
+        std::errc::invalid_argument,
+        "slice [%lld, %lld + %lld) of axis %lld is outside the tensor's shape %s",
+        static_cast<long long>(start), static_cast<long long>(start),
+        static_cast<long long>(size), static_cast<long long>(axis), shapeString(shape).c_str());
+  std::vector<int64_t> sliced = shape.vec();
+  sliced[size_t(axis)] = size;
+  Tensor result(t.dtype(), std::move(sliced));
+  // [outer, dim, inner] -> [outer, size, inner]: one copy per outer index.
+  int64_t outer = 1;
+  for (size_t d = 0; d < size_t(axis); ++d)
+    outer *= shape[d];
+  uint64_t inner = dtypeSize(t.dtype());
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d)
+    inner *= uint64_t(shape[d]);
+  const uint64_t from = uint64_t(dim) * inner, to = uint64_t(size) * inner;
+  if (to == 0)
+    return result;
+  const uint8_t *src = t.bytes().data() + uint64_t(start) * inner;
+  uint8_t *dst = result.bytes().data();
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + uint64_t(o) * to, src + uint64_t(o) * from, to);
+  return result;
+}
+
 std::string formatElement(const Tensor &tensor, int64_t index) {
   const DType type = tensor.dtype();
   if (!isFloat(type))

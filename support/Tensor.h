@@ -82,6 +82,12 @@ private:
   std::vector<uint8_t> bytes_;
 };
 
+/// `t`'s slice along `axis`: the `size` elements from `start`, every other
+/// dimension whole (`t[..., start:start+size, ...]`), byte for byte. Errors
+/// (naming the shape and the slice) when the axis is not below the rank or
+/// the slice is not inside the dimension.
+llvm::Expected<Tensor> sliceAxis(const Tensor &t, int64_t axis, int64_t start, int64_t size);
+
 /// What a program expects of one named tensor (a parameter by its path such
 /// as "layers.3.up.w", or an input): checked against files, or used to make
 /// random weights.

@@ -5,6 +5,7 @@
 #include "frontend/Verify.h"
 #include "ir/Pass.h"
 #include "backend/ProgramText.h"
+#include "driver/LoadModel.h"
 #include "driver/Pipeline.h"
 #include "ir/Text.h"
 #include "tools/common/ToolSupport.h"
@@ -274,6 +275,23 @@ int main(int argc, char **argv) {
   pipeline.check = checkOptions;
   pipeline.ir = irOptions;
   driver::Compilation compilation(diags, bufferId);
+  // A .ir file (the text form --emit=ir prints, or IR written by hand, say
+  // partitioned by hand) enters the pipeline at the passes, parsed and
+  // verified.
+  if (llvm::sys::path::extension(input) == ".ir") {
+    if (emit == "ast" || emit == "types" || emit == "params" || verify) {
+      tools::reportToolError("lpuc", (verify ? std::string("--verify") : "--emit=" + emit) +
+                                         " needs a .lpu source, not IR");
+      return tools::kExitUsageError;
+    }
+    auto module = driver::loadModel(input, {}, llvm::errs());
+    if (!module) {
+      tools::reportToolError("lpuc", llvm::toString(module.takeError()));
+      return tools::kExitInputError;
+    }
+    compilation.ir = std::move(*module);
+    pipeline.first = Phase::Passes;
+  }
   driver::runPipeline(compilation, pipeline);
   if (timePhases)
     for (const driver::PhaseTime &t : compilation.times)

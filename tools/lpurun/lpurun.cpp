@@ -197,6 +197,10 @@ int main(int argc, char **argv) {
   app.add_option("--emit", emit, "convert the program instead of running it: text or binary")
       ->check(CLI::IsMember({"text", "binary"}));
   app.add_option("-o", emitPath, "where --emit writes (default: stdout)");
+  std::optional<uint32_t> formatVersion;
+  app.add_option("--format-version", formatVersion,
+                 "with --emit=binary: write this older format version, for older lpuruns "
+                 "(default: the newest)");
   app.add_flag("--check-shifts", checkShifts,
                "a mutation test of the simulator's checks: move each instruction one cycle "
                "either way and require a violation or the same output bits (sim/ShiftCheck.h)");
@@ -218,6 +222,7 @@ int main(int argc, char **argv) {
 
   if (reference) {
     for (const char *flag : {"--report", "--trace", "--timing-only", "--chip", "--emit", "-o",
+                             "--format-version",
                              "--check-shifts", "--shift-sample", "--shift-bucket",
                              "--shift-input-seed"})
       if (app.count(flag)) {
@@ -264,9 +269,24 @@ int main(int argc, char **argv) {
     }
     program->chipFingerprint = named->fingerprint();
   }
+  if (formatVersion && emit != "binary") {
+    tools::reportToolError(kTool, "--format-version needs --emit=binary");
+    return tools::kExitUsageError;
+  }
   if (!emit.empty()) {
-    std::string out = emit == "text" ? backend::printProgramText(*program)
-                                     : backend::writeProgramBinary(*program);
+    std::string out;
+    if (emit == "text") {
+      out = backend::printProgramText(*program);
+    } else if (!formatVersion) {
+      out = backend::writeProgramBinary(*program);
+    } else {
+      auto older = backend::writeProgramBinary(*program, *formatVersion);
+      if (!older) {
+        tools::reportToolError(kTool, programPath + ": " + llvm::toString(older.takeError()));
+        return tools::kExitInputError;
+      }
+      out = std::move(*older);
+    }
     if (emitPath == "-") {
       llvm::outs() << out;
       return tools::kExitSuccess;

@@ -25,7 +25,7 @@ const char *kPackedProgram =
     "    tensor input x f16 [7,700] chip 0 slices 34,35 addr 0 layout rows\n"
     "    chip 0\n";
 
-std::string errorOf(llvm::Expected<Program> p) {
+template <typename T> std::string errorOf(llvm::Expected<T> p) {
   if (p)
     return "";
   return llvm::toString(p.takeError());
@@ -64,7 +64,7 @@ TEST(PackedLayout, TextRoundTripIsIdentity) {
 TEST(PackedLayout, BinaryRoundTripIsIdentity) {
   Program p = parsed();
   std::string bin = writeProgramBinary(p);
-  EXPECT_EQ(bin[8], 4); // the version that has the packed layout
+  EXPECT_EQ(bin[8], 5); // the newest version (4 added the packed layout)
   auto read = readProgramBinary(bytesOf(bin), "b");
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
   EXPECT_EQ(*read, p);
@@ -80,7 +80,10 @@ TEST(PackedLayout, BinaryRoundTripIsIdentity) {
 // refused by name, not read as rows.
 TEST(PackedLayout, BinaryRefusesLayoutsItsVersionLacks) {
   Program p = parsed();
-  std::string v3 = writeProgramBinary(p);
+  // Version 4's payload is version 3's.
+  auto v4 = writeProgramBinary(p, 4);
+  ASSERT_TRUE(bool(v4)) << llvm::toString(v4.takeError());
+  std::string v3 = *v4;
   v3[8] = 3; // the checksum covers the payload only
   EXPECT_EQ(errorOf(readProgramBinary(bytesOf(v3), "b")),
             "b: not a valid program file: tensor 'table': unknown layout 1 (format version 3 has "
@@ -88,15 +91,18 @@ TEST(PackedLayout, BinaryRefusesLayoutsItsVersionLacks) {
   Program unknown = p;
   unknown.entries[0].buckets[0].tensors[1].layout = Layout(2);
   EXPECT_EQ(errorOf(readProgramBinary(bytesOf(writeProgramBinary(unknown)), "b")),
-            "b: not a valid program file: tensor 'conv': unknown layout 2 (format version 4 has "
+            "b: not a valid program file: tensor 'conv': unknown layout 2 (format version 5 has "
             "0 = rows, 1 = packed)");
   // A rows-only version 3 file still reads.
   Program rows = p;
   for (TensorPlacement &t : rows.entries[0].buckets[0].tensors)
     t.layout = Layout::Rows;
-  std::string old = writeProgramBinary(rows);
-  old[8] = 3;
-  auto read = readProgramBinary(bytesOf(old), "b");
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 3)),
+            "cannot write format version 3: tensor 'table' is packed (version 4 added the packed "
+            "layout)");
+  auto old = writeProgramBinary(rows, 3);
+  ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
+  auto read = readProgramBinary(bytesOf(*old), "b");
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
   EXPECT_EQ(*read, rows);
 }
@@ -110,7 +116,7 @@ TEST(PackedLayout, TextRefusesUnknownLayouts) {
 
 // Element (r, c) is the chunk's flat element (r - first row) * C + c.
 TEST(PackedLayout, Geometry) {
-  TensorPlacement t{TensorRole::Param, "t", DType::F16, {{7, ""}, {700, ""}}, 0, {1, 2}, 5, Layout::Packed, {}, 0, {}};
+  TensorPlacement t{TensorRole::Param, "t", DType::F16, {{7, ""}, {700, ""}}, 0, {1, 2}, 5, Layout::Packed, {}, 0, {}, {}};
   auto g = placementGeometry(t, {7, 700}, 320, 8192);
   ASSERT_TRUE(bool(g)) << llvm::toString(g.takeError());
   EXPECT_TRUE(g->packed);

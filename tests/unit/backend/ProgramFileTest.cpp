@@ -19,15 +19,16 @@ Program sampleProgram(uint64_t fingerprint) {
   p.numChips = 8;
   Bucket b;
   b.dims = {{"n", 4}};
-  b.tensors.push_back({TensorRole::Input, "x", DType::F16, {{0, "n"}, {320, ""}}, 0, {0, 1}, 0, Layout::Rows, {}, 0, {}});
-  b.tensors.push_back({TensorRole::Param, "w.0", DType::I8, {{320, ""}}, 1, {5}, 7, Layout::Rows, {}, 0, {}});
-  b.tensors.push_back({TensorRole::Output, "y", DType::F32, {}, 0, {44, 45, 46, 47}, 100, Layout::Rows, {}, 0, {}});
+  b.tensors.push_back({TensorRole::Input, "x", DType::F16, {{0, "n"}, {320, ""}}, 0, {0, 1}, 0, Layout::Rows, {}, 0, {}, {}});
+  // A slice of a weight: elements 320..639 of the i8 [960] weight w.0.
+  b.tensors.push_back({TensorRole::Param, "w.0", DType::I8, {{320, ""}}, 1, {5}, 7, Layout::Rows, {}, 0, {}, {0, 320, 960}});
+  b.tensors.push_back({TensorRole::Output, "y", DType::F32, {}, 0, {44, 45, 46, 47}, 100, Layout::Rows, {}, 0, {}, {}});
   // A constant carries its bytes (a splat row of two f16 2.0).
   b.tensors.push_back({TensorRole::Constant, "const0", DType::F16, {{2, ""}}, 0, {6, 7}, 0,
-                       Layout::Rows, {}, 0, {0x00, 0x40, 0x00, 0x40}});
+                       Layout::Rows, {}, 0, {0x00, 0x40, 0x00, 0x40}, {}});
   // A conv weight stored channels-last, its rows in three chunks of slices.
   TensorPlacement conv{TensorRole::Param, "w.conv", DType::F16, {{4, ""}, {3, ""}, {3, ""}, {8, ""}}, 0,
-                       {10, 11, 12, 13, 14, 15}, 3, Layout::Rows, {0, 2, 3, 1}, 40, {}};
+                       {10, 11, 12, 13, 14, 15}, 3, Layout::Rows, {0, 2, 3, 1}, 40, {}, {}};
   b.tensors.push_back(conv);
   b.chips.resize(8);
   Queue mem{UnitKind::Mem, 3, {}};
@@ -115,11 +116,12 @@ Program sampleProgram(uint64_t fingerprint) {
   return p;
 }
 
-std::string errorOf(llvm::Expected<Program> p) {
+template <typename T> std::string errorOf(llvm::Expected<T> p) {
   if (p)
     return "";
   return llvm::toString(p.takeError());
 }
+std::string errorOf(llvm::Error e) { return e ? llvm::toString(std::move(e)) : ""; }
 } // namespace
 
 TEST(ProgramFile, TextRoundTripIsIdentity) {
@@ -140,6 +142,8 @@ TEST(ProgramFile, TextRoundTripIsIdentity) {
   EXPECT_NE(text.find("tensor param w.conv f16 [4,3,3,8] chip 0 slices 10,11,12,13,14,15 addr 3 "
                       "layout rows perm 0,2,3,1 chunk 40\n"),
             std::string::npos);
+  EXPECT_NE(text.find("tensor param w.0 i8 [320] chip 1 slices 5 addr 7 layout rows shard 0,320,960\n"),
+            std::string::npos);
 }
 
 // The optional parts of a tensor line may be left out, but not reordered.
@@ -158,6 +162,15 @@ TEST(ProgramFile, TensorLineOptionalParts) {
   ASSERT_TRUE(bool(q)) << llvm::toString(q.takeError());
   EXPECT_EQ(q->entries[0].buckets[0].tensors[0].perm, (std::vector<uint8_t>{1, 0}));
   EXPECT_EQ(q->entries[0].buckets[0].tensors[0].chunkRows, 0u);
+  EXPECT_TRUE(q->entries[0].buckets[0].tensors[0].shard.empty());
+  auto r = one("tensor param w f16 [2,3] chip 0 slices 0,1 addr 4 chunk 1 shard 1,3,6");
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->entries[0].buckets[0].tensors[0].shard, (std::vector<int64_t>{1, 3, 6}));
+  EXPECT_EQ(r->entries[0].buckets[0].tensors[0].chunkRows, 1u);
+  // Out of range is verifyProgram's to refuse; the text carries any numbers.
+  auto n = one("tensor param w f16 [2,3] chip 0 slices 0,1 addr 4 shard 1,-3,6");
+  ASSERT_TRUE(bool(n)) << llvm::toString(n.takeError());
+  EXPECT_EQ(n->entries[0].buckets[0].tensors[0].shard, (std::vector<int64_t>{1, -3, 6}));
 }
 
 TEST(ProgramFile, BadTensorLines) {
@@ -176,14 +189,26 @@ TEST(ProgramFile, BadTensorLines) {
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk x"), "t:5: bad chunk 'x'");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 chunk 1 perm 1,0"),
             "t:5: unexpected 'perm' in a tensor line: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N "
-            "slices S,.. addr A [layout rows|packed] [perm P,..] [chunk ROWS] [data HEX]'");
+            "slices S,.. addr A [layout rows|packed] [perm P,..] [chunk ROWS] [shard AXIS,START,FULL] "
+            "[data HEX]'");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr"),
             "t:5: expected 'tensor ROLE NAME DTYPE [SHAPE] chip N slices S,.. addr A [layout rows|packed] "
-            "[perm P,..] [chunk ROWS] [data HEX]'");
+            "[perm P,..] [chunk ROWS] [shard AXIS,START,FULL] [data HEX]'");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 layout cols"),
             "t:5: unknown layout 'cols' (expected rows or packed)");
   EXPECT_EQ(err("tensor input x f16 [2,3] chip 0 slices 0,1 addr 0 data 00"),
             "t:5: a const tensor, and only a const, ends with 'data HEX' (its bytes)");
+  EXPECT_EQ(err("tensor param w f16 [2,3] chip 0 slices 0,1 addr 0 shard 1,2"),
+            "t:5: shard 1,2: expected three numbers AXIS,START,FULL");
+  EXPECT_EQ(err("tensor param w f16 [2,3] chip 0 slices 0,1 addr 0 shard 1,2,3,4"),
+            "t:5: shard 1,2,3,4: expected three numbers AXIS,START,FULL");
+  EXPECT_EQ(err("tensor param w f16 [2,3] chip 0 slices 0,1 addr 0 shard 1,x,3"),
+            "t:5: bad shard '1,x,3'");
+  EXPECT_EQ(err("tensor param w f16 [2,3] chip 0 slices 0,1 addr 0 shard 1,0,99999999999999999999"),
+            "t:5: bad shard '1,0,99999999999999999999'");
+  EXPECT_NE(err("tensor param w f16 [2,3] chip 0 slices 0,1 addr 0 shard 1,0,6 chunk 1")
+                .find("unexpected 'chunk' in a tensor line"),
+            std::string::npos);
 }
 
 TEST(ProgramFile, BinaryRoundTripIsIdentity) {
@@ -227,7 +252,7 @@ TEST(ProgramFile, ClearMessages) {
   std::string v = bin;
   v[8] = 9;
   EXPECT_EQ(errorOf(readProgramBinary(ref(v), "p.lpx")),
-            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 4 "
+            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 5 "
             "(recompile the program with this lpuc)");
   std::string c = bin;
   c.back() ^= 1;
@@ -247,16 +272,50 @@ TEST(ProgramFile, ClearMessages) {
 // a version 2 (or 1) file is refused by its header, with a clear message.
 // Version 4 added the packed layout and nothing else, so version 3 reads.
 TEST(ProgramFile, OlderVersionsAreRefused) {
-  EXPECT_EQ(kProgramFormatVersion, 4u);
+  EXPECT_EQ(kProgramFormatVersion, 5u);
   std::string bin = writeProgramBinary(sampleProgram(1));
-  EXPECT_EQ(bin[8], 4);
+  EXPECT_EQ(bin[8], 5);
   for (char old : {1, 2}) {
     bin[8] = old;
     auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
     std::string message = "old.lpx: not a valid program file: format version " + std::to_string(old) +
-                          ", this lpurun reads versions 3 to 4 (recompile the program with this lpuc)";
+                          ", this lpurun reads versions 3 to 5 (recompile the program with this lpuc)";
     EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")), message);
     EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")), message);
+  }
+}
+
+// Version 5 added the shards: versions 3 and 4, written without them, still
+// read; a program with a shard cannot be written as either (an older
+// lpurun would place the slice as if it were the whole weight).
+TEST(ProgramFile, OlderVersionsWithoutShardsStillRead) {
+  Program p = sampleProgram(1);
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 4)),
+            "cannot write format version 4: tensor 'w.0' holds a shard of its weight (version 5 "
+            "added shards)");
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 6)),
+            "cannot write format version 6: this lpurun writes versions 3 to 5");
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 2)),
+            "cannot write format version 2: this lpurun writes versions 3 to 5");
+  auto same = writeProgramBinary(p, 5);
+  ASSERT_TRUE(bool(same)) << llvm::toString(same.takeError());
+  EXPECT_EQ(*same, writeProgramBinary(p));
+  size_t tensors = 0;
+  for (Entry &e : p.entries)
+    for (Bucket &b : e.buckets) {
+      b.tensors[1].shard.clear();
+      tensors += b.tensors.size();
+    }
+  for (uint32_t version : {3u, 4u}) {
+    auto old = writeProgramBinary(p, version);
+    ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
+    EXPECT_EQ(uint8_t((*old)[8]), version);
+    // Four bytes a tensor shorter: no shard count.
+    EXPECT_EQ(old->size() + 4 * tensors, writeProgramBinary(p).size());
+    auto read = readProgramBinary(
+        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(old->data()), old->size()), "old");
+    ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+    EXPECT_EQ(*read, p);
   }
 }
 
@@ -352,13 +411,78 @@ TEST(ProgramFile, NamesAreUniqueWithinARole) {
   }
   EXPECT_FALSE(bool(verifyProgram(shared, *chip)));
   Program copies = p;
-  copies.entries[0].buckets[0].tensors[4].name = "w.0"; // chip 0; the other is on chip 1
+  TensorPlacement copy = copies.entries[0].buckets[0].tensors[1]; // w.0 on chip 1
+  copy.chip = 0; // the other slice of the weight
+  copy.slices = {20};
+  copy.shard = {0, 0, 960};
+  copies.entries[0].buckets[0].tensors.push_back(copy);
   EXPECT_FALSE(bool(verifyProgram(copies, *chip)));
   Program twice = copies;
-  twice.entries[0].buckets[0].tensors[4].chip = 1;
+  twice.entries[0].buckets[0].tensors.back().chip = 1;
   llvm::Error e = verifyProgram(twice, *chip);
   ASSERT_TRUE(bool(e));
   EXPECT_EQ(llvm::toString(std::move(e)), "entry 'main' bucket 0: param 'w.0' is placed twice on chip 1");
+}
+
+// A shard (a parameter's slice of its weight) is refused by verifyProgram
+// unless it is a parameter's, three numbers, inside the weight, and every
+// placement of the parameter is a slice of one weight.
+TEST(ProgramFile, VerifyShards) {
+  auto chip = loadChipDescription("groqchip1");
+  ASSERT_TRUE(bool(chip));
+  Program p = sampleProgram(chip->fingerprint());
+  EXPECT_FALSE(bool(verifyProgram(p, *chip)));
+  auto refused = [&](std::vector<int64_t> shard, size_t tensor = 1) {
+    Program bad = p;
+    bad.entries[0].buckets[0].tensors[tensor].shard = std::move(shard);
+    return errorOf(verifyProgram(bad, *chip));
+  };
+  EXPECT_EQ(refused({0, 0, 320}), ""); // the whole weight, as a slice
+  EXPECT_EQ(refused({0, 640, 960}), "");
+  EXPECT_EQ(refused({0, 0, 4}, 0),
+            "entry 'main' bucket 0: input 'x' has a shard 0,0,4, which only a param may");
+  EXPECT_EQ(refused({0, 0}),
+            "entry 'main' bucket 0: param 'w.0': shard 0,0 is not three numbers AXIS,START,FULL");
+  EXPECT_EQ(refused({1, 0, 640}),
+            "entry 'main' bucket 0: param 'w.0': shard 1,0,640: axis 1 is not an axis of i8 [320]");
+  EXPECT_EQ(refused({-1, 0, 640}),
+            "entry 'main' bucket 0: param 'w.0': shard -1,0,640: axis -1 is not an axis of i8 [320]");
+  EXPECT_EQ(refused({0, 400, 640}),
+            "entry 'main' bucket 0: param 'w.0': shard 0,400,640: elements 400 to 400 + 320 of axis "
+            "0 are not inside the weight's 640");
+  EXPECT_EQ(refused({0, -1, 640}),
+            "entry 'main' bucket 0: param 'w.0': shard 0,-1,640: elements -1 to -1 + 320 of axis 0 "
+            "are not inside the weight's 640");
+  EXPECT_EQ(refused({0, 0, 100}),
+            "entry 'main' bucket 0: param 'w.0': shard 0,0,100: elements 0 to 0 + 320 of axis 0 "
+            "are not inside the weight's 100");
+  EXPECT_NE(refused({0, INT64_MAX, INT64_MAX}).find("are not inside the weight's"), std::string::npos);
+  EXPECT_EQ(refused({0, 0, int64_t(1) << 62}),
+            "entry 'main' bucket 0: param 'w.0': shard 0,0,4611686018427387904: the weight i8 "
+            "[4611686018427387904] is too large");
+  // The other slice of w.0 on chip 0, first of a weight of another size,
+  // then of another dtype.
+  Program two = p;
+  TensorPlacement other = two.entries[0].buckets[0].tensors[1];
+  other.chip = 0;
+  other.slices = {20};
+  other.shard = {0, 0, 640};
+  two.entries[0].buckets[0].tensors.push_back(other);
+  EXPECT_EQ(errorOf(verifyProgram(two, *chip)),
+            "entry 'main' bucket 0: param 'w.0' is a weight i8 [640] on chip 0, but i8 [960] on "
+            "chip 1 (a param's placements are one weight or its slices)");
+  two.entries[0].buckets[0].tensors.back().shard = {0, 0, 960};
+  EXPECT_EQ(errorOf(verifyProgram(two, *chip)), "");
+  two.entries[0].buckets[0].tensors.back().dtype = DType::I16;
+  two.entries[0].buckets[0].tensors.back().slices = {20, 21};
+  EXPECT_EQ(errorOf(verifyProgram(two, *chip)),
+            "entry 'main' bucket 0: param 'w.0' is a weight i16 [960] on chip 0, but i8 [960] on "
+            "chip 1 (a param's placements are one weight or its slices)");
+  // A whole copy and a slice of the same weight agree.
+  two.entries[0].buckets[0].tensors.back() = other;
+  two.entries[0].buckets[0].tensors.back().shard.clear();
+  two.entries[0].buckets[0].tensors.back().shape = {{960, ""}};
+  EXPECT_EQ(errorOf(verifyProgram(two, *chip)), "");
 }
 
 // The placement fields that need no chip are checked when the binary is read.
@@ -404,7 +528,7 @@ TEST(ProgramFile, PermuteElements) {
 
 // A chunked placement: which slice and address each row lands on.
 TEST(ProgramFile, PlacementGeometryOfChunks) {
-  TensorPlacement t{TensorRole::Param, "t", DType::F16, {{10, ""}, {700, ""}}, 0, {1, 2, 3, 4, 5, 6}, 100, Layout::Rows, {}, 4, {}};
+  TensorPlacement t{TensorRole::Param, "t", DType::F16, {{10, ""}, {700, ""}}, 0, {1, 2, 3, 4, 5, 6}, 100, Layout::Rows, {}, 4, {}, {}};
   auto g = placementGeometry(t, {10, 700}, 320, 8192);
   ASSERT_TRUE(bool(g)) << llvm::toString(g.takeError());
   EXPECT_EQ(g->perRow, 3);
@@ -440,4 +564,7 @@ TEST(ProgramFile, OnlyCanonicalBinariesLoad) {
   Program both = sampleProgram(1);
   both.entries[0].buckets[0].tensors[0].shape[0].value = 3; // named and numbered
   EXPECT_NE(refused(both), "");
+  Program shortShard = sampleProgram(1);
+  shortShard.entries[0].buckets[0].tensors[1].shard = {0, 320};
+  EXPECT_NE(refused(shortShard).find("shard length"), std::string::npos);
 }

@@ -174,7 +174,9 @@ TEST(Interp, GatherClampsIds) {
 TEST(Interp, WeightsFromFilesAndSeeds) {
   FnBuilder b;
   b.ret({b.param("l.w", T(DType::F16, {2, 2}))}, {"w"});
-  std::vector<tensor::TensorSpec> specs = paramSpecs(b.fn());
+  auto specsOr = paramSpecs(b.fn());
+  ASSERT_TRUE(bool(specsOr)) << llvm::toString(specsOr.takeError());
+  std::vector<tensor::TensorSpec> specs = std::move(*specsOr);
   ASSERT_EQ(specs.size(), 1u);
   auto seeded = loadWeights({"", 3}, specs);
   ASSERT_TRUE(bool(seeded));
@@ -191,6 +193,58 @@ TEST(Interp, WeightsFromFilesAndSeeds) {
   auto fromFile = loadWeights({path, 0}, specs);
   ASSERT_FALSE(bool(fromFile));
   EXPECT_THAT(llvm::toString(fromFile.takeError()), HasSubstr("extra (1): l.extra"));
+}
+
+// Params that hold slices of one weight (attribute `shard`) ask for the
+// whole weight once, and each binds its own slice of it.
+TEST(Interp, ShardedParamsBindTheirSlicesOfTheWholeWeight) {
+  FnBuilder b;
+  Op *left = b.param("w", T(DType::F16, {2, 3}));
+  setShard(*left, {1, 0, 5});
+  Op *right = b.param("w", T(DType::F16, {2, 2}));
+  setShard(*right, {1, 3, 5});
+  right->setAttr("chip", int64_t(1));
+  Op *rows = b.param("w", T(DType::F16, {1, 5}));
+  setShard(*rows, {0, 1, 2});
+  rows->setAttr("chip", int64_t(2));
+  Op *whole = b.param("w", T(DType::F16, {2, 5}));
+  whole->setAttr("chip", int64_t(3));
+  b.ret({left, right, rows, whole}, {"left", "right", "rows", "whole"});
+  auto specs = paramSpecs(b.fn());
+  ASSERT_TRUE(bool(specs)) << llvm::toString(specs.takeError());
+  ASSERT_EQ(specs->size(), 1u);
+  EXPECT_EQ((*specs)[0].name, "w");
+  EXPECT_EQ((*specs)[0].shape, (std::vector<int64_t>{2, 5}));
+  auto out = runOk(b.fn(), {}, {{"w", f16({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}});
+  EXPECT_EQ(out["left"].toFloats(), (std::vector<float>{0, 1, 2, 5, 6, 7}));
+  EXPECT_EQ(out["right"].toFloats(), (std::vector<float>{3, 4, 8, 9}));
+  EXPECT_EQ(out["rows"].toFloats(), (std::vector<float>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(out["whole"].toFloats(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  // The slice's shape is not what the weights must hold.
+  EXPECT_THAT(runError(b.fn(), {}, {{"w", f16({2, 3}, {0, 1, 2, 3, 4, 5})}}),
+              HasSubstr("w (expected f16[2, 5], given f16[2, 3])"));
+  // Random weights are drawn whole: the slices are of the same tensor.
+  auto random = loadWeights({"", 7}, *specs);
+  ASSERT_TRUE(bool(random));
+  auto fromRandom = runOk(b.fn(), {}, *random);
+  std::vector<float> all = random->at("w").toFloats();
+  EXPECT_EQ(fromRandom["whole"].toFloats(), all);
+  EXPECT_EQ(fromRandom["right"].toFloats(), (std::vector<float>{all[3], all[4], all[8], all[9]}));
+}
+
+TEST(Interp, ParamsOfOnePathMustReadOneWeight) {
+  FnBuilder b;
+  Op *left = b.param("w", T(DType::F16, {2, 3}));
+  setShard(*left, {1, 0, 6});
+  Op *right = b.param("w", T(DType::F16, {2, 3}));
+  setShard(*right, {1, 3, 7});
+  right->setAttr("chip", int64_t(1));
+  b.ret({left, right}, {"a", "b"});
+  auto specs = paramSpecs(b.fn());
+  ASSERT_FALSE(bool(specs));
+  EXPECT_EQ(llvm::toString(specs.takeError()),
+            "@f: parameter 'w' is a weight f16[2, 6] at %0 and f16[2, 7] at %1 (the params of "
+            "one path read one weight)");
 }
 
 } // namespace

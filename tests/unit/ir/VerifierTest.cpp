@@ -144,6 +144,63 @@ TEST(Verifier, InputNamesAndParamPaths) {
   expectOne(dupParam.fn, at(7), "path \"w\" is used twice");
 }
 
+TEST(Verifier, ParamShards) {
+  // w: f32[3, 4] as columns 4..7 of a [3, 10] weight.
+  Sample ok;
+  setShard(*ok.w, {1, 4, 10});
+  EXPECT_TRUE(verify(ok.fn).empty()) << formatErrors(verify(ok.fn));
+  EXPECT_EQ(shardOf(*ok.w), (Shard{1, 4, 10}));
+  EXPECT_EQ(fullType(*ok.w), f32({3, 10}));
+  EXPECT_EQ(fullType(*ok.x), f32({2, 3}));
+  EXPECT_EQ(shardOf(*ok.x), std::nullopt);
+  // The last slice, and the whole weight as a slice of itself.
+  setShard(*ok.w, {1, 6, 10});
+  EXPECT_TRUE(verify(ok.fn).empty()) << formatErrors(verify(ok.fn));
+  setShard(*ok.w, {0, 0, 3});
+  EXPECT_TRUE(verify(ok.fn).empty()) << formatErrors(verify(ok.fn));
+
+  Sample notParam;
+  notParam.x->setAttr("shard", std::vector<int64_t>{1, 0, 6});
+  expectOne(notParam.fn, at(1), "input: only a param has a shard (attribute 'shard')");
+
+  Sample bad;
+  for (Attr attr : {Attr(int64_t(1)), Attr(std::vector<int64_t>{1, 0}),
+                    Attr(std::vector<int64_t>{1, 0, 4, 4}), Attr(std::vector<std::string>{"a"})}) {
+    bad.w->setAttr("shard", attr);
+    expectOne(bad.fn, at(2), "param: attribute 'shard' must be three integers [axis, start, full]");
+  }
+  bad.w->setAttr("shard", std::vector<int64_t>{2, 0, 8});
+  expectOne(bad.fn, at(2), "param: shard [2, 0, 8]: axis 2 is not an axis of f32[3, 4]");
+  bad.w->setAttr("shard", std::vector<int64_t>{-1, 0, 8});
+  expectOne(bad.fn, at(2), "axis -1 is not an axis of f32[3, 4]");
+  bad.w->setAttr("shard", std::vector<int64_t>{1, -4, 8});
+  expectOne(bad.fn, at(2), "param: shard [1, -4, 8]: the start -4 is negative");
+  bad.w->setAttr("shard", std::vector<int64_t>{1, 5, 8});
+  expectOne(bad.fn, at(2),
+            "param: shard [1, 5, 8]: elements 5 to 5 + 4 of axis 1 are not inside the weight's 8");
+  bad.w->setAttr("shard", std::vector<int64_t>{1, 0, 3});
+  expectOne(bad.fn, at(2), "elements 0 to 0 + 4 of axis 1 are not inside the weight's 3");
+  bad.w->setAttr("shard", std::vector<int64_t>{1, INT64_MAX, INT64_MAX});
+  expectOne(bad.fn, at(2), "are not inside the weight's");
+  bad.w->setAttr("shard", std::vector<int64_t>{1, 0, int64_t(1) << 60});
+  expectOne(bad.fn, at(2), "the weight f32[3, 1152921504606846976] is too large");
+
+  // Every param of a path reads the same weight (each chip its slice).
+  Sample two;
+  setShard(*two.w, {1, 0, 8});
+  Op *w2 = two.fn.insertBefore(two.y, OpKind::Param, f32({3, 4}), {}, at(7));
+  w2->setAttr("path", std::string("w"));
+  w2->setAttr("chip", int64_t(1));
+  setShard(*w2, {1, 4, 8});
+  EXPECT_TRUE(verify(two.fn).empty()) << formatErrors(verify(two.fn));
+  setShard(*w2, {1, 4, 9});
+  expectOne(two.fn, at(7),
+            "param: path \"w\" is a weight f32[3, 9] here, but f32[3, 8] at %1: the params of "
+            "one path read one weight");
+  w2->removeAttr("shard");
+  expectOne(two.fn, at(7), "path \"w\" is a weight f32[3, 4] here, but f32[3, 8] at %1");
+}
+
 TEST(Verifier, ConstantValues) {
   Sample s;
   Op *c = s.fn.insertBefore(s.ret, OpKind::Constant, f32({}), {}, at(10));

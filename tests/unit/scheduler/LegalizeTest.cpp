@@ -26,7 +26,11 @@ std::unique_ptr<ir::Module> parse(llvm::StringRef text) {
 std::pair<std::vector<interp::NamedTensor>, std::vector<interp::NamedTensor>>
 runBoth(const ir::Function &a, const ir::Function &b, uint64_t seed) {
   auto inputs = tensor::randomTensors(seed, interp::inputSpecs(a));
-  auto weights = tensor::randomTensors(seed + 1, interp::paramSpecs(a));
+  auto specs = interp::paramSpecs(a);
+  EXPECT_TRUE(bool(specs)) << llvm::toString(specs.takeError());
+  if (!specs)
+    return {};
+  auto weights = tensor::randomTensors(seed + 1, *specs);
   auto x = interp::interpret(a, inputs, weights);
   auto y = interp::interpret(b, inputs, weights);
   EXPECT_TRUE(bool(x)) << llvm::toString(x.takeError());

@@ -129,5 +129,59 @@ TEST(Tensor, FormatIree) {
   EXPECT_EQ(formatElement(Tensor::fromFloats(DType::F32, {1}, {1.0f / 3}), 0), "0.33333334");
 }
 
+// sliceAxis against the element-wise definition: element (i, j, k) of the
+// slice is element (.., start + index along axis, ..) of the whole.
+TEST(Tensor, SliceAxisTakesTheElementsOfItsRange) {
+  const std::vector<int64_t> shape = {3, 4, 5};
+  Tensor whole(DType::I16, shape);
+  for (int64_t n = 0; n < whole.numElements(); ++n)
+    whole.setInt(n, n * 7 - 100);
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (int64_t start = 0; start <= shape[axis]; ++start)
+      for (int64_t size = 0; start + size <= shape[axis]; ++size) {
+        auto slice = sliceAxis(whole, axis, start, size);
+        ASSERT_TRUE(bool(slice)) << errorText(slice.takeError());
+        std::vector<int64_t> want = shape;
+        want[axis] = size;
+        ASSERT_EQ(slice->shape().vec(), want);
+        ASSERT_EQ(slice->dtype(), DType::I16);
+        for (int64_t n = 0; n < slice->numElements(); ++n) {
+          int64_t idx[3] = {n / (want[1] * want[2]), n / want[2] % want[1], n % want[2]};
+          idx[axis] += start;
+          int64_t from = (idx[0] * shape[1] + idx[1]) * shape[2] + idx[2];
+          ASSERT_EQ(slice->getInt(n), whole.getInt(from))
+              << "axis " << axis << " start " << start << " size " << size << " element " << n;
+        }
+      }
+}
+
+TEST(Tensor, SliceAxisOfTheWholeDimensionIsTheTensor) {
+  Tensor t(DType::F16, {2, 6});
+  for (int64_t n = 0; n < t.numElements(); ++n)
+    t.setFloat(n, float(n) / 4);
+  auto same = sliceAxis(t, 1, 0, 6);
+  ASSERT_TRUE(bool(same)) << errorText(same.takeError());
+  EXPECT_EQ(*same, t);
+  auto right = sliceAxis(t, 1, 3, 3);
+  ASSERT_TRUE(bool(right)) << errorText(right.takeError());
+  EXPECT_EQ(right->toFloats(), (std::vector<float>{0.75f, 1.0f, 1.25f, 2.25f, 2.5f, 2.75f}));
+}
+
+TEST(Tensor, SliceAxisRefusesSlicesOutsideTheTensor) {
+  Tensor t(DType::F32, {2, 6});
+  EXPECT_EQ(errorText(sliceAxis(t, 2, 0, 1).takeError()),
+            "cannot slice axis 2 of a tensor of shape [2, 6]");
+  EXPECT_EQ(errorText(sliceAxis(t, -1, 0, 1).takeError()),
+            "cannot slice axis -1 of a tensor of shape [2, 6]");
+  EXPECT_EQ(errorText(sliceAxis(t, 1, 4, 3).takeError()),
+            "slice [4, 4 + 3) of axis 1 is outside the tensor's shape [2, 6]");
+  EXPECT_FALSE(bool(sliceAxis(t, 1, -1, 1)));
+  EXPECT_FALSE(bool(sliceAxis(t, 1, 7, 0)));
+  EXPECT_FALSE(bool(sliceAxis(t, 0, 0, -1)));
+  // Huge values must not overflow into an accepted slice.
+  EXPECT_FALSE(bool(sliceAxis(t, 1, 2, INT64_MAX)));
+  EXPECT_FALSE(bool(sliceAxis(Tensor(), 0, 0, 0)));
+}
+
 } // namespace
 } // namespace lpu::tensor

@@ -91,7 +91,8 @@ def program_tensors(lpx, tmp):
     """From the program's text form (`tensor ROLE NAME DTYPE [DIMS] ...`):
     ({entry: {bucket dims: [(name, dtype, sizes)]}} of the inputs, sizes
     concrete for the bucket; [(name, dtype, dims)] of the parameters, each
-    once, every entry's). Dtypes as the program names them (f16, i32, ...)."""
+    once, every entry's, whole when chips hold slices of them). Dtypes as
+    the program names them (f16, i32, ...)."""
     text = f"{tmp}/prog.lpuasm"
     run(["lpurun", lpx, "--emit=text", "-o", text])
     entries, params, buckets, current = {}, {}, None, None
@@ -112,6 +113,11 @@ def program_tensors(lpx, tmp):
                 if words[1] == "input":
                     buckets[current].append((words[2], words[3], dims))
                 else:
+                    # A chip's slice of the weight (`shard AXIS,START,FULL`):
+                    # the weights file holds the whole weight.
+                    if "shard" in words:
+                        axis, _, full = (int(v) for v in words[words.index("shard") + 1].split(","))
+                        dims[axis] = full
                     params[words[2]] = (words[3], dims)
     return entries, [(n, t, d) for n, (t, d) in params.items()]
 
