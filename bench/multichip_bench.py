@@ -3,13 +3,19 @@
 (one compilation) and the figures a user of a multi-chip system asks first:
 predicted latency, the pipelined interval and inferences per second when
 requests stream through the stages, link traffic, compile wall time and
-peak memory. Figures, not pass/fail.
+peak memory. Then tensor parallelism (--partition tensor): latency and
+speedup over one chip, against a multi-chip physical bound (each chip's
+share of the MXM work at the f16 peak, and the busiest link's vectors at 21
+cycles each). Figures, not pass/fail.
 
 usage: multichip_bench.py LPUC [--only NAME,...] [--timeout SECONDS]
+(--only tensor: the tensor-parallel table only)
 """
 import argparse
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,12 +35,54 @@ CASES = [
     ("deep mlp 128 blocks", "bench/deep.lpu", [], ["auto", "8", "32", "128"]),
 ]
 
+# Tensor parallel: (name, file, lpuc flags, chip counts)
+TENSOR_CASES = [
+    ("bert-base layer S=128", "bench/bert_layer.lpu", [], ["1", "2", "4", "8"]),
+    ("bert-base S=128", "examples/bert.lpu", ["--entry", "pooled", "--bucket", "S=128"], ["1", "2", "4", "8"]),
+]
 
-def run(lpuc, path, flags, chips, timeout):
+MACS_PER_CYCLE = 102400  # groqchip1: 4 planes of 320 x 320 at a quarter rate in f16
+LANES = 320
+LINK_CYCLES = 21
+
+
+def ir_values(text):
+    """Each value's dtype and shape in IR text, by name."""
+    values = {}
+    for m in re.finditer(r"(%\d+) = (\w+) ([^\n]*?): (\w+)\[([\d, ]*)\]", text):
+        shape = [int(d) for d in m.group(5).split(",") if d.strip()]
+        values[m.group(1)] = (m.group(2), m.group(3), m.group(4), shape)
+    return values
+
+
+def macs(text):
+    """The matmuls' multiply-accumulates of IR text."""
+    values = ir_values(text)
+    total = 0
+    for op, rest, _, shape in values.values():
+        if op == "matmul":
+            lhs = rest.split(",")[0].strip()
+            total += math.prod(shape) * values[lhs][3][-1]
+    return total
+
+
+def busiest_link(text):
+    """The most 320-lane stream vectors any one directed link carries."""
+    per_link = {}
+    for m in re.finditer(r"transfer %\d+ \{from = (\d+), to = (\d+)\} : (\w+)\[([\d, ]*)\]", text):
+        shape = [int(d) for d in m.group(4).split(",") if d.strip()]
+        rows = math.prod(shape[:-1])
+        streams = 2 if m.group(3) in ("f16", "bf16", "i16") else 4 if m.group(3) in ("f32", "i32") else 1
+        key = (m.group(1), m.group(2))
+        per_link[key] = per_link.get(key, 0) + rows * math.ceil(shape[-1] / LANES) * streams
+    return max(per_link.values(), default=0)
+
+
+def run(lpuc, path, flags, chips, timeout, extra=()):
     """The report (or None), an error line, wall seconds and the child's own
     peak resident kilobytes (os.wait4; output to files, so that waiting
     cannot block on a full pipe)."""
-    cmd = [lpuc, os.path.join(ROOT, path), "--report", "--json", "--chips", chips] + flags
+    cmd = [lpuc, os.path.join(ROOT, path), "--report", "--json", "--chips", chips] + flags + list(extra)
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         start = time.time()
         proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f)
@@ -79,6 +127,42 @@ def main():
                 print(f"{name:22} {used:>5} {b.get('topology', 'single'):>12} {b['cycles']:>10} "
                       f"{b['cycles'] / clock:>11.1f} {interval:>10} {clock * 1e6 / interval:>9.0f} "
                       f"{link:>8.2f} {wall:>9.1f} {rss / 1024:>8.0f}")
+            sys.stdout.flush()
+    tensor(args, [o for o in only if o != "tensor"] if "tensor" in only else only)
+
+
+def tensor(args, only):
+    print()
+    print("# --partition tensor; bound: max(MXM MACs / chips / 102,400, busiest link's vectors x 21)")
+    print(f"{'model':22} {'chips':>5} {'cycles':>9} {'latency us':>11} {'speedup':>8} "
+          f"{'mxm bound':>9} {'link bound':>10} {'ratio':>6} {'link MB':>8} {'compile s':>9}")
+    for name, path, flags, counts in TENSOR_CASES:
+        if only and not any(o in name for o in only):
+            continue
+        ir = subprocess.run([args.lpuc, os.path.join(ROOT, path), "--emit=ir"] + flags,
+                            capture_output=True, text=True)
+        total = macs(ir.stdout)
+        one = None
+        for chips in counts:
+            extra = ["--partition", "tensor"] if chips != "1" else []
+            report, err, wall, _ = run(args.lpuc, path, flags, chips, args.timeout, extra)
+            if report is None:
+                print(f"{name:22} {chips:>5}  {err}")
+                continue
+            b = report["buckets"][0]
+            link_vectors = 0
+            if chips != "1":
+                pir = subprocess.run([args.lpuc, os.path.join(ROOT, path), "--emit=ir", "--chips", chips,
+                                      "--partition", "tensor"] + flags, capture_output=True, text=True)
+                link_vectors = busiest_link(pir.stdout)
+            mxm = total / int(chips) / MACS_PER_CYCLE
+            link = link_vectors * LINK_CYCLES
+            bound = max(mxm, link)
+            one = one or b["cycles"]
+            lbytes = sum(c["link_bytes_sent"] for c in b.get("chips", [])) / 1e6
+            print(f"{name:22} {chips:>5} {b['cycles']:>9} {b['cycles'] / report['clock_mhz']:>11.1f} "
+                  f"{one / b['cycles']:>8.2f} {mxm:>9.0f} {link:>10.0f} {b['cycles'] / bound:>6.2f} "
+                  f"{lbytes:>8.2f} {wall:>9.1f}")
             sys.stdout.flush()
 
 
