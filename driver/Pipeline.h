@@ -82,6 +82,9 @@ struct PipelineOptions {
   BucketSelection select;
   /// The chip `schedule` targets: required when the pipeline reaches it.
   const backend::ChipDescription *chip = nullptr;
+  /// The first phase to run: `passes` for IR text (lpuc FILE.ir), which
+  /// gives Compilation::ir itself.
+  Phase first = Phase::Parse;
   /// The last phase to run.
   Phase last = Phase::Emit;
   /// Phases whose result is printed to `dumps` (stderr when null) right

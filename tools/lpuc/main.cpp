@@ -7,6 +7,7 @@
 #include "backend/ProgramText.h"
 #include "driver/Pipeline.h"
 #include "ir/Text.h"
+#include "ir/Verifier.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -241,6 +242,23 @@ int main(int argc, char **argv) {
     return tools::kExitUsageError;
   }
 
+  // IR text (what --emit=ir prints, partitioned or not): parsed and
+  // verified, then through the pipeline from the passes on.
+  std::unique_ptr<ir::Module> irInput;
+  if (llvm::sys::path::extension(input) == ".ir") {
+    auto module = ir::parseModule((*buffer)->getBuffer(), input);
+    if (!module) {
+      tools::reportToolError("lpuc", llvm::toString(module.takeError()));
+      return tools::kExitInputError;
+    }
+    if (auto errors = ir::verify(**module); !errors.empty()) {
+      tools::reportToolError("lpuc", input + ": the IR does not verify:\n" + ir::formatErrors(errors));
+      return tools::kExitInputError;
+    }
+    irInput = std::move(*module);
+    pipeline.first = Phase::Passes;
+  }
+
   llvm::SourceMgr sources;
   unsigned bufferId = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   DiagnosticEngine diags(sources);
@@ -273,6 +291,7 @@ int main(int argc, char **argv) {
   pipeline.check = checkOptions;
   pipeline.ir = irOptions;
   driver::Compilation compilation(diags, bufferId);
+  compilation.ir = std::move(irInput);
   driver::runPipeline(compilation, pipeline);
   if (timePhases)
     for (const driver::PhaseTime &t : compilation.times)
