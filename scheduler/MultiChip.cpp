@@ -300,8 +300,8 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
 ///
 /// Parameters: the whole group with rows; when a chip does not fit, the
 /// whole group again packed, then striped (as scheduleFunction for one
-/// chip). Placement heuristics: the default set (or the one asked for)
-/// only; the variants scheduleFunction tries are not tried here.
+/// chip). Placement heuristics (with `tune`): each variant set for the
+/// whole group, the one whose slowest chip is fastest kept.
 llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDescription &chip,
                                           const ScheduleOptions &options, const Topology &topology,
                                           unsigned used) {
@@ -339,12 +339,19 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
         traffic[c].outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});
     }
   }
-  const PlacementHeuristics heuristics = options.heuristics.value_or(PlacementHeuristics{});
-  const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
-  for (size_t i = 0;; ++i) {
+  // One run of the whole group: every chip on its own thread.
+  struct GroupRun {
+    std::vector<std::optional<llvm::Expected<Schedule>>> results;
+    std::vector<char> packed, aborted;
+    PlacementHeuristics decided{false, false, false, false}; // by any chip
+  };
+  auto runGroup = [&](ParamStorage storage, const PlacementHeuristics &heuristics) {
     TransferMailbox mailbox(used);
-    std::vector<std::optional<llvm::Expected<Schedule>>> results(used);
-    std::vector<char> packed(used, 0);
+    GroupRun run;
+    run.results.resize(used);
+    run.packed.assign(used, 0);
+    run.aborted.assign(used, 0);
+    std::vector<PlacementHeuristics> decided(used);
     {
       std::vector<std::thread> threads;
       for (unsigned c = 0; c < used; ++c)
@@ -352,34 +359,73 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
           ChipTraffic mine = traffic[c];
           mine.mailbox = &mailbox;
           bool packedAny = false;
-          PlacementHeuristics decided;
-          auto schedule = scheduleOnce(legal[c] ? *legal[c] : *parts[c], chip, attempts[i],
-                                       packedAny, heuristics, decided, &mine);
+          auto schedule = scheduleOnce(legal[c] ? *legal[c] : *parts[c], chip, storage, packedAny,
+                                       heuristics, decided[c], &mine);
           if (!schedule)
             mailbox.fail(c);
-          packed[c] = packedAny;
-          results[c].emplace(std::move(schedule));
+          run.packed[c] = packedAny;
+          run.results[c].emplace(std::move(schedule));
         });
       for (std::thread &t : threads)
         t.join();
     }
-    if (llvm::all_of(results, [](auto &r) { return bool(*r); })) {
-      std::vector<Schedule> schedules;
-      for (auto &r : results)
-        schedules.push_back(std::move(**r));
-      std::vector<unsigned> onChip(used);
-      for (unsigned c = 0; c < used; ++c)
-        onChip[c] = c;
-      return merge(fn, std::move(schedules), onChip, used, options.topology, topology.numChips());
+    for (unsigned c = 0; c < used; ++c) {
+      run.aborted[c] = mailbox.aborted(c);
+      for (const PlacementHeuristic &p : placementHeuristicTable())
+        run.decided.*p.flag |= decided[c].*p.flag;
+    }
+    return run;
+  };
+  // The run's schedules merged; nullopt (its errors dropped) when a chip
+  // failed.
+  auto merged = [&](GroupRun &run) -> std::optional<Schedule> {
+    if (!llvm::all_of(run.results, [](auto &r) { return bool(*r); })) {
+      for (auto &r : run.results)
+        if (!*r)
+          llvm::consumeError(r->takeError());
+      return std::nullopt;
+    }
+    std::vector<Schedule> schedules;
+    for (auto &r : run.results)
+      schedules.push_back(std::move(**r));
+    std::vector<unsigned> onChip(used);
+    for (unsigned c = 0; c < used; ++c)
+      onChip[c] = c;
+    return merge(fn, std::move(schedules), onChip, used, options.topology, topology.numChips());
+  };
+
+  const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
+  const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
+  for (size_t i = 0;; ++i) {
+    GroupRun run = runGroup(attempts[i], first);
+    if (llvm::all_of(run.results, [](auto &r) { return bool(*r); })) {
+      std::optional<Schedule> best = merged(run);
+      // The other sets of heuristics, for the whole group with the storage
+      // that fits, as scheduleFunction tries them for one chip: the fewest
+      // cycles of the slowest chip win, the default on a tie; a set that
+      // differs only in choices no chip met is skipped, one that fails
+      // passed over.
+      if (!options.tune || options.heuristics)
+        return std::move(*best);
+      for (const PlacementHeuristics &h : heuristicVariants()) {
+        if (llvm::none_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
+              return run.decided.*p.flag && h.*p.flag != first.*p.flag;
+            }))
+          continue;
+        GroupRun other = runGroup(attempts[i], h);
+        if (std::optional<Schedule> s = merged(other); s && s->cycles < best->cycles)
+          best = std::move(s);
+      }
+      return std::move(*best);
     }
     // The chips' own errors, in chip order (the others stopped waiting for
     // a chip that failed).
     std::vector<llvm::Error> own;
     for (unsigned c = 0; c < used; ++c) {
-      if (*results[c])
+      if (*run.results[c])
         continue;
-      llvm::Error e = results[c]->takeError();
-      if (mailbox.aborted(c))
+      llvm::Error e = run.results[c]->takeError();
+      if (run.aborted[c])
         llvm::consumeError(std::move(e));
       else
         own.push_back(std::move(e));
@@ -387,7 +433,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
     if (own.empty())
       return error("func @" + fn.name() + ": no chip failed, yet a chip stopped");
     const bool last = i + 1 == attempts.size() ||
-                      (attempts[i] == ParamStorage::Packed && !llvm::is_contained(packed, 1));
+                      (attempts[i] == ParamStorage::Packed && !llvm::is_contained(run.packed, 1));
     // The first error that is not SRAM being full, else (the last attempt)
     // the first chip's; SRAM full only: the whole group again, packed.
     llvm::Error reported = llvm::Error::success();

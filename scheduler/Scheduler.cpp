@@ -581,6 +581,16 @@ llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::F
   return legalize(declared, [&](const ir::Op &op) { return isGlobalPool(op, layouts); });
 }
 
+llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {
+  static const PlacementHeuristics variants[] = {
+      PlacementHeuristics{true, false, false, false},
+      PlacementHeuristics{false, false, false, false},
+      PlacementHeuristics{true, true, true, false},
+      PlacementHeuristics{true, false, false, true},
+  };
+  return variants;
+}
+
 std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
   // Rows first: reading packed weights costs a second read and lane moves
   // per vector that straddles two. Only a function that does not fit in
@@ -622,10 +632,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
           return decided.*p.flag && h.*p.flag != first.*p.flag;
         });
       };
-      for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false, false},
-                                           PlacementHeuristics{false, false, false, false},
-                                           PlacementHeuristics{true, true, true, false},
-                                           PlacementHeuristics{true, false, false, true}}) {
+      for (const PlacementHeuristics &h : heuristicVariants()) {
         if (!differs(h))
           continue;
         bool packed = false;

@@ -72,6 +72,9 @@ private:
 enum class ParamStorage { Rows, Packed, Striped };
 /// The attempts `packing` makes, in order.
 std::vector<ParamStorage> storageAttempts(ParamPacking packing);
+/// The sets of placement heuristics scheduleFunction tries after the
+/// default one (docs/scheduler.md, "Variants").
+llvm::ArrayRef<PlacementHeuristics> heuristicVariants();
 /// The function scheduleFunction schedules for `declared`: legalized
 /// (null: `declared` as it is).
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
