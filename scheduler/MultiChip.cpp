@@ -391,7 +391,9 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
     std::vector<unsigned> onChip(used);
     for (unsigned c = 0; c < used; ++c)
       onChip[c] = c;
-    return merge(fn, std::move(schedules), onChip, used, options.topology, topology.numChips());
+    Schedule s = merge(fn, std::move(schedules), onChip, used, options.topology, topology.numChips());
+    s.lockstep = true;
+    return s;
   };
 
   const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
