@@ -287,7 +287,9 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
 /// global order, which some chip waits for: t was not the earliest. A chip
 /// that fails (SRAM full) marks itself failed, and a chip waiting for a
 /// transfer from it stops too: nothing waits for a chip that will never
-/// send.
+/// send. (A chip that finishes closes its mailbox entry too: a transfer it
+/// never sent, which a well-formed split cannot have, stops its receiver
+/// with an error rather than a hang.)
 ///
 /// Determinism: a chip's schedule depends only on its own function, the
 /// options and the arrivals it reads from the mailbox, which are its
@@ -361,8 +363,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
           bool packedAny = false;
           auto schedule = scheduleOnce(legal[c] ? *legal[c] : *parts[c], chip, storage, packedAny,
                                        heuristics, decided[c], &mine);
-          if (!schedule)
-            mailbox.fail(c);
+          mailbox.close(c);
           run.packed[c] = packedAny;
           run.results[c].emplace(std::move(schedule));
         });
@@ -433,7 +434,8 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
         own.push_back(std::move(e));
     }
     if (own.empty())
-      return error("func @" + fn.name() + ": no chip failed, yet a chip stopped");
+      return error("func @" + fn.name() +
+                   ": a chip waited for a value its sender finished without sending");
     const bool last = i + 1 == attempts.size() ||
                       (attempts[i] == ParamStorage::Packed && !llvm::is_contained(run.packed, 1));
     // The first error that is not SRAM being full, else (the last attempt)

@@ -156,17 +156,17 @@ void TransferMailbox::publish(LinkTransfer sent) {
 
 std::optional<LinkTransfer> TransferMailbox::await(int64_t id, unsigned from, unsigned waiter) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return sent_.count(id) || failed_[from]; });
+  changed_.wait(lock, [&] { return sent_.count(id) || closed_[from]; });
   if (auto it = sent_.find(id); it != sent_.end())
     return it->second;
   aborted_[waiter] = true;
   return std::nullopt;
 }
 
-void TransferMailbox::fail(unsigned chip) {
+void TransferMailbox::close(unsigned chip) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    failed_[chip] = true;
+    closed_[chip] = true;
   }
   changed_.notify_all();
 }

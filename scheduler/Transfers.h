@@ -45,26 +45,28 @@ llvm::Error sendAll(const ir::Function &fn, const ChipTraffic &traffic,
 /// "The lockstep schedule") pass each other while each is scheduled on its
 /// own thread: per transfer id, what its sender placed (the arrival cycle
 /// of every vector and the stored order of the rows), published when the
-/// sender reaches the transfer in program order. A chip that fails is
-/// marked so: a chip waiting for a transfer that chip would have sent is
-/// aborted instead of waiting forever.
+/// sender reaches the transfer in program order. A chip that stops (done,
+/// or failed) is marked so: a chip waiting for a transfer that chip did
+/// not send is aborted instead of waiting forever.
 class TransferMailbox {
 public:
-  explicit TransferMailbox(unsigned chips) : failed_(chips, false), aborted_(chips, false) {}
+  explicit TransferMailbox(unsigned chips) : closed_(chips, false), aborted_(chips, false) {}
   void publish(LinkTransfer sent);
   /// Transfer `id` from chip `from` once published; nullopt once `from`
-  /// has failed without publishing it (`waiter` is then marked aborted).
+  /// has stopped without publishing it (`waiter` is then marked aborted).
   std::optional<LinkTransfer> await(int64_t id, unsigned from, unsigned waiter);
-  /// `chip` stops (an error): it publishes nothing more.
-  void fail(unsigned chip);
-  /// Whether `chip` stopped because a chip it waited for failed.
+  /// `chip` stops (its schedule is done, or failed): it publishes nothing
+  /// more.
+  void close(unsigned chip);
+  /// Whether `chip` stopped because a chip it waited for stopped without
+  /// sending it the value.
   bool aborted(unsigned chip) const;
 
 private:
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<int64_t, LinkTransfer> sent_;
-  std::vector<bool> failed_, aborted_;
+  std::vector<bool> closed_, aborted_;
 };
 
 /// How scheduleFunction stores the parameters in an attempt, from the

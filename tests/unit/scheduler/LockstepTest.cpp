@@ -45,7 +45,7 @@ TEST(LockstepTest, MailboxReleasesWaitersOfAFailedChip) {
   mailbox.publish(early);
   std::optional<LinkTransfer> late = LinkTransfer{};
   std::thread receiver([&] { late = mailbox.await(2, 0, 1); });
-  mailbox.fail(0);
+  mailbox.close(0);
   receiver.join();
   EXPECT_FALSE(late.has_value());
   EXPECT_TRUE(mailbox.aborted(1));
