@@ -162,7 +162,10 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
         os << ", lower bound " << f.lowerBound << " (" << f.lowerBoundReason << ")\n";
       }
       int64_t span = longestSpan(s);
-      if (span > 0)
+      if (s.lockstep)
+        os << "  lockstep: the chips send to each other both ways, scheduled together (not a "
+              "pipeline)\n";
+      else if (span > 0)
         os << "  pipelined: one inference every " << span
            << " cycles (the longest chip's span from its first input to its last result)"
            << llvm::format(", %.0f inferences/s at %g MHz\n", chip.clockMHz * 1e6 / double(span),
@@ -222,7 +225,10 @@ void printScheduleReportJson(const CompiledProgram &compiled,
                                            {"lower_bound_reason", f.lowerBoundReason}});
       bucket["topology"] = s.topology;
       bucket["chips"] = std::move(chips);
-      bucket["pipelined_interval"] = longestSpan(s);
+      if (s.lockstep)
+        bucket["lockstep"] = true;
+      else
+        bucket["pipelined_interval"] = longestSpan(s);
       bucket["scheduled_chips"] = int64_t(s.distinctChips);
     }
     if (ops) {

@@ -10,6 +10,7 @@
 #include "ir/passes/Partition.h"
 #include "ir/Text.h"
 #include "scheduler/Error.h"
+#include "scheduler/Scheduler.h"
 
 #include <llvm/ADT/STLExtras.h>
 
@@ -138,8 +139,14 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
 bool partition(Compilation &c, const PipelineOptions &options) {
   DiagnosticEngine &diags = c.diags;
   const ChipsOptions &chips = options.chips;
+  // Functions partitioned already (IR text, lpuc FILE.ir) stay as they
+  // are; the topology has their chips.
+  unsigned given = 1;
+  for (const auto &fn : c.ir->functions)
+    for (const auto &op : fn->ops())
+      given = std::max(given, unsigned(op->chip()) + 1);
   if (!chips.fewest && chips.chips <= 1 && chips.topology.empty()) {
-    c.topology = "single";
+    c.topology = smallestTopology(given);
     return true;
   }
   if (!options.chip) {
@@ -149,8 +156,10 @@ bool partition(Compilation &c, const PipelineOptions &options) {
   ir::PartitionOptions po;
   po.costs = partitionCosts(*options.chip);
   po.kind = chips.tensor ? ir::PartitionKind::Tensor : ir::PartitionKind::Pipeline;
-  unsigned most = chips.fewest ? 1 : chips.chips;
+  unsigned most = std::max(given, chips.fewest ? 1 : chips.chips);
   for (const auto &fn : c.ir->functions) {
+    if (scheduler::isPartitioned(*fn))
+      continue;
     const ir::Op *ret = fn->terminator();
     llvm::SMRange at = ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{};
     po.chips = chips.chips;

@@ -3,8 +3,11 @@
 // `transfer.<id>` and a value sent an output of that name; the chips
 // scheduled in order, each receiving its vectors in the cycles its sender's
 // schedule delivers them; the schedules merged into one whose queues and
-// tensors name their chips.
+// tensors name their chips. Chips that send to each other both ways (a
+// transfer to a lower chip: tensor parallelism) are scheduled in lockstep
+// instead, all at once, each on its own thread (scheduleLockstep).
 #include "scheduler/Scheduler.h"
+#include "scheduler/Transfers.h"
 
 #include "backend/Topology.h"
 #include "ir/Text.h"
@@ -13,6 +16,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 
 namespace lpu::scheduler {
 
@@ -34,9 +38,12 @@ struct Crossing {
 };
 
 /// Chip `c`'s part of `fn`: its ops, received values as inputs, sent values
-/// (and the outputs on this chip) returned.
+/// (and the outputs on this chip) returned. `keepSends` (lockstep): a value
+/// sent is not returned; a `transfer` op named `transfer.<id>` that reads it
+/// stays where the global order has it, the point its sends are placed.
 std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
-                                           const std::vector<Crossing> &crossings) {
+                                           const std::vector<Crossing> &crossings,
+                                           bool keepSends = false) {
   auto out = std::make_unique<ir::Function>(fn.name(), fn.bucket());
   std::map<const ir::Op *, ir::Op *> mapped;
   std::map<const ir::Op *, const Crossing *> crossingOf;
@@ -45,6 +52,13 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
     crossingOf[x.op] = &x;
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
+    if (keepSends && op.kind() == ir::OpKind::Transfer && crossingOf.at(&op)->from == c) {
+      ir::Op *send = out->append(ir::OpKind::Transfer, op.type(), {mapped.at(op.operand(0))}, op.loc());
+      for (const auto &[name, value] : op.attrs())
+        send->setAttr(name, value);
+      send->setAttr("name", transferName(crossingOf.at(&op)->id));
+      continue;
+    }
     if (op.kind() == ir::OpKind::Return || op.chip() != int64_t(c))
       continue;
     if (op.kind() == ir::OpKind::Transfer) {
@@ -69,7 +83,7 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
   std::vector<ir::Op *> results;
   std::vector<std::string> names;
   for (const Crossing &x : crossings)
-    if (x.from == c) {
+    if (x.from == c && !keepSends) {
       results.push_back(mapped.at(x.op->operand(0)));
       names.push_back(transferName(x.id));
     }
@@ -195,6 +209,261 @@ std::optional<Schedule> shifted(const Schedule &from, const ChipTraffic &fromTra
   return s;
 }
 
+/// The chips' schedules as one whose queues and tensors name their chips:
+/// partition chip c runs on topology chip onChip[c].
+Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
+               const std::vector<unsigned> &onChip, unsigned distinct,
+               const std::string &topologyName, unsigned topologyChips) {
+  const unsigned used = unsigned(schedules.size());
+  Schedule merged;
+  merged.distinctChips = distinct;
+  merged.topology = topologyName;
+  merged.topologyChips = topologyChips;
+  for (TensorRole role : {TensorRole::Input, TensorRole::Param, TensorRole::Constant, TensorRole::Output})
+    for (unsigned c = 0; c < used; ++c)
+      for (TensorPlacement t : schedules[c].tensors) {
+        if (t.role != role)
+          continue;
+        t.chip = onChip[c];
+        if (role == TensorRole::Constant && c)
+          t.name = "chip" + std::to_string(t.chip) + "." + t.name;
+        merged.tensors.push_back(std::move(t));
+      }
+  // Outputs in the order the function returns them.
+  if (const ir::Op *ret = fn.terminator()) {
+    std::vector<std::string> names = ret->stringsAttr("names").value_or(std::vector<std::string>{});
+    auto rank = [&](const TensorPlacement &t) {
+      auto it = llvm::find(names, t.name);
+      return it - names.begin();
+    };
+    std::stable_sort(merged.tensors.begin(), merged.tensors.end(),
+                     [&](const TensorPlacement &a, const TensorPlacement &b) {
+                       bool ao = a.role == TensorRole::Output, bo = b.role == TensorRole::Output;
+                       return ao && bo ? rank(a) < rank(b) : !ao && bo;
+                     });
+  }
+  for (const Schedule &s : schedules)
+    merged.sent.insert(merged.sent.end(), s.sent.begin(), s.sent.end());
+  for (unsigned c = 0; c < used; ++c) {
+    Schedule &s = schedules[c];
+    for (auto &[q, list] : s.queues) {
+      QueueId id = q;
+      id.chip = onChip[c];
+      merged.queues[id] = std::move(list);
+    }
+    merged.cycles = std::max(merged.cycles, s.cycles);
+    for (size_t u = 0; u < s.busy.size(); ++u)
+      merged.busy[u] += s.busy[u];
+    merged.sramBytes = std::max(merged.sramBytes, s.sramBytes);
+    if (s.lowerBound > merged.lowerBound) {
+      merged.lowerBound = s.lowerBound;
+      merged.lowerBoundReason = "chip " + std::to_string(onChip[c]) + ": " + s.lowerBoundReason;
+    }
+    ChipFigures f;
+    f.chip = onChip[c];
+    f.cycles = s.cycles;
+    for (const LinkTransfer &t : merged.sent)
+      if (t.toChip == c && !t.arrivals.empty())
+        f.firstCycle = f.firstCycle ? std::min(f.firstCycle, t.arrivals.front()) : t.arrivals.front();
+    f.busy = s.busy;
+    f.sramBytes = s.sramBytes;
+    f.lowerBound = s.lowerBound;
+    f.lowerBoundReason = s.lowerBoundReason;
+    for (const LinkTransfer &t : s.sent)
+      f.linkBytesSent += t.bytes;
+    merged.chips.push_back(f);
+    for (OpTiming &t : s.ops)
+      merged.ops.push_back(std::move(t));
+  }
+  return merged;
+}
+
+/// A partition whose chips send to each other both ways (a tensor-parallel
+/// one: a reduce-scatter and an all-gather written as slices, transfers,
+/// adds and concats), scheduled in lockstep: partition chip c on topology
+/// chip c, every chip at once on its own thread, each in program order.
+/// A chip places the sends of a value at its `transfer` op, each vector as
+/// soon as it is written and its link is free, and publishes the arrivals
+/// in a mailbox; a chip that receives the value places its recvs where the
+/// value's input is in its program (the same point of the global order),
+/// after waiting for the mailbox to have it.
+///
+/// No deadlock: every chip's program is the global program's ops of that
+/// chip, in the global (SSA) order, and a sender's transfer op is at the
+/// same position of that order as the receiver's input. Suppose chips wait
+/// for ever; take, among the transfers they wait for, the one earliest in
+/// the global order, t. Its sender has not published t, so it is itself
+/// waiting, for a transfer before t in its program, hence before t in the
+/// global order, which some chip waits for: t was not the earliest. A chip
+/// that fails (SRAM full) marks itself failed, and a chip waiting for a
+/// transfer from it stops too: nothing waits for a chip that will never
+/// send. (A chip that finishes closes its mailbox entry too: a transfer it
+/// never sent, which a well-formed split cannot have, stops its receiver
+/// with an error rather than a hang.)
+///
+/// Determinism: a chip's schedule depends only on its own function, the
+/// options and the arrivals it reads from the mailbox, which are its
+/// senders' schedules up to that transfer; thread timing only decides
+/// when, not what, it reads (the scheduler has no state shared between
+/// threads: no function-local statics but constant tables, every placer
+/// and allocator per chip). Whether a chip stops because a sender failed
+/// is likewise a function of the sender's program, and the error reported
+/// is the lowest-numbered chip's own.
+///
+/// Parameters: the whole group with rows; when a chip does not fit, the
+/// whole group again packed, then striped (as scheduleFunction for one
+/// chip). Placement heuristics (with `tune`): each variant set for the
+/// whole group, the one whose slowest chip is fastest kept.
+llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDescription &chip,
+                                          const ScheduleOptions &options, const Topology &topology,
+                                          unsigned used) {
+  std::vector<Crossing> crossings;
+  for (const auto &op : fn.ops()) {
+    if (op->kind() != ir::OpKind::Transfer)
+      continue;
+    Crossing x;
+    x.op = op.get();
+    x.id = int64_t(crossings.size());
+    x.from = unsigned(op->intAttr("from").value_or(0));
+    x.to = unsigned(op->intAttr("to").value_or(0));
+    std::optional<unsigned> link = topology.linkTo(x.from, x.to);
+    if (!link)
+      return error("topology '" + options.topology + "' has no link from chip " +
+                   llvm::Twine(x.from) + " to chip " + llvm::Twine(x.to) +
+                   " (routes through other chips are not scheduled yet)");
+    x.link = *link;
+    x.farLink = topology.peer(x.from, *link)->link;
+    crossings.push_back(x);
+  }
+  std::vector<std::unique_ptr<ir::Function>> parts, legal;
+  std::vector<ChipTraffic> traffic(used);
+  for (unsigned c = 0; c < used; ++c) {
+    parts.push_back(chipFunction(fn, c, crossings, /*keepSends=*/true));
+    auto legalized = legalizedForScheduling(*parts.back(), chip);
+    if (!legalized)
+      return legalized.takeError();
+    legal.push_back(std::move(*legalized));
+    traffic[c].chip = c;
+    for (const Crossing &x : crossings) {
+      if (x.to == c)
+        traffic[c].incoming.push_back({transferName(x.id), x.from, x.farLink, {}, {}, x.id});
+      if (x.from == c)
+        traffic[c].outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});
+    }
+  }
+  // One run of the whole group: every chip on its own thread.
+  struct GroupRun {
+    std::vector<std::optional<llvm::Expected<Schedule>>> results;
+    std::vector<char> packed, aborted;
+    PlacementHeuristics decided{false, false, false, false}; // by any chip
+  };
+  auto runGroup = [&](ParamStorage storage, const PlacementHeuristics &heuristics) {
+    TransferMailbox mailbox(used);
+    GroupRun run;
+    run.results.resize(used);
+    run.packed.assign(used, 0);
+    run.aborted.assign(used, 0);
+    std::vector<PlacementHeuristics> decided(used);
+    {
+      std::vector<std::thread> threads;
+      for (unsigned c = 0; c < used; ++c)
+        threads.emplace_back([&, c] {
+          ChipTraffic mine = traffic[c];
+          mine.mailbox = &mailbox;
+          bool packedAny = false;
+          auto schedule = scheduleOnce(legal[c] ? *legal[c] : *parts[c], chip, storage, packedAny,
+                                       heuristics, decided[c], &mine);
+          mailbox.close(c);
+          run.packed[c] = packedAny;
+          run.results[c].emplace(std::move(schedule));
+        });
+      for (std::thread &t : threads)
+        t.join();
+    }
+    for (unsigned c = 0; c < used; ++c) {
+      run.aborted[c] = mailbox.aborted(c);
+      for (const PlacementHeuristic &p : placementHeuristicTable())
+        run.decided.*p.flag |= decided[c].*p.flag;
+    }
+    return run;
+  };
+  // The run's schedules merged; nullopt (its errors dropped) when a chip
+  // failed.
+  auto merged = [&](GroupRun &run) -> std::optional<Schedule> {
+    if (!llvm::all_of(run.results, [](auto &r) { return bool(*r); })) {
+      for (auto &r : run.results)
+        if (!*r)
+          llvm::consumeError(r->takeError());
+      return std::nullopt;
+    }
+    std::vector<Schedule> schedules;
+    for (auto &r : run.results)
+      schedules.push_back(std::move(**r));
+    std::vector<unsigned> onChip(used);
+    for (unsigned c = 0; c < used; ++c)
+      onChip[c] = c;
+    Schedule s = merge(fn, std::move(schedules), onChip, used, options.topology, topology.numChips());
+    s.lockstep = true;
+    return s;
+  };
+
+  const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
+  const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
+  for (size_t i = 0;; ++i) {
+    GroupRun run = runGroup(attempts[i], first);
+    if (llvm::all_of(run.results, [](auto &r) { return bool(*r); })) {
+      std::optional<Schedule> best = merged(run);
+      // The other sets of heuristics, for the whole group with the storage
+      // that fits, as scheduleFunction tries them for one chip: the fewest
+      // cycles of the slowest chip win, the default on a tie; a set that
+      // differs only in choices no chip met is skipped, one that fails
+      // passed over.
+      if (!options.tune || options.heuristics)
+        return std::move(*best);
+      for (const PlacementHeuristics &h : heuristicVariants()) {
+        if (llvm::none_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
+              return run.decided.*p.flag && h.*p.flag != first.*p.flag;
+            }))
+          continue;
+        GroupRun other = runGroup(attempts[i], h);
+        if (std::optional<Schedule> s = merged(other); s && s->cycles < best->cycles)
+          best = std::move(s);
+      }
+      return std::move(*best);
+    }
+    // The chips' own errors, in chip order (the others stopped waiting for
+    // a chip that failed).
+    std::vector<llvm::Error> own;
+    for (unsigned c = 0; c < used; ++c) {
+      if (*run.results[c])
+        continue;
+      llvm::Error e = run.results[c]->takeError();
+      if (run.aborted[c])
+        llvm::consumeError(std::move(e));
+      else
+        own.push_back(std::move(e));
+    }
+    if (own.empty())
+      return error("func @" + fn.name() +
+                   ": a chip waited for a value its sender finished without sending");
+    const bool last = i + 1 == attempts.size() ||
+                      (attempts[i] == ParamStorage::Packed && !llvm::is_contained(run.packed, 1));
+    // The first error that is not SRAM being full, else (the last attempt)
+    // the first chip's; SRAM full only: the whole group again, packed.
+    llvm::Error reported = llvm::Error::success();
+    for (llvm::Error &e : own) {
+      if (!reported && !last && takeDoesNotFit(e))
+        continue;
+      if (!reported)
+        reported = std::move(e);
+      else
+        llvm::consumeError(std::move(e));
+    }
+    if (reported)
+      return reported;
+  }
+}
+
 } // namespace
 
 bool isPartitioned(const ir::Function &fn) {
@@ -215,6 +484,14 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     return error("func @" + fn.name() + " uses " + llvm::Twine(used) + " chips, topology '" +
                  options.topology + "' has " + llvm::Twine(topology->numChips()));
 
+  // A transfer to a chip that is not later: the chips depend on each
+  // other both ways, and are scheduled in lockstep.
+  if (llvm::any_of(fn.ops(), [](const std::unique_ptr<ir::Op> &op) {
+        return op->kind() == ir::OpKind::Transfer &&
+               op->intAttr("from").value_or(0) >= op->intAttr("to").value_or(0);
+      }))
+    return scheduleLockstep(fn, chip, options, *topology, used);
+
   // The partition's chips are pipeline stages; stage s runs on chain[s],
   // each chip of the chain cabled straight to the next.
   std::optional<std::vector<unsigned>> chain = topology->chain(used);
@@ -230,10 +507,6 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     x.id = int64_t(crossings.size());
     x.from = unsigned(op->intAttr("from").value_or(0));
     x.to = unsigned(op->intAttr("to").value_or(0));
-    if (x.from >= x.to)
-      return error("func @" + fn.name() + ": a transfer from chip " + llvm::Twine(x.from) +
-                   " back to chip " + llvm::Twine(x.to) +
-                   " (chips are scheduled in order; only pipelines are scheduled yet)");
     unsigned from = (*chain)[x.from], to = (*chain)[x.to];
     std::optional<unsigned> link = topology->linkTo(from, to);
     if (!link)
@@ -288,67 +561,7 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
       arrivals[t.id] = &t;
   }
 
-  Schedule merged;
-  merged.distinctChips = distinct;
-  merged.topology = options.topology;
-  merged.topologyChips = topology->numChips();
-  for (TensorRole role : {TensorRole::Input, TensorRole::Param, TensorRole::Constant, TensorRole::Output})
-    for (unsigned c = 0; c < used; ++c)
-      for (TensorPlacement t : schedules[c].tensors) {
-        if (t.role != role)
-          continue;
-        t.chip = (*chain)[c];
-        if (role == TensorRole::Constant && c)
-          t.name = "chip" + std::to_string(t.chip) + "." + t.name;
-        merged.tensors.push_back(std::move(t));
-      }
-  // Outputs in the order the function returns them.
-  if (const ir::Op *ret = fn.terminator()) {
-    std::vector<std::string> names = ret->stringsAttr("names").value_or(std::vector<std::string>{});
-    auto rank = [&](const TensorPlacement &t) {
-      auto it = llvm::find(names, t.name);
-      return it - names.begin();
-    };
-    std::stable_sort(merged.tensors.begin(), merged.tensors.end(),
-                     [&](const TensorPlacement &a, const TensorPlacement &b) {
-                       bool ao = a.role == TensorRole::Output, bo = b.role == TensorRole::Output;
-                       return ao && bo ? rank(a) < rank(b) : !ao && bo;
-                     });
-  }
-  for (const Schedule &s : schedules)
-    merged.sent.insert(merged.sent.end(), s.sent.begin(), s.sent.end());
-  for (unsigned c = 0; c < used; ++c) {
-    Schedule &s = schedules[c];
-    for (auto &[q, list] : s.queues) {
-      QueueId id = q;
-      id.chip = (*chain)[c];
-      merged.queues[id] = std::move(list);
-    }
-    merged.cycles = std::max(merged.cycles, s.cycles);
-    for (size_t u = 0; u < s.busy.size(); ++u)
-      merged.busy[u] += s.busy[u];
-    merged.sramBytes = std::max(merged.sramBytes, s.sramBytes);
-    if (s.lowerBound > merged.lowerBound) {
-      merged.lowerBound = s.lowerBound;
-      merged.lowerBoundReason = "chip " + std::to_string((*chain)[c]) + ": " + s.lowerBoundReason;
-    }
-    ChipFigures f;
-    f.chip = (*chain)[c];
-    f.cycles = s.cycles;
-    for (const LinkTransfer &t : merged.sent)
-      if (t.toChip == c && !t.arrivals.empty())
-        f.firstCycle = f.firstCycle ? std::min(f.firstCycle, t.arrivals.front()) : t.arrivals.front();
-    f.busy = s.busy;
-    f.sramBytes = s.sramBytes;
-    f.lowerBound = s.lowerBound;
-    f.lowerBoundReason = s.lowerBoundReason;
-    for (const LinkTransfer &t : s.sent)
-      f.linkBytesSent += t.bytes;
-    merged.chips.push_back(f);
-    for (OpTiming &t : s.ops)
-      merged.ops.push_back(std::move(t));
-  }
-  return merged;
+  return merge(fn, std::move(schedules), *chain, distinct, options.topology, topology->numChips());
 }
 
 } // namespace lpu::scheduler

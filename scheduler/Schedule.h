@@ -101,6 +101,9 @@ struct Schedule {
   /// schedules, shifted in time (a chip's own: `sharedFrom`).
   unsigned distinctChips = 1;
   bool sharedFrom = false;
+  /// The chips send to each other both ways and were scheduled in
+  /// lockstep (docs/partitioning.md): not a pipeline of stages.
+  bool lockstep = false;
 
   void add(QueueId queue, int64_t cycle, const backend::Instr &instr);
 };

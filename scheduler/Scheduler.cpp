@@ -143,10 +143,15 @@ bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringC
   return true;
 }
 
-/// How an attempt stores the parameters, from the fastest to read to the
-/// one that fits the most: rows; packable parameters packed; packed and
-/// striped (below).
-enum class ParamStorage { Rows, Packed, Striped };
+namespace {
+/// Why a chip of a lockstep group stops without an error of its own.
+llvm::Error abortedBy(const ChipTraffic::Incoming &in, unsigned chip) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "chip " + std::to_string(chip) + " waits for " + in.name +
+                                     " from chip " + std::to_string(in.fromChip) +
+                                     ", which failed");
+}
+} // namespace
 
 /// One attempt with the parameters stored as `storage` says.
 /// `packedAny`: whether any parameter qualified for packing.
@@ -163,6 +168,11 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   LoweringContext ctx(chip, placer, sram);
   ctx.heuristics = heuristics;
   auto noteDecided = llvm::make_scope_exit([&] { decided = ctx.heuristicsDecided; });
+  // One of a lockstep group (MultiChip.cpp): sends at the `transfer` ops,
+  // recvs at the received inputs, in program order; per link, the first
+  // cycle it is free to send and its last recv, across all transfers.
+  const bool lockstep = traffic && traffic->mailbox;
+  std::map<unsigned, int64_t> linkFree, lastRecv;
   ctx.striped = sram.balance = storage == ParamStorage::Striped;
   const LayoutAssignment layouts = assignLayouts(fn, chip);
   ctx.storedOrder = layouts.order;
@@ -324,7 +334,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   }
 
   // Values from other chips: each vector written as it arrives.
-  if (traffic)
+  if (traffic && !lockstep)
     if (auto e = receiveAll(fn, *traffic, ctx))
       return e;
 
@@ -363,10 +373,67 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   for (const auto &owned : fn.ops()) {
     const ir::Op &op = *owned;
     switch (op.kind()) {
-    case ir::OpKind::Input:
+    case ir::OpKind::Input: {
+      // Lockstep: a value from another chip, received in its turn once its
+      // sender has placed the sends (it has reached this point of the
+      // program, or failed).
+      if (!lockstep)
+        break;
+      auto in = llvm::find_if(traffic->incoming, [&](const ChipTraffic::Incoming &i) {
+        return op.stringAttr("name") == i.name;
+      });
+      if (in == traffic->incoming.end())
+        break;
+      std::optional<LinkTransfer> sent = traffic->mailbox->await(in->id, in->fromChip, traffic->chip);
+      if (!sent)
+        return abortedBy(*in, traffic->chip);
+      ChipTraffic::Incoming arrived = *in;
+      arrived.perm = sent->perm;
+      arrived.arrivals = sent->arrivals;
+      const std::map<QueueId, size_t> before = queueLengths(schedule);
+      if (auto e = receiveOne(op, arrived, traffic->chip, lastRecv, ctx))
+        return e;
+      noteOpTiming(schedule, before, op, op, ctx);
+      break;
+    }
     case ir::OpKind::Param:
     case ir::OpKind::Constant:
       break; // placed above
+    case ir::OpKind::Transfer: {
+      // Lockstep: the value sent where the sender's transfer op is, and the
+      // arrivals published for the receiver.
+      if (!lockstep)
+        return refuse<Refusal::NoLowering>(op);
+      auto out = llvm::find_if(traffic->outgoing, [&](const ChipTraffic::Outgoing &o) {
+        return op.stringAttr("name") == o.name;
+      });
+      const ir::Op *value = op.operand(0);
+      if (out == traffic->outgoing.end() || !ctx.hasView(value))
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "no value to send for " +
+                                           op.stringAttr("name").value_or("a transfer"));
+      const std::map<QueueId, size_t> before = queueLengths(schedule);
+      TensorView view = ctx.view(value);
+      // A view that repeats rows or vectors (a broadcast) is sent from a
+      // copy of its own, freed once sent.
+      bool copied = false;
+      if (!view.rowMap.empty() || view.repeatVector) {
+        ctx.storedOrder[&op] = view.perm;
+        if (auto e = lowerCopy(op, value->type(), view, ctx))
+          return e;
+        view = ctx.view(&op);
+        copied = true;
+      }
+      auto sent = sendOne(view, *out, traffic->chip, linkFree, ctx);
+      if (!sent)
+        return sent.takeError();
+      if (copied && !view.storage->persistent)
+        sram.release(view.storage->block.id, view.storage->lastUse());
+      schedule.sent.push_back(*sent);
+      traffic->mailbox->publish(std::move(*sent));
+      noteOpTiming(schedule, before, op, op, ctx);
+      break;
+    }
     case ir::OpKind::Return: {
       std::vector<std::string> names = op.stringsAttr("names").value_or(std::vector<std::string>{});
       std::set<const ir::Op *> used;
@@ -446,7 +513,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   }
 
   // Values for other chips: each vector sent once it is written.
-  if (traffic)
+  if (traffic && !lockstep)
     if (auto e = sendAll(fn, *traffic, sentViews, ctx, schedule))
       return e;
 
@@ -509,30 +576,47 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   return schedule;
 }
 
-llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const ChipDescription &chip,
-                                          const ScheduleOptions &options,
-                                          const ChipTraffic *traffic) {
+llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
+                                                                     const ChipDescription &chip) {
   // Forms the lowerings take along one axis only, rewritten with layout
   // moves (docs/scheduler.md, "Legalisation"); but a mean over H and W of
   // a channels-last activation, which the global pool takes as it is.
   const LayoutAssignment layouts = assignLayouts(declared, chip);
-  auto legal = legalize(declared, [&](const ir::Op &op) { return isGlobalPool(op, layouts); });
-  if (!legal)
-    return legal.takeError();
-  const ir::Function &fn = *legal ? **legal : declared;
+  return legalize(declared, [&](const ir::Op &op) { return isGlobalPool(op, layouts); });
+}
+
+llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {
+  static const PlacementHeuristics variants[] = {
+      PlacementHeuristics{true, false, false, false},
+      PlacementHeuristics{false, false, false, false},
+      PlacementHeuristics{true, true, true, false},
+      PlacementHeuristics{true, false, false, true},
+  };
+  return variants;
+}
+
+std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
   // Rows first: reading packed weights costs a second read and lane moves
   // per vector that straddles two. Only a function that does not fit in
   // SRAM that way is scheduled again with its parameters packed, and then
   // striped; the last attempt's error is the one reported.
-  std::vector<ParamStorage> attempts;
-  switch (options.packing) {
-  case ParamPacking::Never: attempts = {ParamStorage::Rows}; break;
-  case ParamPacking::Always: attempts = {ParamStorage::Packed, ParamStorage::Striped}; break;
-  case ParamPacking::Striped: attempts = {ParamStorage::Striped}; break;
-  case ParamPacking::Auto:
-    attempts = {ParamStorage::Rows, ParamStorage::Packed, ParamStorage::Striped};
-    break;
+  switch (packing) {
+  case ParamPacking::Never: return {ParamStorage::Rows};
+  case ParamPacking::Always: return {ParamStorage::Packed, ParamStorage::Striped};
+  case ParamPacking::Striped: return {ParamStorage::Striped};
+  case ParamPacking::Auto: break;
   }
+  return {ParamStorage::Rows, ParamStorage::Packed, ParamStorage::Striped};
+}
+
+llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const ChipDescription &chip,
+                                          const ScheduleOptions &options,
+                                          const ChipTraffic *traffic) {
+  auto legal = legalizedForScheduling(declared, chip);
+  if (!legal)
+    return legal.takeError();
+  const ir::Function &fn = *legal ? **legal : declared;
+  const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
   for (size_t i = 0;; ++i) {
     // An attempt that packs nothing fails as rows did: no further one.
     bool packedAny = false;
@@ -552,10 +636,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
           return decided.*p.flag && h.*p.flag != first.*p.flag;
         });
       };
-      for (const PlacementHeuristics &h : {PlacementHeuristics{true, false, false, false},
-                                           PlacementHeuristics{false, false, false, false},
-                                           PlacementHeuristics{true, true, true, false},
-                                           PlacementHeuristics{true, false, false, true}}) {
+      for (const PlacementHeuristics &h : heuristicVariants()) {
         if (!differs(h))
           continue;
         bool packed = false;

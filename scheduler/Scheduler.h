@@ -76,19 +76,26 @@ struct ScheduleOptions {
   std::string topology = "single";
 };
 
+class TransferMailbox;
+
 /// One chip's traffic in a multi-chip function (scheduler/MultiChip.cpp):
 /// the values it receives, as inputs named `transfer.<id>` whose vectors
 /// arrive in the cycles given, and the values it sends, as outputs of that
 /// name that the scheduler sends over `link` as soon as each vector is
-/// written.
+/// written. With `mailbox` (a lockstep group, chips depending on each
+/// other both ways), the values it sends are its `transfer` ops' operands
+/// instead, each sent where the op is, and the arrivals of the values it
+/// receives come from the mailbox when the input's turn comes.
 struct ChipTraffic {
   unsigned chip = 0;
+  TransferMailbox *mailbox = nullptr;
   struct Incoming {
     std::string name;
     unsigned fromChip = 0;
     unsigned link = 0; // this chip's end
     std::vector<uint8_t> perm;
     std::vector<int64_t> arrivals;
+    int64_t id = 0; // the transfer's (lockstep: its mailbox key)
   };
   struct Outgoing {
     std::string name;

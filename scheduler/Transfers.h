@@ -4,7 +4,10 @@
 #include "scheduler/Lowering.h"
 #include "scheduler/Scheduler.h"
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace lpu::scheduler {
@@ -14,9 +17,22 @@ bool received(const ChipTraffic *traffic, llvm::StringRef name);
 /// Whether `name` is an output `traffic` sends to another chip.
 bool sentBy(const ChipTraffic *traffic, llvm::StringRef name);
 
+/// Places the recvs of one received value `in` into `input`'s SRAM, each
+/// vector no earlier than it arrives and, per link, after the recv of the
+/// vector sent before it (`lastRecv`: each link's last recv so far).
+llvm::Error receiveOne(const ir::Op &input, const ChipTraffic::Incoming &in, unsigned chip,
+                       std::map<unsigned, int64_t> &lastRecv, LoweringContext &ctx);
+
 /// Places the recvs of every value `traffic` receives, each vector written
 /// to its input's SRAM no earlier than it arrives.
 llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, LoweringContext &ctx);
+
+/// Places the sends of one value stored as `view`, each vector as soon as
+/// it is written and its link is free (`linkFree`: per link, the first
+/// cycle it is; updated); the arrivals at the far end.
+llvm::Expected<LinkTransfer> sendOne(const TensorView &view, const ChipTraffic::Outgoing &out,
+                                      unsigned chip, std::map<unsigned, int64_t> &linkFree,
+                                      LoweringContext &ctx);
 
 /// Places the sends of every value `traffic` sends (`views`: where each is
 /// stored), each vector as soon as it is written and its link is free;
@@ -24,5 +40,56 @@ llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, Lower
 llvm::Error sendAll(const ir::Function &fn, const ChipTraffic &traffic,
                     const std::map<std::string, TensorView> &views, LoweringContext &ctx,
                     Schedule &schedule);
+
+/// What the chips of a lockstep group (MultiChip.cpp, docs/partitioning.md
+/// "The lockstep schedule") pass each other while each is scheduled on its
+/// own thread: per transfer id, what its sender placed (the arrival cycle
+/// of every vector and the stored order of the rows), published when the
+/// sender reaches the transfer in program order. A chip that stops (done,
+/// or failed) is marked so: a chip waiting for a transfer that chip did
+/// not send is aborted instead of waiting forever.
+class TransferMailbox {
+public:
+  explicit TransferMailbox(unsigned chips) : closed_(chips, false), aborted_(chips, false) {}
+  void publish(LinkTransfer sent);
+  /// Transfer `id` from chip `from` once published; nullopt once `from`
+  /// has stopped without publishing it (`waiter` is then marked aborted).
+  std::optional<LinkTransfer> await(int64_t id, unsigned from, unsigned waiter);
+  /// `chip` stops (its schedule is done, or failed): it publishes nothing
+  /// more.
+  void close(unsigned chip);
+  /// Whether `chip` stopped because a chip it waited for stopped without
+  /// sending it the value.
+  bool aborted(unsigned chip) const;
+
+private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, LinkTransfer> sent_;
+  std::vector<bool> closed_, aborted_;
+};
+
+/// How scheduleFunction stores the parameters in an attempt, from the
+/// fastest to read to the one that fits the most (Scheduler.cpp).
+enum class ParamStorage { Rows, Packed, Striped };
+/// The attempts `packing` makes, in order.
+std::vector<ParamStorage> storageAttempts(ParamPacking packing);
+/// The sets of placement heuristics scheduleFunction tries after the
+/// default one (docs/scheduler.md, "Variants").
+llvm::ArrayRef<PlacementHeuristics> heuristicVariants();
+/// The function scheduleFunction schedules for `declared`: legalized
+/// (null: `declared` as it is).
+llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
+                                                                     const backend::ChipDescription &chip);
+/// One attempt of scheduleFunction (Scheduler.cpp): `fn` legalized, its
+/// parameters stored as `storage` (`packedAny`: whether any was packed),
+/// with the placement heuristics `heuristics` (`decided`: those that
+/// decided anything). With `traffic->mailbox`, the chip is one of a
+/// lockstep group: its sends placed at its `transfer` ops and published,
+/// its recvs placed at its received inputs once published.
+llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const backend::ChipDescription &chip,
+                                      ParamStorage storage, bool &packedAny,
+                                      const PlacementHeuristics &heuristics,
+                                      PlacementHeuristics &decided, const ChipTraffic *traffic);
 
 } // namespace lpu::scheduler

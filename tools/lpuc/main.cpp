@@ -243,6 +243,9 @@ int main(int argc, char **argv) {
     return tools::kExitUsageError;
   }
 
+  // IR text (what --emit=ir prints, partitioned or not): parsed and
+  // verified, then through the pipeline from the passes on.
+
   llvm::SourceMgr sources;
   unsigned bufferId = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   DiagnosticEngine diags(sources);
