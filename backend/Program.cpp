@@ -287,11 +287,12 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
       // and outputs by name within their role (an input or a parameter may
       // be called `out`, as the output is). A parameter or an input is
       // placed once on every chip that reads it.
-      std::set<std::tuple<TensorRole, std::string, uint32_t>> names;
+      // Different shards of one weight may share a chip.
+      std::set<std::tuple<TensorRole, std::string, uint32_t, std::vector<int64_t>>> names;
       for (const TensorPlacement &t : bucket.tensors) {
         std::string tw = where + ": " + tensorRoleName(t.role).str() + " '" + t.name + "'";
         uint32_t copy = t.role == TensorRole::Param || t.role == TensorRole::Input ? t.chip : 0;
-        if (!names.insert({t.role, t.name, copy}).second)
+        if (!names.insert({t.role, t.name, copy, t.shard}).second)
           return error(tw + " is placed twice" + (copy ? " on chip " + std::to_string(copy) : ""));
         if (t.chip >= program.numChips)
           return error(tw + " is on chip " + llvm::Twine(t.chip) + " of " +

@@ -71,15 +71,24 @@ private:
     return ok;
   }
 
-  void verifyName(const Op &op, llvm::StringRef attr, llvm::StringSet<> &seen, int64_t chip = 0) {
+  void verifyName(const Op &op, llvm::StringRef attr, llvm::StringSet<> &seen, int64_t chip = 0,
+                  const std::string &part = "") {
     auto value = op.stringAttr(attr);
     if (!value)
       error(op, "missing string attribute '" + attr.str() + "'");
     else if (value->empty())
       error(op, "attribute '" + attr.str() + "' is empty");
-    else if (!seen.insert(*value + (chip ? "@" + std::to_string(chip) : "")).second)
+    else if (!seen.insert(*value + (chip ? "@" + std::to_string(chip) : "") + part).second)
       error(op, attr.str() + " \"" + *value + "\" is used twice" +
                     (chip ? " on chip " + std::to_string(chip) : ""));
+  }
+
+  static std::string shardKey(const Op &op) {
+    std::string key;
+    if (auto v = op.intsAttr("shard"))
+      for (int64_t x : *v)
+        key += "/" + std::to_string(x);
+    return key;
   }
 
   /// `shard = [axis, start, full]` (a param's slice of its weight, see
@@ -167,7 +176,9 @@ private:
       break;
     case OpKind::Param:
       // A weight (an input, above) is placed once per chip that reads it.
-      verifyName(op, "path", paramPaths_, op.chip());
+      // Different shards of one weight may share a chip (a matmul split by
+      // a weight's columns, another by its rows).
+      verifyName(op, "path", paramPaths_, op.chip(), shardKey(op));
       break;
     case OpKind::Constant: {
       const Attr *value = op.attr("value");
