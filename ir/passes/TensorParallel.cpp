@@ -48,6 +48,9 @@ struct Sharding {
   enum Kind : uint8_t { Rep, Split, Partial } kind = Rep;
   int axis = -1;
   Ranges ranges;
+  /// A split left by a reduce-scatter (rows of a sum), which may be
+  /// gathered whole wherever a reader needs it; a split from a seed may not.
+  bool scattered = false;
   bool operator==(const Sharding &) const = default;
 };
 
@@ -103,6 +106,16 @@ const Op *weightOf(const Op *op) {
   return op->kind() == OpKind::Param ? op : nullptr;
 }
 
+/// The axis a partial value of `type` is reduce-scattered along (its rows:
+/// the first axis longer than 1 but the last, with only 1s before it, and
+/// at least `chips` long), or -1 when it has none.
+int scatterAxis(const Type &type, unsigned chips) {
+  for (size_t a = 0; a + 1 < type.rank(); ++a)
+    if (type.shape[a] > 1)
+      return type.shape[a] >= int64_t(chips) ? int(a) : -1;
+  return -1;
+}
+
 class Analyzer {
 public:
   Analyzer(const Function &fn, unsigned chips) : fn_(fn), chips_(chips) {}
@@ -128,14 +141,35 @@ private:
   }
 
   bool step(const Op &op, const std::map<const Op *, Ranges> &seeds, Analysis &a) const {
-    const size_t n = op.operands().size();
+    // A partial operand is reduce-scattered into row chunks (Megatron's
+    // sequence parallelism: what reads it works on its chip's rows), or
+    // all-reduced when it has no rows to cut.
     std::vector<Sharding> in;
     for (const Op *o : op.operands()) {
       Sharding s = of(a, o);
-      if (s.kind == Sharding::Partial)
-        s = {}; // all-reduced before any use
+      if (s.kind == Sharding::Partial) {
+        const int axis = scatterAxis(o->type(), chips_);
+        s = axis < 0 ? Sharding{}
+                     : Sharding{Sharding::Split, axis,
+                                balanced(o->type().shape[size_t(axis)], 1, chips_), true};
+      }
       in.push_back(s);
     }
+    if (rule(op, in, seeds, a))
+      return true;
+    // Rows of a sum that this op cannot read split: gathered whole first.
+    bool gathered = false;
+    for (Sharding &s : in)
+      if (s.scattered) {
+        s = {};
+        gathered = true;
+      }
+    return gathered && rule(op, in, seeds, a);
+  }
+
+  bool rule(const Op &op, const std::vector<Sharding> &in, const std::map<const Op *, Ranges> &seeds,
+            Analysis &a) const {
+    const size_t n = op.operands().size();
     if (auto seed = seeds.find(&op); seed != seeds.end()) {
       // Column-parallel: a replicated input times a weight's columns.
       if (in[0].kind != Sharding::Rep || in[1].kind != Sharding::Rep)
@@ -189,7 +223,7 @@ private:
       if (op.kind() != OpKind::Softmax && !op.boolAttr("keep").value_or(false))
         for (int64_t x : axes)
           axis -= x < s0.axis;
-      a.sharding[&op] = {Sharding::Split, axis, s0.ranges};
+      a.sharding[&op] = {Sharding::Split, axis, s0.ranges, s0.scattered};
       a.needs[&op] = {Need{Need::Local, -1, {}}};
       return true;
     }
@@ -198,7 +232,7 @@ private:
       auto it = llvm::find(perm, int64_t(s0.axis));
       if (it == perm.end())
         return false;
-      a.sharding[&op] = {Sharding::Split, int(it - perm.begin()), s0.ranges};
+      a.sharding[&op] = {Sharding::Split, int(it - perm.begin()), s0.ranges, s0.scattered};
       a.needs[&op] = {Need{Need::Local, -1, {}}};
       return true;
     }
@@ -207,7 +241,7 @@ private:
       const int axis = s0.axis + offset;
       if (op.type().shape[size_t(axis)] != op.operand(0)->type().shape[size_t(s0.axis)])
         return false;
-      a.sharding[&op] = {Sharding::Split, axis, s0.ranges};
+      a.sharding[&op] = {Sharding::Split, axis, s0.ranges, s0.scattered};
       a.needs[&op] = {Need{Need::Local, -1, {}}};
       return true;
     }
@@ -255,17 +289,17 @@ private:
         for (const Sharding *s : {&l, &rt})
           if (s->kind == Sharding::Split && !(*s == split))
             return false;
-        a.sharding[&op] = {Sharding::Split, split.axis, split.ranges};
+        a.sharding[&op] = {Sharding::Split, split.axis, split.ranges, split.scattered};
         a.needs[&op] = {need(l, split.axis, split.ranges), need(rt, split.axis, split.ranges)};
         return true;
       }
       if (l.kind == Sharding::Split && l.axis == r - 2 && rt.kind == Sharding::Rep) {
-        a.sharding[&op] = {Sharding::Split, r - 2, l.ranges};
+        a.sharding[&op] = {Sharding::Split, r - 2, l.ranges, l.scattered};
         a.needs[&op] = {Need{Need::Local, -1, {}}, Need{}};
         return true;
       }
       if (rt.kind == Sharding::Split && rt.axis == r - 1 && l.kind == Sharding::Rep) {
-        a.sharding[&op] = {Sharding::Split, r - 1, rt.ranges};
+        a.sharding[&op] = {Sharding::Split, r - 1, rt.ranges, rt.scattered};
         a.needs[&op] = {Need{}, Need{Need::Local, -1, {}}};
         return true;
       }
@@ -313,7 +347,7 @@ private:
           a.granule = std::max(a.granule, afterTo / after);
         continue;
       }
-      return Sharding{Sharding::Split, int(r), ranges};
+      return Sharding{Sharding::Split, int(r), ranges, s.scattered};
     }
     return std::nullopt;
   }
@@ -344,7 +378,9 @@ std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips,
   Analysis current = analyzer.run(seeds);
   for (const auto &owned : fn.ops()) {
     const Op &op = *owned;
-    if (op.kind() != OpKind::Matmul || !weightOf(op.operand(1)) || current.sharding.count(&op))
+    auto had = current.sharding.find(&op);
+    if (op.kind() != OpKind::Matmul || !weightOf(op.operand(1)) ||
+        (had != current.sharding.end() && !had->second.scattered))
       continue;
     const int64_t n = op.type().shape.back();
     int64_t granule = 1;
@@ -446,6 +482,8 @@ private:
     Sharding s = shardingOf(op);
     if (s.kind == Sharding::Partial)
       return allReduced(op, c);
+    if (s.kind == Sharding::Split)
+      return gather(op, c);
     Op *&there = rep_[{op, c}];
     if (there)
       return there;
@@ -467,7 +505,9 @@ private:
     for (size_t i = 0; i < op->operands().size(); ++i) {
       Op *o = op->operand(i);
       const Need &need = needs[i];
-      if (need.kind == Need::Local)
+      if (need.kind == Need::Local && shardingOf(o).kind == Sharding::Partial)
+        operands.push_back(scattered(o, c));
+      else if (need.kind == Need::Local)
         operands.push_back(local(o, c));
       else if (need.kind == Need::Full)
         operands.push_back(rep(o, c));
@@ -548,6 +588,41 @@ private:
     return op;
   }
 
+  /// A split `op` whole on chip c: every other chip's part crosses to it,
+  /// concatenated along the split axis (an all-gather, made only for the
+  /// chips that read it whole).
+  Op *gather(Op *op, unsigned c) {
+    Op *&there = gathered_[{op, c}];
+    if (there)
+      return there;
+    const Sharding s = shardingOf(op);
+    std::vector<Op *> parts;
+    for (unsigned j = 0; j < chips_; ++j)
+      parts.push_back(j == c ? local(op, j) : transfer(local(op, j), j, c));
+    there = parts[0];
+    if (parts.size() > 1) {
+      there = make(op->loc(), OpKind::Concat, op->type(), parts, c);
+      there->setAttr("axis", int64_t(s.axis));
+    }
+    return there;
+  }
+
+  /// Chip c's rows of the sum of a partial `op` (its chunk of the
+  /// reduce-scatter), at the shape of those rows.
+  Op *scattered(Op *op, unsigned c) {
+    const Scattered &rs = reduceScatter(op);
+    const int axis = scatterAxis(op->type(), chips_);
+    Type type = op->type();
+    type.shape[size_t(axis)] = rs.rows[c].second / rs.inner;
+    Op *sum = rs.sums[c];
+    if (sum->type() == type)
+      return sum;
+    Op *&there = scatteredShape_[{op, c}];
+    if (!there)
+      there = make(op->loc(), OpKind::Reshape, type, {sum}, c);
+    return there;
+  }
+
   /// The sum over chips of a partial `op`, whole on chip c: the chunks the
   /// reduce-scatter left on their chips, gathered there (an all-gather,
   /// made only for the chips that read the sum).
@@ -572,7 +647,9 @@ private:
 
   struct Scattered {
     Type flat;
-    std::vector<Op *> sums; // chunk j of the sum, on chip j
+    int64_t inner = 1;                            // flat rows per row of the scatter axis
+    std::vector<std::pair<int64_t, int64_t>> rows; // chunk j: first flat row, count
+    std::vector<Op *> sums;                        // chunk j of the sum, on chip j
   };
 
   /// Chip j sums row chunk j of every chip's term of a partial `op`, in
@@ -587,16 +664,25 @@ private:
     const int64_t rows = type.numElements() / std::max<int64_t>(cols, 1);
     Scattered out;
     out.flat = Type{type.dtype, {rows, cols}};
-    const unsigned q = unsigned(std::min<int64_t>(chips_, rows));
+    // Chunks along the scatter axis where there is one (so that chip j's
+    // chunk is its rows of a split value), else as many as there are rows.
+    if (int axis = scatterAxis(type, chips_); axis >= 0) {
+      out.inner = rows / type.shape[size_t(axis)];
+      for (auto [start, size] : balanced(type.shape[size_t(axis)], 1, chips_))
+        out.rows.push_back({start * out.inner, size * out.inner});
+    } else {
+      const int64_t q = std::min<int64_t>(chips_, rows);
+      for (int64_t j = 0; j < q; ++j)
+        out.rows.push_back({j * rows / q, (j + 1) * rows / q - j * rows / q});
+    }
+    const unsigned q = unsigned(out.rows.size());
     std::vector<std::vector<Op *>> term(chips_, std::vector<Op *>(q));
     for (unsigned c = 0; c < chips_; ++c) {
       Op *x = local(op, c);
       if (type.rank() != 2)
         x = make(loc, OpKind::Reshape, out.flat, {x}, c);
-      for (unsigned j = 0; j < q; ++j) {
-        int64_t a = int64_t(j) * rows / q, b = int64_t(j + 1) * rows / q;
-        term[c][j] = q == 1 ? x : sliceOp(x, c, 0, a, b - a);
-      }
+      for (unsigned j = 0; j < q; ++j)
+        term[c][j] = q == 1 ? x : sliceOp(x, c, 0, out.rows[j].first, out.rows[j].second);
     }
     std::vector<std::vector<Op *>> arrived(chips_, std::vector<Op *>(q));
     for (unsigned c = 0; c < chips_; ++c)
@@ -624,7 +710,7 @@ private:
   std::map<std::pair<const Op *, unsigned>, Op *> rep_, local_;
   std::map<std::tuple<const Op *, unsigned, int, int64_t, int64_t>, Op *> slice_;
   std::map<const Op *, Scattered> scattered_;
-  std::map<std::pair<const Op *, unsigned>, Op *> gathered_;
+  std::map<std::pair<const Op *, unsigned>, Op *> gathered_, scatteredShape_;
 };
 
 } // namespace
