@@ -342,8 +342,9 @@ private:
       }
       if (!whole) {
         // Chunks must be whole rows of the result's split axis (whole
-        // heads): ask for a granule that makes them so.
-        if (after && afterTo % after == 0)
+        // heads): ask for a granule that makes them so (a sum's rows are
+        // gathered instead).
+        if (!s.scattered && after && afterTo % after == 0)
           a.granule = std::max(a.granule, afterTo / after);
         continue;
       }
