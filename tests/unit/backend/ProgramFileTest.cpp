@@ -399,7 +399,7 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
 // Names are looked up within a role (lpurun's --input, --weights and
 // --output), so an input or a parameter may share the output's name `out`;
 // two tensors of one role may not share one, but for a parameter placed on
-// each chip that holds a copy of it.
+// each chip that holds a copy of it, or different slices of it.
 TEST(ProgramFile, NamesAreUniqueWithinARole) {
   auto chip = loadChipDescription("groqchip1");
   ASSERT_TRUE(bool(chip));
@@ -417,8 +417,14 @@ TEST(ProgramFile, NamesAreUniqueWithinARole) {
   copy.shard = {0, 0, 960};
   copies.entries[0].buckets[0].tensors.push_back(copy);
   EXPECT_FALSE(bool(verifyProgram(copies, *chip)));
-  Program twice = copies;
-  twice.entries[0].buckets[0].tensors.back().chip = 1;
+  // Two different slices of one weight may share a chip (a matmul split
+  // by the weight's columns, another by its rows); the same slice twice
+  // may not.
+  Program both = copies;
+  both.entries[0].buckets[0].tensors.back().chip = 1;
+  EXPECT_FALSE(bool(verifyProgram(both, *chip)));
+  Program twice = both;
+  twice.entries[0].buckets[0].tensors.back().shard = {0, 320, 960};
   llvm::Error e = verifyProgram(twice, *chip);
   ASSERT_TRUE(bool(e));
   EXPECT_EQ(llvm::toString(std::move(e)), "entry 'main' bucket 0: param 'w.0' is placed twice on chip 1");
