@@ -193,6 +193,13 @@ TEST(Verifier, ParamShards) {
   w2->setAttr("chip", int64_t(1));
   setShard(*w2, {1, 4, 8});
   EXPECT_TRUE(verify(two.fn).empty()) << formatErrors(verify(two.fn));
+  // Two slices of one weight on one chip (by columns for one matmul, by
+  // rows for another): fine; the same slice twice: not.
+  w2->setAttr("chip", int64_t(0));
+  EXPECT_TRUE(verify(two.fn).empty()) << formatErrors(verify(two.fn));
+  setShard(*w2, {1, 0, 8});
+  expectOne(two.fn, at(7), "path \"w\" is used twice");
+  w2->setAttr("chip", int64_t(1));
   setShard(*w2, {1, 4, 9});
   expectOne(two.fn, at(7),
             "param: path \"w\" is a weight f32[3, 9] here, but f32[3, 8] at %1: the params of "
