@@ -217,6 +217,9 @@ private:
         axes = {op.intAttr("axis").value_or(-1)};
       else
         axes = op.intsAttr("axes").value_or(std::vector<int64_t>{op.intAttr("axis").value_or(-1)});
+      const int64_t rank = int64_t(op.operand(0)->type().rank());
+      for (int64_t &x : axes)
+        x = x < 0 ? x + rank : x; // an axis may count from the end
       if (llvm::is_contained(axes, int64_t(s0.axis)))
         return false;
       int axis = s0.axis;
@@ -264,7 +267,10 @@ private:
       return true;
     }
     case OpKind::Concat: {
-      if (op.intAttr("axis").value_or(-1) == s0.axis)
+      int64_t along = op.intAttr("axis").value_or(0);
+      if (along < 0)
+        along += int64_t(op.type().rank());
+      if (along == s0.axis)
         return false;
       for (const Sharding &s : in)
         if (s.kind == Sharding::Split && !(s == s0))
