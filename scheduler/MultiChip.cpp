@@ -37,6 +37,35 @@ struct Crossing {
   unsigned link = 0, farLink = 0;
 };
 
+/// Every transfer of `fn` in program order, numbered, with the link between
+/// its chips: partition chip c runs on topology chip `placed[c]` (a
+/// pipeline's chain), or on chip c when `placed` is empty (lockstep).
+llvm::Expected<std::vector<Crossing>> crossingsOf(const ir::Function &fn, const Topology &topology,
+                                                  const std::string &name,
+                                                  llvm::ArrayRef<unsigned> placed) {
+  std::vector<Crossing> crossings;
+  for (const auto &op : fn.ops()) {
+    if (op->kind() != ir::OpKind::Transfer)
+      continue;
+    Crossing x;
+    x.op = op.get();
+    x.id = int64_t(crossings.size());
+    x.from = unsigned(op->intAttr("from").value_or(0));
+    x.to = unsigned(op->intAttr("to").value_or(0));
+    unsigned from = placed.empty() ? x.from : placed[x.from];
+    unsigned to = placed.empty() ? x.to : placed[x.to];
+    std::optional<unsigned> link = topology.linkTo(from, to);
+    if (!link)
+      return error("topology '" + name + "' has no link from chip " + llvm::Twine(from) +
+                   " to chip " + llvm::Twine(to) +
+                   " (routes through other chips are not scheduled yet)");
+    x.link = *link;
+    x.farLink = topology.peer(from, *link)->link;
+    crossings.push_back(x);
+  }
+  return crossings;
+}
+
 /// Chip `c`'s part of `fn`: its ops, received values as inputs, sent values
 /// (and the outputs on this chip) returned. `keepSends` (lockstep): a value
 /// sent is not returned; a `transfer` op named `transfer.<id>` that reads it
@@ -317,24 +346,10 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
 llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDescription &chip,
                                           const ScheduleOptions &options, const Topology &topology,
                                           unsigned used) {
-  std::vector<Crossing> crossings;
-  for (const auto &op : fn.ops()) {
-    if (op->kind() != ir::OpKind::Transfer)
-      continue;
-    Crossing x;
-    x.op = op.get();
-    x.id = int64_t(crossings.size());
-    x.from = unsigned(op->intAttr("from").value_or(0));
-    x.to = unsigned(op->intAttr("to").value_or(0));
-    std::optional<unsigned> link = topology.linkTo(x.from, x.to);
-    if (!link)
-      return error("topology '" + options.topology + "' has no link from chip " +
-                   llvm::Twine(x.from) + " to chip " + llvm::Twine(x.to) +
-                   " (routes through other chips are not scheduled yet)");
-    x.link = *link;
-    x.farLink = topology.peer(x.from, *link)->link;
-    crossings.push_back(x);
-  }
+  auto found = crossingsOf(fn, topology, options.topology, {});
+  if (!found)
+    return found.takeError();
+  const std::vector<Crossing> &crossings = *found;
   std::vector<std::unique_ptr<ir::Function>> parts, legal;
   std::vector<ChipTraffic> traffic(used);
   for (unsigned c = 0; c < used; ++c) {
@@ -498,25 +513,10 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
   if (!chain)
     return error("topology '" + options.topology + "' has no chain of " + llvm::Twine(used) +
                  " chips each cabled to the next");
-  std::vector<Crossing> crossings;
-  for (const auto &op : fn.ops()) {
-    if (op->kind() != ir::OpKind::Transfer)
-      continue;
-    Crossing x;
-    x.op = op.get();
-    x.id = int64_t(crossings.size());
-    x.from = unsigned(op->intAttr("from").value_or(0));
-    x.to = unsigned(op->intAttr("to").value_or(0));
-    unsigned from = (*chain)[x.from], to = (*chain)[x.to];
-    std::optional<unsigned> link = topology->linkTo(from, to);
-    if (!link)
-      return error("topology '" + options.topology + "' has no link from chip " + llvm::Twine(from) +
-                   " to chip " + llvm::Twine(to) +
-                   " (routes through other chips are not scheduled yet)");
-    x.link = *link;
-    x.farLink = topology->peer(from, *link)->link;
-    crossings.push_back(x);
-  }
+  auto found = crossingsOf(fn, *topology, options.topology, *chain);
+  if (!found)
+    return found.takeError();
+  const std::vector<Crossing> &crossings = *found;
 
   std::vector<Schedule> schedules;
   schedules.reserve(used); // `arrivals` points into them
