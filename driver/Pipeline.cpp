@@ -128,10 +128,6 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
   costs.macsPerCycle = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / 4;
   costs.elementsPerCycle = double(chip.lanes) * chip.vxmAlusPerLane;
   costs.sramBytesPerChip = chip.sramBytes();
-  costs.links = std::min(chip.c2cLinks, 7u); // a node: 8 chips, each cabled to the 7 others
-  costs.vectorBytes = chip.lanes;
-  costs.linkCyclesPerVector = chip.c2cCyclesPerVector;
-  costs.linkHopCycles = chip.c2cHopCycles;
   return costs;
 }
 

@@ -33,13 +33,6 @@ struct PartitionCosts {
   /// The fraction of a chip's SRAM a stage's weights may take: the rest is
   /// for activations and the layouts' padding.
   double weightFill = 0.85;
-  /// Chip-to-chip links (tensor parallelism's all-reduces): links per chip,
-  /// the bytes of one vector, the cycles a link takes per vector and per
-  /// hop.
-  unsigned links = 7;
-  double vectorBytes = 320;
-  double linkCyclesPerVector = 21;
-  double linkHopCycles = 216;
 };
 
 /// Pipeline: consecutive layers on consecutive chips. Tensor: matmuls split
@@ -51,9 +44,6 @@ struct PartitionOptions {
   unsigned chips = 1;
   PartitionKind kind = PartitionKind::Pipeline;
   PartitionCosts costs;
-  /// Tensor: split only the matmuls whose divided work saves more analytic
-  /// cycles than the all-reduces they add (false: every one that can be).
-  bool tensorCosted = false;
 };
 
 /// The analytic cost of `op` in cycles (what the pass balances).
@@ -76,13 +66,6 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
 /// The fewest chips whose SRAM holds `fn`'s weights as pipeline stages.
 llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &costs);
 
-/// What tensor parallelism would do to `fn`: the matmuls it splits by
-/// columns and the all-reduces that follows.
-struct TensorPlan {
-  size_t seeds = 0, allReduces = 0;
-};
-llvm::Expected<TensorPlan> planTensor(const Function &fn, const PartitionOptions &options);
-
 /// Partitions `fn` in place by tensor parallelism (TensorParallel.cpp).
 llvm::Error partitionTensor(Function &fn, const PartitionOptions &options);
 
@@ -93,8 +76,8 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options);
 /// The pass `partition{...}` with these options (chips <= 1: no change).
 std::unique_ptr<Pass> createPartitionPass(const PartitionOptions &options);
 
-/// Parses the options of `partition{chips=N kind=pipeline}` (the text
-/// between the braces).
+/// Parses the options of `partition{chips=N kind=pipeline|tensor}` (the
+/// text between the braces).
 llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text);
 
 } // namespace lpu::ir

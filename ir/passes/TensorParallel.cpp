@@ -12,8 +12,8 @@
 // row-parallel matmul), whose result is partial. A partial is summed by an
 // all-reduce before anything else reads it. A seed is taken only when
 // every path from it closes that way (nothing would have to gather a split
-// value) and, when the pass is asked to weigh them, when the work it
-// divides saves more than its all-reduce costs, both in analytic cycles.
+// value). Every seed that closes is taken: the pass does not weigh a split
+// against its all-reduces (see docs/partitioning.md, "Not yet").
 //
 // The rewrite then writes the partitioned function explicitly: each split
 // op once per chip at its local shape, a weight that a split op reads
@@ -29,9 +29,7 @@
 #include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <numeric>
 #include <set>
 
 namespace lpu::ir {
@@ -363,23 +361,9 @@ private:
   unsigned chips_;
 };
 
-/// The cycles an all-reduce of `type` costs on `chips` chips of a node: a
-/// reduce-scatter and an all-gather, each moving (chips-1)/chips of the
-/// bytes out of every chip over its chips-1 links, and two hops.
-double allReduceCost(const Type &type, unsigned chips, const PartitionCosts &costs) {
-  const double bytes = double(type.byteSize());
-  const double links = std::max(1u, std::min(chips - 1, costs.links));
-  const double perChip = bytes * double(chips - 1) / double(chips);
-  const double vectors = std::ceil(perChip / costs.vectorBytes / links);
-  return 2 * (vectors * costs.linkCyclesPerVector + costs.linkHopCycles);
-}
-
-/// The seeds worth taking, greedily in program order: every one whose
-/// split closes, or (`costed`) only those whose work divided saves more
-/// than the all-reduces they add.
-std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips,
-                                         const PartitionCosts &costs, bool costed,
-                                         Analysis &result) {
+/// The seeds taken, greedily in program order: every one whose split
+/// closes.
+std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips, Analysis &result) {
   Analyzer analyzer(fn, chips);
   std::map<const Op *, Ranges> seeds;
   Analysis current = analyzer.run(seeds);
@@ -405,20 +389,8 @@ std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips,
         }
         break;
       }
-      // What the seed divides against the all-reduces it adds.
-      double saved = 0, added = 0;
-      for (const auto &[o, s] : next.sharding) {
-        auto was = current.sharding.find(o);
-        if (was != current.sharding.end())
-          continue;
-        if (s.kind == Sharding::Partial)
-          added += allReduceCost(o->type(), chips, costs);
-        saved += partitionCost(*o, costs) * double(chips - 1) / double(chips);
-      }
-      if (!costed || saved > added) {
-        seeds = std::move(trial);
-        current = std::move(next);
-      }
+      seeds = std::move(trial);
+      current = std::move(next);
       break;
     }
   }
@@ -722,19 +694,9 @@ private:
 
 } // namespace
 
-llvm::Expected<TensorPlan> planTensor(const Function &fn, const PartitionOptions &options) {
-  Analysis a;
-  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, options.costs, options.tensorCosted, a);
-  TensorPlan plan;
-  plan.seeds = seeds.size();
-  for (const auto &[op, s] : a.sharding)
-    plan.allReduces += s.kind == Sharding::Partial;
-  return plan;
-}
-
 llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
   Analysis a;
-  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, options.costs, options.tensorCosted, a);
+  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a);
   if (seeds.empty())
     return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
                  llvm::Twine(options.chips) +

@@ -15,12 +15,12 @@ from numpy's generator, then requires, for weights from that file and from
     of x, w (the whole weight) and mm(a, b) (a @ b in f32, rounded to
     f16, as the IR's matmul), e.g. "mm(x, w)".
 Prints one line per weight source."""
-import json
-import struct
 import subprocess
 import sys
 
 import numpy as np
+
+from safetensors_f16 import read_safetensors, write_safetensors
 
 ir, lpx, tmp, name, spec, xspec, expr = sys.argv[1:8]
 dims = [int(d) for d in spec.split(",")[1:]]
@@ -33,32 +33,6 @@ def run(cmd):
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return r.stdout
-
-
-def write_safetensors(path, tensors):
-    header, data = {}, b""
-    for key, value in tensors.items():
-        raw = value.astype(np.float16).tobytes()
-        header[key] = {"dtype": "F16", "shape": list(value.shape),
-                       "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
-
-
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for key, info in header.items():
-        if key == "__metadata__":
-            continue
-        assert info["dtype"] == "F16", info
-        a, b = info["data_offsets"]
-        out[key] = np.frombuffer(raw[8 + n + a:8 + n + b], np.float16).reshape(info["shape"])
-    return out
 
 
 def mm(a, b):
