@@ -436,9 +436,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
       if (!options.tune || options.heuristics)
         return std::move(*best);
       for (const PlacementHeuristics &h : heuristicVariants()) {
-        if (llvm::none_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
-              return run.decided.*p.flag && h.*p.flag != first.*p.flag;
-            }))
+        if (!variantMatters(h, run.decided, first))
           continue;
         GroupRun other = runGroup(attempts[i], h);
         if (std::optional<Schedule> s = merged(other); s && s->cycles < best->cycles)

@@ -595,6 +595,13 @@ llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {
   return variants;
 }
 
+bool variantMatters(const PlacementHeuristics &h, const PlacementHeuristics &decided,
+                    const PlacementHeuristics &first) {
+  return llvm::any_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
+    return decided.*p.flag && h.*p.flag != first.*p.flag;
+  });
+}
+
 std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
   // Rows first: reading packed weights costs a second read and lane moves
   // per vector that straddles two. Only a function that does not fit in
@@ -631,13 +638,8 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
       // over.
       if (!options.tune || options.heuristics)
         return schedule;
-      auto differs = [&](const PlacementHeuristics &h) {
-        return llvm::any_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
-          return decided.*p.flag && h.*p.flag != first.*p.flag;
-        });
-      };
       for (const PlacementHeuristics &h : heuristicVariants()) {
-        if (!differs(h))
+        if (!variantMatters(h, decided, first))
           continue;
         bool packed = false;
         PlacementHeuristics unused;

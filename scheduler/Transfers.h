@@ -77,6 +77,11 @@ std::vector<ParamStorage> storageAttempts(ParamPacking packing);
 /// The sets of placement heuristics scheduleFunction tries after the
 /// default one (docs/scheduler.md, "Variants").
 llvm::ArrayRef<PlacementHeuristics> heuristicVariants();
+/// Whether the variant `h` changes a choice that `decided` (the heuristics
+/// that decided anything in the run with `first`) says was met: a variant
+/// that does not would schedule the same again.
+bool variantMatters(const PlacementHeuristics &h, const PlacementHeuristics &decided,
+                    const PlacementHeuristics &first);
 /// The function scheduleFunction schedules for `declared`: legalized
 /// (null: `declared` as it is).
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
