@@ -151,7 +151,9 @@ bool partition(Compilation &c, const PipelineOptions &options) {
   }
   ir::PartitionOptions po;
   po.costs = partitionCosts(*options.chip);
-  po.kind = chips.tensor ? ir::PartitionKind::Tensor : ir::PartitionKind::Pipeline;
+  po.kind = chips.hybrid   ? ir::PartitionKind::Hybrid
+            : chips.tensor ? ir::PartitionKind::Tensor
+                           : ir::PartitionKind::Pipeline;
   unsigned most = std::max(given, chips.fewest ? 1 : chips.chips);
   for (const auto &fn : c.ir->functions) {
     if (scheduler::isPartitioned(*fn))
@@ -160,7 +162,13 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     llvm::SMRange at = ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{};
     po.chips = chips.chips;
     if (chips.fewest) {
-      auto fewest = ir::minimumChips(*fn, po.costs);
+      // Hybrid: the fewest groups (nodes) whose chips hold the weights.
+      const unsigned group = po.kind == ir::PartitionKind::Hybrid ? po.groupSize : 1;
+      ir::PartitionCosts perGroup = po.costs;
+      perGroup.sramBytesPerChip *= group;
+      auto fewest = ir::minimumChips(*fn, perGroup);
+      if (fewest)
+        *fewest *= group;
       if (!fewest) {
         diags.report(DiagID::PartitionFails, at, fn->name(), "any number of",
                      llvm::toString(fewest.takeError()));

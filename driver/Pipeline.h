@@ -71,6 +71,9 @@ struct ChipsOptions {
   /// Tensor: Megatron-style splits over all the chips instead of pipeline
   /// stages (ir/passes/Partition.h).
   bool tensor = false;
+  /// Hybrid: tensor parallelism within each node of 8 chips, pipeline
+  /// stages across the nodes.
+  bool hybrid = false;
 };
 
 /// The smallest topology with `chips` chips: single, node, dragonfly:N.

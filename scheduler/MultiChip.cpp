@@ -15,7 +15,10 @@
 #include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
+#include <climits>
 #include <map>
+#include <regex>
+#include <set>
 #include <thread>
 
 namespace lpu::scheduler {
@@ -307,10 +310,202 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
   return merged;
 }
 
+/// `fn` with a relay through the chips between for every transfer whose
+/// chips have no direct link (partition chip c on topology chip c): the
+/// value crosses hop by hop, each hop a `transfer` the chip in between
+/// receives and sends on, along a shortest path of the topology; of the
+/// shortest paths, each hop takes the link with the fewest bytes routed
+/// over it so far (in program order), so that relays spread over every
+/// link between two nodes. Null when every transfer has a direct link.
+std::unique_ptr<ir::Function> routed(const ir::Function &fn, const Topology &topology) {
+  auto direct = [&](const ir::Op &op) {
+    return topology.linkTo(unsigned(op.intAttr("from").value_or(0)),
+                           unsigned(op.intAttr("to").value_or(0)))
+        .has_value();
+  };
+  if (llvm::all_of(fn.ops(), [&](const std::unique_ptr<ir::Op> &op) {
+        return op->kind() != ir::OpKind::Transfer || direct(*op);
+      }))
+    return nullptr;
+  const unsigned n = topology.numChips();
+  std::vector<std::vector<unsigned>> neighbours(n);
+  for (unsigned c = 0; c < n; ++c)
+    for (unsigned l = 0;; ++l) {
+      if (l > 64)
+        break;
+      if (auto p = topology.peer(c, l))
+        neighbours[c].push_back(p->chip);
+    }
+  // Hops to `to` from every chip (links are cabled both ways).
+  std::map<unsigned, std::vector<unsigned>> distance;
+  auto hopsTo = [&](unsigned to) -> const std::vector<unsigned> & {
+    auto [it, fresh] = distance.try_emplace(to);
+    if (fresh) {
+      it->second.assign(n, UINT_MAX);
+      std::vector<unsigned> queue{to};
+      it->second[to] = 0;
+      for (size_t i = 0; i < queue.size(); ++i)
+        for (unsigned m : neighbours[queue[i]])
+          if (it->second[m] == UINT_MAX) {
+            it->second[m] = it->second[queue[i]] + 1;
+            queue.push_back(m);
+          }
+    }
+    return it->second;
+  };
+  std::map<std::pair<unsigned, unsigned>, uint64_t> load;
+  auto out = std::make_unique<ir::Function>(fn.name(), fn.bucket());
+  std::map<const ir::Op *, ir::Op *> mapped;
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    std::vector<ir::Op *> operands;
+    for (const ir::Op *operand : op.operands())
+      operands.push_back(mapped.at(operand));
+    if (op.kind() != ir::OpKind::Transfer || direct(op)) {
+      ir::Op *copy = out->append(op.kind(), op.type(), std::move(operands), op.loc());
+      for (const auto &[name, value] : op.attrs())
+        copy->setAttr(name, value);
+      mapped[&op] = copy;
+      continue;
+    }
+    const unsigned from = unsigned(op.intAttr("from").value_or(0));
+    const unsigned to = unsigned(op.intAttr("to").value_or(0));
+    const std::vector<unsigned> &hops = hopsTo(to);
+    ir::Op *value = operands.at(0);
+    const uint64_t bytes = op.type().byteSize();
+    for (unsigned at = from; at != to;) {
+      if (hops[at] == UINT_MAX) {
+        value = nullptr; // no route: crossingsOf names the chips
+        break;
+      }
+      unsigned next = UINT_MAX;
+      for (unsigned m : neighbours[at])
+        if (hops[m] + 1 == hops[at] &&
+            (next == UINT_MAX || load[{at, m}] < load[{at, next}] ||
+             (load[{at, m}] == load[{at, next}] && m < next)))
+          next = m;
+      load[{at, next}] += bytes;
+      ir::Op *hop = out->append(ir::OpKind::Transfer, op.type(), {value}, op.loc());
+      hop->setAttr("from", int64_t(at));
+      hop->setAttr("to", int64_t(next));
+      value = hop;
+      at = next;
+    }
+    if (!value) {
+      ir::Op *copy = out->append(op.kind(), op.type(), std::move(operands), op.loc());
+      for (const auto &[name, v] : op.attrs())
+        copy->setAttr(name, v);
+      value = copy;
+    }
+    mapped[&op] = value;
+  }
+  return out;
+}
+
+/// The chips of `used` in groups that depend on each other both ways (the
+/// strongly connected components of the graph of transfers), in an order
+/// where every transfer between two groups goes to a later one; each
+/// group's chips ascending, groups ordered by their first chip where the
+/// order is free.
+std::vector<std::vector<unsigned>> chipGroups(const std::vector<Crossing> &crossings,
+                                              unsigned used) {
+  std::vector<std::set<unsigned>> next(used), prev(used);
+  for (const Crossing &x : crossings) {
+    next[x.from].insert(x.to);
+    prev[x.to].insert(x.from);
+  }
+  auto reach = [&](unsigned from, const std::vector<std::set<unsigned>> &edges) {
+    std::vector<char> seen(used, 0);
+    std::vector<unsigned> stack{from};
+    seen[from] = 1;
+    while (!stack.empty()) {
+      unsigned c = stack.back();
+      stack.pop_back();
+      for (unsigned m : edges[c])
+        if (!seen[m]) {
+          seen[m] = 1;
+          stack.push_back(m);
+        }
+    }
+    return seen;
+  };
+  std::vector<int> groupOf(used, -1);
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned c = 0; c < used; ++c) {
+    if (groupOf[c] >= 0)
+      continue;
+    std::vector<char> down = reach(c, next), up = reach(c, prev);
+    groups.emplace_back();
+    for (unsigned m = c; m < used; ++m)
+      if (down[m] && up[m]) {
+        groupOf[m] = int(groups.size() - 1);
+        groups.back().push_back(m);
+      }
+  }
+  // Kahn's order over the groups, the lowest first chip first.
+  std::vector<unsigned> pending(groups.size(), 0);
+  std::vector<std::set<unsigned>> after(groups.size());
+  for (const Crossing &x : crossings) {
+    unsigned a = unsigned(groupOf[x.from]), b = unsigned(groupOf[x.to]);
+    if (a != b && after[a].insert(b).second)
+      ++pending[b];
+  }
+  std::set<unsigned> ready;
+  for (unsigned g = 0; g < groups.size(); ++g)
+    if (!pending[g])
+      ready.insert(g);
+  std::vector<std::vector<unsigned>> ordered;
+  while (!ready.empty()) {
+    unsigned g = *ready.begin();
+    ready.erase(ready.begin());
+    ordered.push_back(groups[g]);
+    for (unsigned b : after[g])
+      if (!--pending[b])
+        ready.insert(b);
+  }
+  return ordered;
+}
+
+/// What makes a lockstep group's schedules the same as another's up to a
+/// shift in time: each chip's work (as shareKey, without the chip numbers
+/// of its transfers), its links, and the arrivals of what it receives from
+/// outside the group relative to the group's first.
+std::string groupKey(const std::vector<unsigned> &group,
+                     const std::vector<std::unique_ptr<ir::Function>> &parts,
+                     const std::vector<ChipTraffic> &traffic, const std::set<unsigned> &members,
+                     int64_t origin, unsigned links) {
+  std::string key;
+  for (unsigned c : group) {
+    ChipTraffic bare = traffic[c];
+    for (ChipTraffic::Incoming &in : bare.incoming)
+      in.arrivals.clear();
+    std::string text = shareKey(*parts[c], bare, links);
+    // The transfers' chips are the group's; their links say which.
+    static const std::regex chips("(from|to) = [0-9]+");
+    key += std::regex_replace(text, chips, "$1") + "||";
+    for (const ChipTraffic::Incoming &in : traffic[c].incoming) {
+      key += "<" + std::to_string(in.link);
+      if (!members.count(in.fromChip))
+        for (int64_t a : in.arrivals)
+          key += "," + std::to_string(a - origin);
+    }
+    for (const ChipTraffic::Outgoing &out : traffic[c].outgoing)
+      key += ">" + std::to_string(out.link) + (members.count(out.toChip) ? "" : "x");
+    key += "\n";
+  }
+  return key;
+}
+
 /// A partition whose chips send to each other both ways (a tensor-parallel
 /// one: a reduce-scatter and an all-gather written as slices, transfers,
 /// adds and concats), scheduled in lockstep: partition chip c on topology
-/// chip c, every chip at once on its own thread, each in program order.
+/// chip c, every chip of a group at once on its own thread, each in
+/// program order. The groups are the chips that depend on each other both
+/// ways (all of them for tensor parallelism; one node per pipeline stage
+/// for a hybrid partition), scheduled one after the other, each with the
+/// arrivals of what the groups before it send it; a group with the same
+/// work and traffic as one scheduled already takes its schedules, shifted
+/// in time.
 /// A chip places the sends of a value at its `transfer` op, each vector as
 /// soon as it is written and its link is free, and publishes the arrivals
 /// in a mailbox; a chip that receives the value places its recvs where the
@@ -328,7 +523,8 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
 /// transfer from it stops too: nothing waits for a chip that will never
 /// send. (A chip that finishes closes its mailbox entry too: a transfer it
 /// never sent, which a well-formed split cannot have, stops its receiver
-/// with an error rather than a hang.)
+/// with an error rather than a hang.) What a group receives from earlier
+/// groups is in the mailbox before its threads start.
 ///
 /// Determinism: a chip's schedule depends only on its own function, the
 /// options and the arrivals it reads from the mailbox, which are its
@@ -343,9 +539,20 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
 /// whole group again packed, then striped (as scheduleFunction for one
 /// chip). Placement heuristics (with `tune`): each variant set for the
 /// whole group, the one whose slowest chip is fastest kept.
-llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDescription &chip,
+llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
+                                          const ChipDescription &chip,
                                           const ScheduleOptions &options, const Topology &topology,
                                           unsigned used) {
+  std::unique_ptr<ir::Function> relayed = routed(declared, topology);
+  const ir::Function &fn = relayed ? *relayed : declared;
+  // Relays may pass through chips the partition gave no work.
+  for (const auto &op : fn.ops())
+    if (op->kind() == ir::OpKind::Transfer)
+      used = std::max({used, unsigned(op->intAttr("from").value_or(0)) + 1,
+                       unsigned(op->intAttr("to").value_or(0)) + 1});
+  if (used > topology.numChips())
+    return error("func @" + fn.name() + " uses " + llvm::Twine(used) + " chips, topology '" +
+                 options.topology + "' has " + llvm::Twine(topology.numChips()));
   auto found = crossingsOf(fn, topology, options.topology, {});
   if (!found)
     return found.takeError();
@@ -366,115 +573,188 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &fn, const ChipDesc
         traffic[c].outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});
     }
   }
-  // One run of the whole group: every chip on its own thread.
+  std::vector<std::optional<Schedule>> schedules(used);
+  // One run of a group: every chip of it on its own thread, what earlier
+  // groups sent in the mailbox already.
   struct GroupRun {
     std::vector<std::optional<llvm::Expected<Schedule>>> results;
     std::vector<char> packed, aborted;
     PlacementHeuristics decided{false, false, false, false}; // by any chip
   };
-  auto runGroup = [&](ParamStorage storage, const PlacementHeuristics &heuristics) {
+  auto runGroup = [&](const std::vector<unsigned> &group, ParamStorage storage,
+                      const PlacementHeuristics &heuristics) {
     TransferMailbox mailbox(used);
+    for (unsigned c = 0; c < used; ++c)
+      if (schedules[c])
+        for (const LinkTransfer &t : schedules[c]->sent)
+          mailbox.publish(t);
+    // A chip outside the group sends nothing more: waiting for it would
+    // be waiting for ever.
+    for (unsigned c = 0; c < used; ++c)
+      if (!llvm::is_contained(group, c))
+        mailbox.close(c);
     GroupRun run;
-    run.results.resize(used);
-    run.packed.assign(used, 0);
-    run.aborted.assign(used, 0);
-    std::vector<PlacementHeuristics> decided(used);
+    const size_t n = group.size();
+    run.results.resize(n);
+    run.packed.assign(n, 0);
+    run.aborted.assign(n, 0);
+    std::vector<PlacementHeuristics> decided(n);
     {
       std::vector<std::thread> threads;
-      for (unsigned c = 0; c < used; ++c)
-        threads.emplace_back([&, c] {
+      for (size_t i = 0; i < n; ++i)
+        threads.emplace_back([&, i] {
+          const unsigned c = group[i];
           ChipTraffic mine = traffic[c];
           mine.mailbox = &mailbox;
           bool packedAny = false;
           auto schedule = scheduleOnce(legal[c] ? *legal[c] : *parts[c], chip, storage, packedAny,
-                                       heuristics, decided[c], &mine);
+                                       heuristics, decided[i], &mine);
           mailbox.close(c);
-          run.packed[c] = packedAny;
-          run.results[c].emplace(std::move(schedule));
+          run.packed[i] = packedAny;
+          run.results[i].emplace(std::move(schedule));
         });
       for (std::thread &t : threads)
         t.join();
     }
-    for (unsigned c = 0; c < used; ++c) {
-      run.aborted[c] = mailbox.aborted(c);
+    for (size_t i = 0; i < n; ++i) {
+      run.aborted[i] = mailbox.aborted(group[i]);
       for (const PlacementHeuristic &p : placementHeuristicTable())
-        run.decided.*p.flag |= decided[c].*p.flag;
+        run.decided.*p.flag |= decided[i].*p.flag;
     }
     return run;
   };
-  // The run's schedules merged; nullopt (its errors dropped) when a chip
-  // failed.
-  auto merged = [&](GroupRun &run) -> std::optional<Schedule> {
-    if (!llvm::all_of(run.results, [](auto &r) { return bool(*r); })) {
-      for (auto &r : run.results)
-        if (!*r)
-          llvm::consumeError(r->takeError());
-      return std::nullopt;
-    }
-    std::vector<Schedule> schedules;
+  auto succeeded = [](GroupRun &run) {
+    return llvm::all_of(run.results, [](auto &r) { return bool(*r); });
+  };
+  auto slowest = [](GroupRun &run) {
+    int64_t cycles = 0;
     for (auto &r : run.results)
-      schedules.push_back(std::move(**r));
-    std::vector<unsigned> onChip(used);
-    for (unsigned c = 0; c < used; ++c)
-      onChip[c] = c;
-    Schedule s = merge(fn, std::move(schedules), onChip, used, options.topology, topology.numChips());
-    s.lockstep = true;
-    return s;
+      cycles = std::max(cycles, (**r).cycles);
+    return cycles;
+  };
+  auto dropErrors = [](GroupRun &run) {
+    for (auto &r : run.results)
+      if (!*r)
+        llvm::consumeError(r->takeError());
+  };
+  // A group's schedules, or its first chip's own error.
+  auto scheduleGroup = [&](const std::vector<unsigned> &group) -> llvm::Error {
+    const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
+    const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
+    for (size_t i = 0;; ++i) {
+      GroupRun run = runGroup(group, attempts[i], first);
+      if (succeeded(run)) {
+        // The other sets of heuristics, for the whole group with the
+        // storage that fits, as scheduleFunction tries them for one chip:
+        // the fewest cycles of the slowest chip win, the default on a tie;
+        // a set that differs only in choices no chip met is skipped, one
+        // that fails passed over.
+        if (options.tune && !options.heuristics)
+          for (const PlacementHeuristics &h : heuristicVariants()) {
+            if (!variantMatters(h, run.decided, first))
+              continue;
+            GroupRun other = runGroup(group, attempts[i], h);
+            if (succeeded(other) && slowest(other) < slowest(run))
+              run = std::move(other);
+            else
+              dropErrors(other);
+          }
+        for (size_t k = 0; k < group.size(); ++k)
+          schedules[group[k]] = std::move(**run.results[k]);
+        return llvm::Error::success();
+      }
+      // The chips' own errors, in chip order (the others stopped waiting
+      // for a chip that failed).
+      std::vector<llvm::Error> own;
+      for (size_t k = 0; k < group.size(); ++k) {
+        if (*run.results[k])
+          continue;
+        llvm::Error e = run.results[k]->takeError();
+        if (run.aborted[k])
+          llvm::consumeError(std::move(e));
+        else
+          own.push_back(std::move(e));
+      }
+      if (own.empty())
+        return error("func @" + fn.name() +
+                     ": a chip waited for a value its sender finished without sending");
+      const bool last = i + 1 == attempts.size() ||
+                        (attempts[i] == ParamStorage::Packed && !llvm::is_contained(run.packed, 1));
+      // The first error that is not SRAM being full, else (the last
+      // attempt) the first chip's; SRAM full only: the whole group again,
+      // packed.
+      llvm::Error reported = llvm::Error::success();
+      for (llvm::Error &e : own) {
+        if (!reported && !last && takeDoesNotFit(e))
+          continue;
+        if (!reported)
+          reported = std::move(e);
+        else
+          llvm::consumeError(std::move(e));
+      }
+      if (reported)
+        return reported;
+    }
   };
 
-  const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
-  const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
-  for (size_t i = 0;; ++i) {
-    GroupRun run = runGroup(attempts[i], first);
-    if (llvm::all_of(run.results, [](auto &r) { return bool(*r); })) {
-      std::optional<Schedule> best = merged(run);
-      // The other sets of heuristics, for the whole group with the storage
-      // that fits, as scheduleFunction tries them for one chip: the fewest
-      // cycles of the slowest chip win, the default on a tie; a set that
-      // differs only in choices no chip met is skipped, one that fails
-      // passed over.
-      if (!options.tune || options.heuristics)
-        return std::move(*best);
-      for (const PlacementHeuristics &h : heuristicVariants()) {
-        if (!variantMatters(h, run.decided, first))
+  // Groups in order; one with a key scheduled already shares its schedules.
+  struct SharedGroup {
+    std::vector<unsigned> chips;
+    int64_t origin = 0;
+  };
+  std::map<std::string, SharedGroup> scheduled;
+  unsigned distinct = 0;
+  for (const std::vector<unsigned> &group : chipGroups(crossings, used)) {
+    const std::set<unsigned> members(group.begin(), group.end());
+    // What the group receives from earlier groups, arrivals known.
+    std::optional<int64_t> origin;
+    for (unsigned c : group)
+      for (ChipTraffic::Incoming &in : traffic[c].incoming) {
+        if (members.count(in.fromChip))
           continue;
-        GroupRun other = runGroup(attempts[i], h);
-        if (std::optional<Schedule> s = merged(other); s && s->cycles < best->cycles)
-          best = std::move(s);
+        for (const LinkTransfer &t : schedules[in.fromChip]->sent)
+          if (t.id == in.id) {
+            in.arrivals = t.arrivals;
+            in.perm = t.perm;
+          }
+        if (!in.arrivals.empty())
+          origin = std::min(origin.value_or(in.arrivals.front()), in.arrivals.front());
       }
-      return std::move(*best);
+    const std::string key =
+        groupKey(group, parts, traffic, members, origin.value_or(0), chip.c2cLinks);
+    bool shared = false;
+    if (auto it = scheduled.find(key); it != scheduled.end() && origin) {
+      std::vector<std::optional<Schedule>> moved;
+      for (size_t k = 0; k < group.size(); ++k) {
+        const unsigned from = it->second.chips[k];
+        moved.push_back(shifted(*schedules[from], traffic[from], *origin - it->second.origin,
+                                *parts[group[k]], traffic[group[k]]));
+        if (!moved.back())
+          break;
+      }
+      if (moved.size() == group.size() && llvm::all_of(moved, [](auto &m) { return bool(m); })) {
+        for (size_t k = 0; k < group.size(); ++k)
+          schedules[group[k]] = std::move(moved[k]);
+        shared = true;
+      }
     }
-    // The chips' own errors, in chip order (the others stopped waiting for
-    // a chip that failed).
-    std::vector<llvm::Error> own;
-    for (unsigned c = 0; c < used; ++c) {
-      if (*run.results[c])
-        continue;
-      llvm::Error e = run.results[c]->takeError();
-      if (run.aborted[c])
-        llvm::consumeError(std::move(e));
-      else
-        own.push_back(std::move(e));
-    }
-    if (own.empty())
-      return error("func @" + fn.name() +
-                   ": a chip waited for a value its sender finished without sending");
-    const bool last = i + 1 == attempts.size() ||
-                      (attempts[i] == ParamStorage::Packed && !llvm::is_contained(run.packed, 1));
-    // The first error that is not SRAM being full, else (the last attempt)
-    // the first chip's; SRAM full only: the whole group again, packed.
-    llvm::Error reported = llvm::Error::success();
-    for (llvm::Error &e : own) {
-      if (!reported && !last && takeDoesNotFit(e))
-        continue;
-      if (!reported)
-        reported = std::move(e);
-      else
-        llvm::consumeError(std::move(e));
-    }
-    if (reported)
-      return reported;
+    if (shared)
+      continue;
+    if (llvm::Error e = scheduleGroup(group))
+      return e;
+    distinct += unsigned(group.size());
+    scheduled.try_emplace(key, SharedGroup{group, origin.value_or(0)});
   }
+
+  std::vector<Schedule> all;
+  for (unsigned c = 0; c < used; ++c)
+    all.push_back(std::move(*schedules[c]));
+  std::vector<unsigned> onChip(used);
+  for (unsigned c = 0; c < used; ++c)
+    onChip[c] = c;
+  Schedule s = merge(fn, std::move(all), onChip, distinct, options.topology, topology.numChips());
+  s.lockstep = true;
+  return s;
 }
 
 } // namespace

@@ -124,12 +124,19 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
     crossing[i] = running;
     crossingBytes[i] = runningBytes;
   }
+  // A function split over a group's chips already (a hybrid partition's
+  // stages) holds one value as several pieces, one per chip: there the
+  // bytes that cross count, not the values (the residual stream between
+  // two layers is the fewest bytes, in as many pieces as chips), and the
+  // slack is in quarters of the fewest.
+  const bool pieces = llvm::any_of(body, [](const Op *op) { return op->attr("chip") != nullptr; });
   int64_t fewest = INT64_MAX;
   for (size_t i = 1; i < body.size(); ++i)
     if (legal[i])
-      fewest = std::min(fewest, crossing[i]);
+      fewest = std::min(fewest, pieces ? crossingBytes[i] : crossing[i]);
   for (size_t i = 1; i < body.size(); ++i)
-    if (legal[i] && crossing[i] > fewest + slack)
+    if (legal[i] && (pieces ? crossingBytes[i] > fewest + fewest * slack / 4
+                            : crossing[i] > fewest + slack))
       legal[i] = false;
   for (size_t i = 1; i < body.size();) {
     if (!legal[i]) {
@@ -326,12 +333,20 @@ llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &
   return unsigned(fewest.size());
 }
 
+namespace {
+/// Given every body op's chip, places the leaves (a copy on each chip that
+/// reads one) and makes every crossing a `transfer`.
+void placeOnChips(Function &fn);
+} // namespace
+
 llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
   for (const auto &op : fn.ops())
     if (op->attr("chip") || op->kind() == OpKind::Transfer)
       return error("func @" + fn.name() + " is partitioned already");
   if (options.kind == PartitionKind::Tensor)
     return partitionTensor(fn, options);
+  if (options.kind == PartitionKind::Hybrid)
+    return partitionHybrid(fn, options);
   auto stages = planPipeline(fn, options);
   if (!stages)
     return stages.takeError();
@@ -339,7 +354,64 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
   for (const PipelineStage &s : *stages)
     for (size_t i = s.firstOp; i < s.endOp; ++i)
       const_cast<Op *>(body[i])->setAttr("chip", int64_t(s.chip));
+  placeOnChips(fn);
+  return llvm::Error::success();
+}
 
+namespace {
+
+/// The chip whose copy of its operands `op` reads: a transfer reads on the
+/// chip it sends from.
+int64_t readingChip(const Op &op) {
+  return op.kind() == OpKind::Transfer ? op.intAttr("from").value_or(0) : op.chip();
+}
+
+} // namespace
+
+llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options) {
+  const unsigned group = std::min(options.groupSize, options.chips);
+  if (group == 0 || options.chips % group)
+    return error("a hybrid partition needs a multiple of " + llvm::Twine(group) +
+                 " chips (groups of " + llvm::Twine(group) + "), not " + llvm::Twine(options.chips));
+  const unsigned groups = options.chips / group;
+  // Every layer split over the chips of one group.
+  PartitionOptions inGroup = options;
+  inGroup.kind = PartitionKind::Tensor;
+  inGroup.chips = group;
+  if (llvm::Error e = partitionTensor(fn, inGroup))
+    return e;
+  if (groups == 1)
+    return llvm::Error::success();
+  // The split function's ops, in program order, cut into stages as a
+  // pipeline over groups: a group has `group` chips' MXMs, VXMs and SRAM.
+  PartitionOptions overGroups = options;
+  overGroups.kind = PartitionKind::Pipeline;
+  overGroups.chips = groups;
+  overGroups.costs.macsPerCycle *= group;
+  overGroups.costs.elementsPerCycle *= group;
+  overGroups.costs.sramBytesPerChip *= group;
+  auto stages = planPipeline(fn, overGroups);
+  if (!stages)
+    return stages.takeError();
+  std::vector<const Op *> body = bodyOps(fn);
+  for (const PipelineStage &s : *stages)
+    for (size_t i = s.firstOp; i < s.endOp; ++i) {
+      Op *op = const_cast<Op *>(body[i]);
+      const int64_t base = int64_t(s.chip) * group;
+      if (op->kind() == OpKind::Transfer) {
+        op->setAttr("from", base + op->intAttr("from").value_or(0));
+        op->setAttr("to", base + op->intAttr("to").value_or(0));
+      } else {
+        op->setAttr("chip", base + op->chip());
+      }
+    }
+  placeOnChips(fn);
+  return llvm::Error::success();
+}
+
+namespace {
+
+void placeOnChips(Function &fn) {
   // Leaves go where they are read: weights and constants are held by every
   // chip that reads them, an input by the first.
   std::map<const Op *, std::vector<Op *>> users;
@@ -357,7 +429,7 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
     std::set<int64_t> chips;
     for (const Op *user : users[leaf])
       if (user->kind() != OpKind::Return)
-        chips.insert(user->chip());
+        chips.insert(readingChip(*user));
     if (chips.empty())
       continue;
     std::map<int64_t, Op *> copy;
@@ -378,7 +450,7 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
       std::vector<Op *> operands(user->operands().begin(), user->operands().end());
       for (Op *&operand : operands)
         if (operand == leaf)
-          operand = copy[user->chip()];
+          operand = copy[readingChip(*user)];
       user->setOperands(std::move(operands));
     }
   }
@@ -389,7 +461,7 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
   // one tensor never crosses twice under two shapes.
   std::map<const Op *, bool> dep = streamed(fn);
   std::function<Op *(Op *, Op *)> arrive = [&](Op *value, Op *reader) -> Op * {
-    int64_t chip = reader->chip();
+    int64_t chip = readingChip(*reader);
     Op *&there = moved[{value, chip}];
     if (there)
       return there;
@@ -433,7 +505,7 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
     std::vector<Op *> operands(user->operands().begin(), user->operands().end());
     bool changed = false;
     for (Op *&operand : operands) {
-      if (operand->chip() == user->chip())
+      if (operand->chip() == readingChip(*user))
         continue;
       operand = arrive(operand, user);
       changed = true;
@@ -447,8 +519,9 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
     for (const Op *operand : op->operands())
       ++uses[operand];
   fn.eraseIf([&](const Op &op) { return op.kind() == OpKind::Reshape && !uses[&op]; });
-  return llvm::Error::success();
 }
+
+} // namespace
 
 llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text) {
   PartitionOptions options;
@@ -464,10 +537,15 @@ llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text) {
         options.kind = PartitionKind::Pipeline;
       else if (value == "tensor")
         options.kind = PartitionKind::Tensor;
+      else if (value == "hybrid")
+        options.kind = PartitionKind::Hybrid;
       else
-        return error("partition: kind must be 'pipeline' or 'tensor', not '" + value + "'");
+        return error("partition: kind must be 'pipeline', 'tensor' or 'hybrid', not '" + value + "'");
+    } else if (key == "group") {
+      if (value.getAsInteger(10, options.groupSize) || options.groupSize == 0)
+        return error("partition: group must be a positive number, not '" + value + "'");
     } else {
-      return error("partition: unknown option '" + key + "' (the options: chips, kind)");
+      return error("partition: unknown option '" + key + "' (the options: chips, kind, group)");
     }
   }
   return options;

@@ -37,12 +37,15 @@ struct PartitionCosts {
 
 /// Pipeline: consecutive layers on consecutive chips. Tensor: matmuls split
 /// by a weight's columns, then rows, over every chip (Megatron), with an
-/// all-reduce after each pair.
-enum class PartitionKind : uint8_t { Pipeline, Tensor };
+/// all-reduce after each pair. Hybrid: tensor within groups of
+/// `groupSize` chips (a node), pipeline stages across the groups.
+enum class PartitionKind : uint8_t { Pipeline, Tensor, Hybrid };
 
 struct PartitionOptions {
   unsigned chips = 1;
   PartitionKind kind = PartitionKind::Pipeline;
+  /// Hybrid: the chips of one group (stage); chips must be a multiple.
+  unsigned groupSize = 8;
   PartitionCosts costs;
 };
 
@@ -69,6 +72,12 @@ llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &
 /// Partitions `fn` in place by tensor parallelism (TensorParallel.cpp).
 llvm::Error partitionTensor(Function &fn, const PartitionOptions &options);
 
+/// Partitions `fn` in place by tensor parallelism within groups of
+/// `options.groupSize` chips and a pipeline over the groups: stage s's op
+/// on the group's chip v runs on chip s * groupSize + v; a value that
+/// crosses stages crosses between the chips of the same position.
+llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options);
+
 /// Partitions `fn` in place. Errors: as planPipeline's; a function already
 /// partitioned.
 llvm::Error partitionFunction(Function &fn, const PartitionOptions &options);
@@ -76,7 +85,8 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options);
 /// The pass `partition{...}` with these options (chips <= 1: no change).
 std::unique_ptr<Pass> createPartitionPass(const PartitionOptions &options);
 
-/// Parses the options of `partition{chips=N kind=pipeline|tensor}` (the
+/// Parses the options of `partition{chips=N kind=pipeline|tensor|hybrid
+/// group=G}` (the
 /// text between the braces).
 llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text);
 

@@ -150,8 +150,9 @@ int main(int argc, char **argv) {
   std::string partitionKind = "auto";
   app.add_option("--partition", partitionKind,
                  "how entries are cut across chips: auto, pipeline (consecutive layers on "
-                 "consecutive chips) or tensor (matmuls split over all the chips, Megatron-style)")
-      ->check(CLI::IsMember({"auto", "pipeline", "tensor"}))
+                 "consecutive chips), tensor (matmuls split over all the chips, Megatron-style) "
+                 "or hybrid (tensor within each node of 8 chips, pipeline across nodes)")
+      ->check(CLI::IsMember({"auto", "pipeline", "tensor", "hybrid"}))
       ->capture_default_str();
   app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
   app.add_flag("--verify,-V", verify,
@@ -196,6 +197,7 @@ int main(int argc, char **argv) {
     pipeline.chips.chips = unsigned(std::stoul(chipsSpec));
   pipeline.chips.topology = topologySpec;
   pipeline.chips.tensor = partitionKind == "tensor";
+  pipeline.chips.hybrid = partitionKind == "hybrid";
   // The SRAM rule of the checker (E0600) counts the chips asked for; with
   // `auto`, the partition finds how many the weights need.
   checkOptions.chips = pipeline.chips.chips;
