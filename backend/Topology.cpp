@@ -9,6 +9,7 @@ constexpr unsigned kChipsPerNode = 8;
 constexpr unsigned kLocalLinks = 7;
 constexpr unsigned kGlobalLinks = 4;
 constexpr unsigned kGlobalPorts = kChipsPerNode * kGlobalLinks;
+constexpr unsigned kMaxNodes = 512;
 } // namespace
 
 llvm::Expected<Topology> Topology::parse(llvm::StringRef spec, unsigned linksPerChip) {
@@ -21,9 +22,10 @@ llvm::Expected<Topology> Topology::parse(llvm::StringRef spec, unsigned linksPer
   } else if (spec == "node") {
     nodes = 1;
   } else if (spec.consume_front("dragonfly:")) {
-    if (spec.getAsInteger(10, nodes) || nodes < 1 || nodes > kGlobalPorts + 1)
+    if (spec.getAsInteger(10, nodes) || nodes < 1 || nodes > kMaxNodes)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "dragonfly needs 1 to 33 nodes, found '" + spec + "'");
+                                     "dragonfly needs 1 to " + llvm::Twine(kMaxNodes) +
+                                         " nodes, found '" + spec + "'");
   } else {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "unknown topology '" + spec +
@@ -50,6 +52,20 @@ llvm::Expected<Topology> Topology::parse(llvm::StringRef spec, unsigned linksPer
       }
       if (nodes < 2)
         continue;
+      if (nodes > kGlobalPorts + 1) {
+        // More nodes than a node has ports: a circulant. Port 2k goes to
+        // node n + k + 1, port 2k + 1 to node n - k - 1 (the other's port
+        // 2k); far nodes are reached through the nodes between.
+        for (unsigned g = 0; g < kGlobalLinks; ++g) {
+          unsigned p = c * kGlobalLinks + g;
+          unsigned step = p / 2 + 1;
+          unsigned m = p % 2 ? (n + nodes - step) % nodes : (n + step) % nodes;
+          unsigned pBack = p ^ 1u;
+          t.peers_[size_t(chip) * linksPerChip + kLocalLinks + g] =
+              LinkEnd{m * kChipsPerNode + pBack / kGlobalLinks, kLocalLinks + pBack % kGlobalLinks};
+        }
+        continue;
+      }
       // Port p of node n serves the other node q = p mod (nodes-1) steps
       // away; the k-th port towards a node meets the k-th port back.
       for (unsigned g = 0; g < kGlobalLinks; ++g) {

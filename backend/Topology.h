@@ -4,6 +4,10 @@
 //   node          8 chips, fully connected: 7 local links per chip
 //   dragonfly:N   N nodes of 8 chips; each chip adds 4 global links, and a
 //                 node's 32 global ports are spread over the other nodes
+//                 (up to 33 nodes: every two nodes cabled; beyond, up to
+//                 512, node n's port 2k goes to node n + k + 1 and port
+//                 2k + 1 to node n - k - 1, and routes between far nodes
+//                 pass through the nodes between)
 // Local link k of chip c (0 <= k < 7) goes to chip (c + k + 1) mod 8 of the
 // same node; global link 7 + g of chip c is port p = 4c + g of its node.
 #pragma once

@@ -161,14 +161,13 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     const ir::Op *ret = fn->terminator();
     llvm::SMRange at = ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{};
     po.chips = chips.chips;
-    if (chips.fewest) {
-      // Hybrid: the fewest groups (nodes) whose chips hold the weights.
-      const unsigned group = po.kind == ir::PartitionKind::Hybrid ? po.groupSize : 1;
-      ir::PartitionCosts perGroup = po.costs;
-      perGroup.sramBytesPerChip *= group;
-      auto fewest = ir::minimumChips(*fn, perGroup);
-      if (fewest)
-        *fewest *= group;
+    po.fewest = chips.fewest && po.kind == ir::PartitionKind::Hybrid;
+    if (po.fewest) {
+      // Hybrid: the fewest groups (nodes) whose chips hold the weights,
+      // found on the function split over a group.
+      po.chips = po.groupSize;
+    } else if (chips.fewest) {
+      auto fewest = ir::minimumChips(*fn, po.costs);
       if (!fewest) {
         diags.report(DiagID::PartitionFails, at, fn->name(), "any number of",
                      llvm::toString(fewest.takeError()));
@@ -180,10 +179,13 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     if (po.chips <= 1)
       continue;
     if (llvm::Error e = ir::partitionFunction(*fn, po)) {
-      diags.report(DiagID::PartitionFails, at, fn->name(), std::to_string(po.chips),
+      diags.report(DiagID::PartitionFails, at, fn->name(),
+                   po.fewest ? "any number of" : std::to_string(po.chips),
                    llvm::toString(std::move(e)));
       return false;
     }
+    for (const auto &op : fn->ops())
+      most = std::max(most, unsigned(op->chip()) + 1);
     std::vector<ir::VerifyError> errors = ir::verify(*fn);
     if (!errors.empty()) {
       reportInternalError(diags, {}, "the partitioned IR does not verify:\n" +

@@ -5,6 +5,7 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
@@ -400,7 +401,9 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
       listParams(*self, "", bucket.paramPaths);
     done();
     uint64_t capacity = options_.sramBytesPerChip * options_.chips;
-    if (options_.sramRule && bucket.paramBytes > capacity) {
+    const bool compiled = options_.sramRuleEntries.empty() ||
+                          llvm::is_contained(options_.sramRuleEntries, entryName);
+    if (options_.sramRule && compiled && bucket.paramBytes > capacity) {
       std::vector<std::pair<uint64_t, const ast::ParamDecl *>> largest;
       for (const auto &[d, bytes] : bytesByDecl)
         largest.push_back({bytes, d});

@@ -33,6 +33,9 @@ struct CheckOptions {
   /// `chips` chips. Off where the model runs on the host, not on chips
   /// (lpurun --reference).
   bool sramRule = true;
+  /// The entries the SRAM rule applies to (the ones compiled: lpuc
+  /// --entry); empty: every entry.
+  std::vector<std::string> sramRuleEntries;
   unsigned chips = 1;
   uint64_t sramBytesPerChip = 220ull << 20;
   /// Record the type of every expression of every instantiation.

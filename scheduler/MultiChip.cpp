@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -336,24 +337,35 @@ std::unique_ptr<ir::Function> routed(const ir::Function &fn, const Topology &top
       if (auto p = topology.peer(c, l))
         neighbours[c].push_back(p->chip);
     }
-  // Hops to `to` from every chip (links are cabled both ways).
-  std::map<unsigned, std::vector<unsigned>> distance;
-  auto hopsTo = [&](unsigned to) -> const std::vector<unsigned> & {
-    auto [it, fresh] = distance.try_emplace(to);
+  // Hops to `to` from every chip (links are cabled both ways), through
+  // the chips `allowed` says may relay.
+  auto hops = [&](unsigned to, const std::function<bool(unsigned)> &allowed) {
+    std::vector<unsigned> d(n, UINT_MAX);
+    std::vector<unsigned> queue{to};
+    d[to] = 0;
+    for (size_t i = 0; i < queue.size(); ++i)
+      for (unsigned m : neighbours[queue[i]])
+        if (d[m] == UINT_MAX && allowed(m)) {
+          d[m] = d[queue[i]] + 1;
+          queue.push_back(m);
+        }
+    return d;
+  };
+  // A route stays within the two chips' nodes when it can (in a dragonfly
+  // every two nodes are cabled): a relay on a third node's chip would tie
+  // that node's schedule to these two.
+  constexpr unsigned kNode = 8;
+  std::map<std::pair<unsigned, unsigned>, std::vector<unsigned>> distance;
+  auto hopsTo = [&](unsigned from, unsigned to) -> const std::vector<unsigned> & {
+    auto [it, fresh] = distance.try_emplace({from / kNode, to});
     if (fresh) {
-      it->second.assign(n, UINT_MAX);
-      std::vector<unsigned> queue{to};
-      it->second[to] = 0;
-      for (size_t i = 0; i < queue.size(); ++i)
-        for (unsigned m : neighbours[queue[i]])
-          if (it->second[m] == UINT_MAX) {
-            it->second[m] = it->second[queue[i]] + 1;
-            queue.push_back(m);
-          }
+      it->second = hops(to, [&](unsigned m) { return m / kNode == from / kNode || m / kNode == to / kNode; });
+      if (it->second[from] == UINT_MAX)
+        it->second = hops(to, [](unsigned) { return true; });
     }
     return it->second;
   };
-  std::map<std::pair<unsigned, unsigned>, uint64_t> load;
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> load;
   auto out = std::make_unique<ir::Function>(fn.name(), fn.bucket());
   std::map<const ir::Op *, ir::Op *> mapped;
   for (const auto &owned : fn.ops()) {
@@ -370,7 +382,7 @@ std::unique_ptr<ir::Function> routed(const ir::Function &fn, const Topology &top
     }
     const unsigned from = unsigned(op.intAttr("from").value_or(0));
     const unsigned to = unsigned(op.intAttr("to").value_or(0));
-    const std::vector<unsigned> &hops = hopsTo(to);
+    const std::vector<unsigned> &hops = hopsTo(from, to);
     ir::Op *value = operands.at(0);
     const uint64_t bytes = op.type().byteSize();
     for (unsigned at = from; at != to;) {
@@ -378,13 +390,18 @@ std::unique_ptr<ir::Function> routed(const ir::Function &fn, const Topology &top
         value = nullptr; // no route: crossingsOf names the chips
         break;
       }
+      // Load is counted per pair of nodes, so that the routes between
+      // two nodes are the same whatever the others carry.
+      auto loaded = [&](unsigned a, unsigned b) -> uint64_t & {
+        return load[{from / kNode * n + to / kNode, a * n + b}];
+      };
       unsigned next = UINT_MAX;
       for (unsigned m : neighbours[at])
         if (hops[m] + 1 == hops[at] &&
-            (next == UINT_MAX || load[{at, m}] < load[{at, next}] ||
-             (load[{at, m}] == load[{at, next}] && m < next)))
+            (next == UINT_MAX || loaded(at, m) < loaded(at, next) ||
+             (loaded(at, m) == loaded(at, next) && m < next)))
           next = m;
-      load[{at, next}] += bytes;
+      loaded(at, next) += bytes;
       ir::Op *hop = out->append(ir::OpKind::Transfer, op.type(), {value}, op.loc());
       hop->setAttr("from", int64_t(at));
       hop->setAttr("to", int64_t(next));

@@ -124,19 +124,12 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
     crossing[i] = running;
     crossingBytes[i] = runningBytes;
   }
-  // A function split over a group's chips already (a hybrid partition's
-  // stages) holds one value as several pieces, one per chip: there the
-  // bytes that cross count, not the values (the residual stream between
-  // two layers is the fewest bytes, in as many pieces as chips), and the
-  // slack is in quarters of the fewest.
-  const bool pieces = llvm::any_of(body, [](const Op *op) { return op->attr("chip") != nullptr; });
   int64_t fewest = INT64_MAX;
   for (size_t i = 1; i < body.size(); ++i)
     if (legal[i])
-      fewest = std::min(fewest, pieces ? crossingBytes[i] : crossing[i]);
+      fewest = std::min(fewest, crossing[i]);
   for (size_t i = 1; i < body.size(); ++i)
-    if (legal[i] && (pieces ? crossingBytes[i] > fewest + fewest * slack / 4
-                            : crossing[i] > fewest + slack))
+    if (legal[i] && crossing[i] > fewest + slack)
       legal[i] = false;
   for (size_t i = 1; i < body.size();) {
     if (!legal[i]) {
@@ -255,9 +248,12 @@ llvm::Error noChipHolds(const std::vector<const Op *> &body, const StageCosts &s
     what += (what.empty() ? "" : ", ") + p->stringAttr("path").value_or("?");
     bytes += bytesOf(p->type());
   }
-  return error("no chip can hold the weights of one stage: " + std::string(mnemonic(body[at]->kind())) +
-               " reads " + what + " (" + mib(bytes) + " with the weights it cannot be cut from), " +
-               "more than the " + mib(room(costs)) + " a chip's SRAM gives weights");
+  const std::string holder =
+      costs.chipsPerStage > 1 ? "group of " + std::to_string(costs.chipsPerStage) + " chips" : "chip";
+  return error("no " + holder + " can hold the weights of one stage: " +
+               std::string(mnemonic(body[at]->kind())) + " reads " + what + " (" + mib(bytes) +
+               " with the weights it cannot be cut from), more than the " + mib(room(costs)) +
+               " a " + holder + "'s SRAM gives weights");
 }
 
 } // namespace
@@ -295,9 +291,16 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
   std::vector<PipelineStage> fewest = greedyStages(body, sc, legal, HUGE_VAL, fits, &tooBig);
   if (fewest.empty())
     return noChipHolds(body, sc, tooBig, options.costs);
-  if (fewest.size() > options.chips)
+  if (fewest.size() > options.chips) {
+    const unsigned per = options.costs.chipsPerStage;
+    if (per > 1)
+      return error("the weights need " + std::to_string(fewest.size()) + " groups of " +
+                   std::to_string(per) + " chips as pipeline stages (" + mib(fits) +
+                   " of weights per group), " + std::to_string(fewest.size() * per) +
+                   " chips, not " + std::to_string(options.chips * per));
     return error("the weights need " + std::to_string(fewest.size()) + " chips as pipeline stages (" +
                  mib(fits) + " of weights per chip), not " + std::to_string(options.chips));
+  }
   // The smallest per-stage cost whose greedy cut needs no more stages than
   // chips: stages balanced by cost (bisection over the limit).
   double lo = 0, hi = 0;
@@ -360,6 +363,10 @@ llvm::Error partitionFunction(Function &fn, const PartitionOptions &options) {
 
 namespace {
 
+/// The stage a hybrid partition gives an op before splitting it (removed
+/// after).
+constexpr const char *kStageAttr = "hybrid.stage";
+
 /// The chip whose copy of its operands `op` reads: a transfer reads on the
 /// chip it sends from.
 int64_t readingChip(const Op &op) {
@@ -373,38 +380,80 @@ llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options) {
   if (group == 0 || options.chips % group)
     return error("a hybrid partition needs a multiple of " + llvm::Twine(group) +
                  " chips (groups of " + llvm::Twine(group) + "), not " + llvm::Twine(options.chips));
-  const unsigned groups = options.chips / group;
+  // The stages are cut on the whole function, as a pipeline over groups
+  // (a group has `group` chips' MXMs, VXMs and SRAM), where the pipeline
+  // cuts well: between layers, where the residual stream is the one live
+  // value. Each op carries its stage through the split as an attribute.
+  PartitionOptions overGroups = options;
+  overGroups.kind = PartitionKind::Pipeline;
+  overGroups.chips = options.chips / group;
+  overGroups.costs.macsPerCycle *= group;
+  overGroups.costs.elementsPerCycle *= group;
+  overGroups.costs.sramBytesPerChip *= group;
+  overGroups.costs.chipsPerStage = group;
+  if (options.fewest) {
+    auto fewest = minimumChips(fn, overGroups.costs);
+    if (!fewest)
+      return fewest.takeError();
+    overGroups.chips = *fewest;
+  }
+  auto stages = planPipeline(fn, overGroups);
+  if (!stages)
+    return stages.takeError();
+  {
+    std::vector<const Op *> body = bodyOps(fn);
+    for (const PipelineStage &s : *stages)
+      for (size_t i = s.firstOp; i < s.endOp; ++i)
+        const_cast<Op *>(body[i])->setAttr(kStageAttr, int64_t(s.chip));
+  }
   // Every layer split over the chips of one group.
   PartitionOptions inGroup = options;
   inGroup.kind = PartitionKind::Tensor;
   inGroup.chips = group;
   if (llvm::Error e = partitionTensor(fn, inGroup))
     return e;
-  if (groups == 1)
-    return llvm::Error::success();
-  // The split function's ops, in program order, cut into stages as a
-  // pipeline over groups: a group has `group` chips' MXMs, VXMs and SRAM.
-  PartitionOptions overGroups = options;
-  overGroups.kind = PartitionKind::Pipeline;
-  overGroups.chips = groups;
-  overGroups.costs.macsPerCycle *= group;
-  overGroups.costs.elementsPerCycle *= group;
-  overGroups.costs.sramBytesPerChip *= group;
-  auto stages = planPipeline(fn, overGroups);
-  if (!stages)
-    return stages.takeError();
-  std::vector<const Op *> body = bodyOps(fn);
-  for (const PipelineStage &s : *stages)
-    for (size_t i = s.firstOp; i < s.endOp; ++i) {
-      Op *op = const_cast<Op *>(body[i]);
-      const int64_t base = int64_t(s.chip) * group;
-      if (op->kind() == OpKind::Transfer) {
-        op->setAttr("from", base + op->intAttr("from").value_or(0));
-        op->setAttr("to", base + op->intAttr("to").value_or(0));
-      } else {
-        op->setAttr("chip", base + op->chip());
-      }
+  // The ops the split added (the collectives' slices, transfers, adds and
+  // concats) go with what they read: a reduce-scatter with the matmul
+  // whose sums it adds, a gather with the norm whose rows it gathers.
+  // What reads nothing staged (a slice of an input) goes with its first
+  // reader.
+  std::map<const Op *, int64_t> stageOf;
+  std::vector<Op *> body;
+  for (const auto &op : fn.ops())
+    if (!isLeaf(*op) && op->kind() != OpKind::Return)
+      body.push_back(op.get());
+  for (Op *op : body) {
+    if (std::optional<int64_t> s = op->intAttr(kStageAttr)) {
+      stageOf[op] = *s;
+      continue;
     }
+    for (const Op *operand : op->operands())
+      if (auto it = stageOf.find(operand); it != stageOf.end())
+        stageOf[op] = std::max(stageOf[op], it->second);
+  }
+  std::map<const Op *, int64_t> firstReader;
+  for (auto it = body.rbegin(); it != body.rend(); ++it) {
+    Op *op = *it;
+    if (!stageOf.count(op))
+      stageOf[op] = firstReader.count(op) ? firstReader[op] : 0;
+    for (const Op *operand : op->operands())
+      firstReader[operand] = firstReader.count(operand)
+                                 ? std::min(firstReader[operand], stageOf[op])
+                                 : stageOf[op];
+  }
+  for (const auto &op : fn.ops())
+    op->removeAttr(kStageAttr);
+  if (overGroups.chips <= 1 || stages->size() <= 1)
+    return llvm::Error::success();
+  for (Op *op : body) {
+    const int64_t base = stageOf[op] * group;
+    if (op->kind() == OpKind::Transfer) {
+      op->setAttr("from", base + op->intAttr("from").value_or(0));
+      op->setAttr("to", base + op->intAttr("to").value_or(0));
+    } else {
+      op->setAttr("chip", base + op->chip());
+    }
+  }
   placeOnChips(fn);
   return llvm::Error::success();
 }

@@ -33,6 +33,8 @@ struct PartitionCosts {
   /// The fraction of a chip's SRAM a stage's weights may take: the rest is
   /// for activations and the layouts' padding.
   double weightFill = 0.85;
+  /// The chips a stage has (a hybrid partition's group), for messages.
+  unsigned chipsPerStage = 1;
 };
 
 /// Pipeline: consecutive layers on consecutive chips. Tensor: matmuls split
@@ -46,6 +48,8 @@ struct PartitionOptions {
   PartitionKind kind = PartitionKind::Pipeline;
   /// Hybrid: the chips of one group (stage); chips must be a multiple.
   unsigned groupSize = 8;
+  /// Hybrid: as many groups as the weights need (`chips` is ignored).
+  bool fewest = false;
   PartitionCosts costs;
 };
 

@@ -202,6 +202,7 @@ int main(int argc, char **argv) {
   // `auto`, the partition finds how many the weights need.
   checkOptions.chips = pipeline.chips.chips;
   checkOptions.sramRule = !pipeline.chips.fewest;
+  checkOptions.sramRuleEntries = entries;
   pipeline.select.entries = entries;
   for (const std::string &spec : bucketSpecs)
     pipeline.select.buckets.push_back(*driver::parseBucketSpec(spec));

@@ -56,6 +56,43 @@ TEST(Topology, DragonflyJoinsEveryPairOfNodes) {
   EXPECT_EQ(nodePairs.size(), 9u * 8u);
 }
 
+// Beyond 33 nodes a node cannot be cabled to every other: a circulant in
+// which node n reaches nodes n +- 1 .. n +- 16 directly, every node the
+// same, and every chip reaches every other.
+TEST(Topology, LargeDragonflyIsACirculant) {
+  auto t = Topology::parse("dragonfly:128", 16);
+  ASSERT_TRUE(bool(t));
+  EXPECT_EQ(t->numChips(), 1024u);
+  expectSymmetric(*t, 16);
+  for (unsigned n = 0; n < 128; ++n) {
+    std::set<unsigned> reached;
+    for (unsigned c = n * 8; c < n * 8 + 8; ++c)
+      for (unsigned l = 7; l < 11; ++l) {
+        auto p = t->peer(c, l);
+        ASSERT_TRUE(p.has_value());
+        reached.insert((p->chip / 8 + 128 - n) % 128);
+      }
+    std::set<unsigned> offsets;
+    for (unsigned k = 1; k <= 16; ++k)
+      offsets.insert({k, 128 - k});
+    EXPECT_EQ(reached, offsets) << "node " << n;
+    // The next node over the same link of the same chip, for every node.
+    EXPECT_EQ(*t->peer(n * 8, 7), (LinkEnd{(n + 1) % 128 * 8, 8}));
+  }
+  // Connected: every chip from chip 0.
+  std::vector<bool> seen(1024, false);
+  std::vector<unsigned> queue{0};
+  seen[0] = true;
+  for (size_t i = 0; i < queue.size(); ++i)
+    for (unsigned l = 0; l < 11; ++l)
+      if (auto p = t->peer(queue[i], l); p && !seen[p->chip]) {
+        seen[p->chip] = true;
+        queue.push_back(p->chip);
+      }
+  EXPECT_EQ(queue.size(), 1024u);
+  EXPECT_TRUE(fails(Topology::parse("dragonfly:513", 16)));
+}
+
 TEST(Topology, BadSpecs) {
   EXPECT_TRUE(fails(Topology::parse("ring", 16)));
   EXPECT_TRUE(fails(Topology::parse("dragonfly:0", 16)));
@@ -70,7 +107,7 @@ TEST(Topology, BadSpecs) {
 TEST(Topology, ChainsCableEachChipToTheNext) {
   for (auto [spec, count] : {std::pair{"single", 1u}, {"node", 5u}, {"node", 8u},
                              {"dragonfly:2", 16u}, {"dragonfly:16", 128u}, {"dragonfly:33", 264u},
-                             {"dragonfly:16", 20u}}) {
+                             {"dragonfly:16", 20u}, {"dragonfly:128", 1024u}}) {
     auto t = Topology::parse(spec, 16);
     ASSERT_TRUE(bool(t)) << spec;
     auto chain = t->chain(count);
