@@ -9,7 +9,7 @@ share of the MXM work at the f16 peak, and the busiest link's vectors at 21
 cycles each). Figures, not pass/fail.
 
 usage: multichip_bench.py LPUC [--only NAME,...] [--timeout SECONDS]
-(--only tensor: the tensor-parallel table only)
+(--only tensor / --only hybrid: that table only)
 """
 import argparse
 import json
@@ -39,6 +39,17 @@ CASES = [
 TENSOR_CASES = [
     ("bert-base layer S=128", "bench/bert_layer.lpu", [], ["1", "2", "4", "8"]),
     ("bert-base S=128", "examples/bert.lpu", ["--entry", "pooled", "--bucket", "S=128"], ["1", "2", "4", "8"]),
+]
+
+# Hybrid (--partition hybrid: tensor within each node of 8 chips, pipeline
+# across nodes) beside the other kinds: (name, file, lpuc flags,
+# [(partition, chips)])
+HYBRID_CASES = [
+    ("bert-large S=128", "examples/bert_large.lpu", ["--bucket", "S=128"],
+     [("pipeline", "auto"), ("tensor", "8"), ("hybrid", "16"), ("hybrid", "24")]),
+    # One Llama-2-13B-shaped layer (D=5120, FFN 13824, 40 heads) on a node:
+    # what each stage of the 13B model costs the compiler.
+    ("llama2-13b 1 layer", "bench/llama.lpu", ["--entry", "llama2_13b_layer"], [("tensor", "8")]),
 ]
 
 MACS_PER_CYCLE = 102400  # groqchip1: 4 planes of 320 x 320 at a quarter rate in f16
@@ -129,6 +140,33 @@ def main():
                       f"{link:>8.2f} {wall:>9.1f} {rss / 1024:>8.0f}")
             sys.stdout.flush()
     tensor(args, [o for o in only if o != "tensor"] if "tensor" in only else only)
+    hybrid(args, [o for o in only if o != "hybrid"] if "hybrid" in only else only)
+
+
+def hybrid(args, only):
+    print()
+    print("# --partition hybrid beside pipeline and tensor; interval: the longest stage's span")
+    print(f"{'model':22} {'partition':>9} {'chips':>5} {'topology':>12} {'cycles':>10} "
+          f"{'latency us':>11} {'interval':>10} {'inf/s':>8} {'scheduled':>9} {'compile s':>9} "
+          f"{'peak MB':>8}")
+    for name, path, flags, runs in HYBRID_CASES:
+        if only and not any(o in name for o in only):
+            continue
+        for kind, chips in runs:
+            report, err, wall, rss = run(args.lpuc, path, flags, chips, args.timeout,
+                                         ["--partition", kind])
+            if report is None:
+                print(f"{name:22} {kind:>9} {chips:>5}  {err}")
+                continue
+            clock = report["clock_mhz"]
+            for b in report["buckets"]:
+                used = len(b.get("chips", [])) or 1
+                interval = b.get("pipelined_interval") or b["cycles"]
+                print(f"{name:22} {kind:>9} {used:>5} {b.get('topology', 'single'):>12} "
+                      f"{b['cycles']:>10} {b['cycles'] / clock:>11.1f} {interval:>10} "
+                      f"{clock * 1e6 / interval:>8.0f} {b.get('scheduled_chips', 1):>9} "
+                      f"{wall:>9.1f} {rss / 1024:>8.0f}")
+            sys.stdout.flush()
 
 
 def tensor(args, only):

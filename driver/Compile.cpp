@@ -13,6 +13,7 @@
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
+#include <map>
 
 namespace lpu::driver {
 
@@ -38,10 +39,22 @@ int64_t linkCycles(const scheduler::ChipFigures &f, const backend::ChipDescripti
 /// inference leaves every that many cycles (an estimate: it assumes that a
 /// chip's work before its first input arrives, loading weights, overlaps
 /// the previous request's).
+/// The pipelined interval: the longest stage's span from its first input
+/// to its last result; a stage is a chip, or a lockstep group (0 for a
+/// single group: not a pipeline).
 int64_t longestSpan(const scheduler::Schedule &s) {
+  if (s.lockstep && s.groups < 2)
+    return 0;
+  std::map<unsigned, std::pair<int64_t, int64_t>> stage; // first input, last result
+  for (const scheduler::ChipFigures &f : s.chips) {
+    unsigned key = s.lockstep ? f.group : f.chip;
+    auto [it, fresh] = stage.try_emplace(key, f.firstCycle, f.cycles);
+    it->second.first = std::min(it->second.first, f.firstCycle);
+    it->second.second = std::max(it->second.second, f.cycles);
+  }
   int64_t span = 0;
-  for (const scheduler::ChipFigures &f : s.chips)
-    span = std::max(span, f.cycles - f.firstCycle);
+  for (const auto &[key, firstLast] : stage)
+    span = std::max(span, firstLast.second - firstLast.first);
   return span;
 }
 
@@ -162,7 +175,14 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
         os << ", lower bound " << f.lowerBound << " (" << f.lowerBoundReason << ")\n";
       }
       int64_t span = longestSpan(s);
-      if (s.lockstep)
+      if (s.lockstep && s.groups > 1)
+        os << "  lockstep in " << s.groups
+           << " groups (the chips of a group send to each other both ways), pipelined across "
+              "them: one inference every "
+           << span << " cycles (the longest group's span from its first input to its last result)"
+           << llvm::format(", %.0f inferences/s at %g MHz\n", chip.clockMHz * 1e6 / double(span),
+                           chip.clockMHz);
+      else if (s.lockstep)
         os << "  lockstep: the chips send to each other both ways, scheduled together (not a "
               "pipeline)\n";
       else if (span > 0)
@@ -225,9 +245,11 @@ void printScheduleReportJson(const CompiledProgram &compiled,
                                            {"lower_bound_reason", f.lowerBoundReason}});
       bucket["topology"] = s.topology;
       bucket["chips"] = std::move(chips);
-      if (s.lockstep)
+      if (s.lockstep) {
         bucket["lockstep"] = true;
-      else
+        bucket["lockstep_groups"] = int64_t(s.groups);
+      }
+      if (!s.lockstep || s.groups > 1)
         bucket["pipelined_interval"] = longestSpan(s);
       bucket["scheduled_chips"] = int64_t(s.distinctChips);
     }

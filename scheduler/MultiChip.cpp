@@ -721,7 +721,8 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
   };
   std::map<std::string, SharedGroup> scheduled;
   unsigned distinct = 0;
-  for (const std::vector<unsigned> &group : chipGroups(crossings, used)) {
+  const std::vector<std::vector<unsigned>> groups = chipGroups(crossings, used);
+  for (const std::vector<unsigned> &group : groups) {
     const std::set<unsigned> members(group.begin(), group.end());
     // What the group receives from earlier groups, arrivals known.
     std::optional<int64_t> origin;
@@ -771,6 +772,10 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     onChip[c] = c;
   Schedule s = merge(fn, std::move(all), onChip, distinct, options.topology, topology.numChips());
   s.lockstep = true;
+  s.groups = unsigned(groups.size());
+  for (unsigned g = 0; g < groups.size(); ++g)
+    for (unsigned c : groups[g])
+      s.chips[c].group = g;
   return s;
 }
 

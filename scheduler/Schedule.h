@@ -69,6 +69,8 @@ struct ChipFigures {
   uint64_t linkBytesSent = 0;
   int64_t lowerBound = 0;
   std::string lowerBoundReason;
+  /// Lockstep: the chip's group, in the order the groups run.
+  unsigned group = 0;
 };
 
 struct Schedule {
@@ -104,6 +106,9 @@ struct Schedule {
   /// The chips send to each other both ways and were scheduled in
   /// lockstep (docs/partitioning.md): not a pipeline of stages.
   bool lockstep = false;
+  /// Lockstep: the groups of chips scheduled one after the other (a
+  /// hybrid partition's nodes, each a pipeline stage; ChipFigures::group).
+  unsigned groups = 1;
 
   void add(QueueId queue, int64_t cycle, const backend::Instr &instr);
 };
