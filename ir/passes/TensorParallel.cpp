@@ -13,7 +13,10 @@
 // all-reduce before anything else reads it. A seed is taken only when
 // every path from it closes that way (nothing would have to gather a split
 // value). Every seed that closes is taken: the pass does not weigh a split
-// against its all-reduces (see docs/partitioning.md, "Not yet").
+// against its all-reduces (see docs/partitioning.md, "Not yet"). Then
+// vocabulary parallelism (chooseVocabSeeds): a vocabulary head's split is
+// gathered where it cannot close, and an embedding gather by a
+// vocabulary-sized table is split by its rows, its result partial.
 //
 // The rewrite then writes the partitioned function explicitly: each split
 // op once per chip at its local shape, a weight that a split op reads
@@ -408,6 +411,7 @@ private:
 
   const Function &fn_;
   unsigned chips_;
+  /// The vocabulary seeds of the trial that run() is analysing.
   mutable const VocabSeeds *vocab_ = nullptr;
 };
 
