@@ -13,7 +13,10 @@
 // all-reduce before anything else reads it. A seed is taken only when
 // every path from it closes that way (nothing would have to gather a split
 // value). Every seed that closes is taken: the pass does not weigh a split
-// against its all-reduces (see docs/partitioning.md, "Not yet").
+// against its all-reduces (see docs/partitioning.md, "Not yet"). Then
+// vocabulary parallelism (chooseVocabSeeds): a vocabulary head's split is
+// gathered where it cannot close, and an embedding gather by a
+// vocabulary-sized table is split by its rows, its result partial.
 //
 // The rewrite then writes the partitioned function explicitly: each split
 // op once per chip at its local shape, a weight that a split op reads
@@ -49,6 +52,9 @@ struct Sharding {
   /// A split left by a reduce-scatter (rows of a sum), which may be
   /// gathered whole wherever a reader needs it; a split from a seed may not.
   bool scattered = false;
+  /// A split from a head (a vocabulary-parallel seed, chooseVocabSeeds):
+  /// gathered whole onto the chip that reads it where a reader needs it.
+  bool gatherable = false;
   bool operator==(const Sharding &) const = default;
 };
 
@@ -65,7 +71,23 @@ struct Analysis {
   /// When the analysis failed on a reshape whose chunks were not whole
   /// heads: the granule (in columns of the seed) that would align them.
   int64_t granule = 0;
+  /// The values of heads' splits that are gathered whole (their readers
+  /// could not take them split).
+  std::set<const Op *> gathered;
+  /// Heads by a table that a vocabulary-parallel gather reads too (tied
+  /// embeddings): each chip's shard is stored as rows for the gather, so
+  /// the head multiplies it as the left operand (Rewriter::tiedHead).
+  std::set<const Op *> tiedHeads;
   bool ok = true;
+};
+
+/// What a trial takes besides the column seeds: the seeds whose split may
+/// be gathered (vocabulary-parallel heads), and ops that read their
+/// operands whole (a widening convert of a head's logits, gathered before
+/// it so that the links carry the narrower values).
+struct VocabSeeds {
+  std::set<const Op *> heads;
+  std::set<const Op *> wholeReads;
 };
 
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t from, size_t to) {
@@ -120,8 +142,9 @@ public:
 
   /// The shardings that follow from taking `seeds` (matmul -> column
   /// ranges).
-  Analysis run(const std::map<const Op *, Ranges> &seeds) const {
+  Analysis run(const std::map<const Op *, Ranges> &seeds, const VocabSeeds &vocab = {}) const {
     Analysis a;
+    vocab_ = &vocab;
     for (const auto &owned : fn_.ops()) {
       const Op &op = *owned;
       if (!step(op, seeds, a)) {
@@ -153,10 +176,13 @@ private:
       }
       in.push_back(s);
     }
+    if (vocab_->wholeReads.count(&op))
+      gatherHeads(op, in, a);
     if (rule(op, in, seeds, a))
       return true;
-    // Rows of a sum that this op cannot read split: gathered whole first.
-    bool gathered = false;
+    // Rows of a sum (or a head's split) that this op cannot read split:
+    // gathered whole first.
+    bool gathered = gatherHeads(op, in, a);
     for (Sharding &s : in)
       if (s.scattered) {
         s = {};
@@ -165,15 +191,30 @@ private:
     return gathered && rule(op, in, seeds, a);
   }
 
+  /// Takes the operands of `op` that are heads' splits whole (recording
+  /// them as gathered); whether there were any.
+  bool gatherHeads(const Op &op, std::vector<Sharding> &in, Analysis &a) const {
+    bool any = false;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].kind == Sharding::Split && in[i].gatherable) {
+        in[i] = {};
+        a.gathered.insert(op.operand(i));
+        any = true;
+      }
+    return any;
+  }
+
   bool rule(const Op &op, const std::vector<Sharding> &in, const std::map<const Op *, Ranges> &seeds,
             Analysis &a) const {
     const size_t n = op.operands().size();
     if (auto seed = seeds.find(&op); seed != seeds.end()) {
+      if (op.kind() == OpKind::Gather)
+        return vocabGather(op, in, seed->second, a);
       // Column-parallel: a replicated input times a weight's columns.
       if (in[0].kind != Sharding::Rep || in[1].kind != Sharding::Rep)
         return false;
       const int r = int(op.type().rank());
-      a.sharding[&op] = {Sharding::Split, r - 1, seed->second};
+      a.sharding[&op] = {Sharding::Split, r - 1, seed->second, false, vocab_->heads.count(&op) != 0};
       a.needs[&op] = {Need{}, Need{Need::Slice, r - 1, seed->second}};
       return true;
     }
@@ -224,7 +265,7 @@ private:
       if (op.kind() != OpKind::Softmax && !op.boolAttr("keep").value_or(false))
         for (int64_t x : axes)
           axis -= x < s0.axis;
-      a.sharding[&op] = {Sharding::Split, axis, s0.ranges, s0.scattered};
+      a.sharding[&op] = {Sharding::Split, axis, s0.ranges, s0.scattered, s0.gatherable};
       a.needs[&op] = {Need{Need::Local, -1, {}}};
       return true;
     }
@@ -233,7 +274,7 @@ private:
       auto it = llvm::find(perm, int64_t(s0.axis));
       if (it == perm.end())
         return false;
-      a.sharding[&op] = {Sharding::Split, int(it - perm.begin()), s0.ranges, s0.scattered};
+      a.sharding[&op] = {Sharding::Split, int(it - perm.begin()), s0.ranges, s0.scattered, s0.gatherable};
       a.needs[&op] = {Need{Need::Local, -1, {}}};
       return true;
     }
@@ -242,7 +283,7 @@ private:
       const int axis = s0.axis + offset;
       if (op.type().shape[size_t(axis)] != op.operand(0)->type().shape[size_t(s0.axis)])
         return false;
-      a.sharding[&op] = {Sharding::Split, axis, s0.ranges, s0.scattered};
+      a.sharding[&op] = {Sharding::Split, axis, s0.ranges, s0.scattered, s0.gatherable};
       a.needs[&op] = {Need{Need::Local, -1, {}}};
       return true;
     }
@@ -293,17 +334,17 @@ private:
         for (const Sharding *s : {&l, &rt})
           if (s->kind == Sharding::Split && !(*s == split))
             return false;
-        a.sharding[&op] = {Sharding::Split, split.axis, split.ranges, split.scattered};
+        a.sharding[&op] = {Sharding::Split, split.axis, split.ranges, split.scattered, split.gatherable};
         a.needs[&op] = {need(l, split.axis, split.ranges), need(rt, split.axis, split.ranges)};
         return true;
       }
       if (l.kind == Sharding::Split && l.axis == r - 2 && rt.kind == Sharding::Rep) {
-        a.sharding[&op] = {Sharding::Split, r - 2, l.ranges, l.scattered};
+        a.sharding[&op] = {Sharding::Split, r - 2, l.ranges, l.scattered, l.gatherable};
         a.needs[&op] = {Need{Need::Local, -1, {}}, Need{}};
         return true;
       }
       if (rt.kind == Sharding::Split && rt.axis == r - 1 && l.kind == Sharding::Rep) {
-        a.sharding[&op] = {Sharding::Split, r - 1, rt.ranges, rt.scattered};
+        a.sharding[&op] = {Sharding::Split, r - 1, rt.ranges, rt.scattered, rt.gatherable};
         a.needs[&op] = {Need{}, Need{Need::Local, -1, {}}};
         return true;
       }
@@ -352,13 +393,26 @@ private:
           a.granule = std::max(a.granule, afterTo / after);
         continue;
       }
-      return Sharding{Sharding::Split, int(r), ranges, s.scattered};
+      return Sharding{Sharding::Split, int(r), ranges, s.scattered, s.gatherable};
     }
     return std::nullopt;
   }
 
+  /// Vocabulary-parallel embedding: chip c gathers from its rows `ranges[c]`
+  /// of the table (zero where an id is not among them), so every chip holds
+  /// a term of the result: partial.
+  bool vocabGather(const Op &op, const std::vector<Sharding> &in, const Ranges &ranges, Analysis &a) const {
+    if (in[0].kind != Sharding::Rep || in[1].kind != Sharding::Rep)
+      return false;
+    a.sharding[&op] = {Sharding::Partial, -1, ranges};
+    a.needs[&op] = {Need{Need::Slice, 0, ranges}, Need{}};
+    return true;
+  }
+
   const Function &fn_;
   unsigned chips_;
+  /// The vocabulary seeds of the trial that run() is analysing.
+  mutable const VocabSeeds *vocab_ = nullptr;
 };
 
 /// The seeds taken, greedily in program order: every one whose split
@@ -396,6 +450,144 @@ std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips, Ana
   }
   result = std::move(current);
   return seeds;
+}
+
+/// Whether `op` depends on an entry input (ids that are data, not
+/// positions computed from constants).
+bool readsInput(const Op *op, std::map<const Op *, bool> &memo) {
+  if (op->kind() == OpKind::Input)
+    return true;
+  auto [it, fresh] = memo.try_emplace(op, false);
+  if (!fresh)
+    return it->second;
+  bool any = false;
+  for (const Op *o : op->operands())
+    any = any || readsInput(o, memo);
+  return memo[op] = any;
+}
+
+/// The elements that cross the links for a head's split (Analysis::
+/// gathered) in bytes.
+uint64_t gatheredBytes(const Analysis &a) {
+  uint64_t bytes = 0;
+  for (const Op *op : a.gathered)
+    bytes += op->type().byteSize();
+  return bytes;
+}
+
+/// Megatron's vocabulary parallelism, after the column seeds are chosen
+/// (docs/partitioning.md, "Vocabulary"):
+///
+/// - Heads: a matmul by a weight's columns whose split cannot close (it
+///   reaches the return, or a softmax or argmax over the vocabulary) is
+///   split anyway, its split gathered onto the chip that reads it whole, when
+///   the weight is a vocabulary projection (at least 4 times as many columns
+///   as rows) larger than what crosses for it: the values gathered plus the
+///   input every chip then needs whole (`W >= O + N * I`, in bytes). A
+///   widening convert of the gathered logits is done after the gather.
+/// - Embeddings: a gather along the rows of a weight by ids that are data
+///   is split by the table's rows when the table is a vocabulary (at least 4
+///   times as many rows as columns, and at least N times the elements it
+///   gathers), or when a head holds the same rows of it (a tied table: one
+///   shard per chip serves both). Its result is partial.
+void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, Ranges> &seeds,
+                      VocabSeeds &vocab, Analysis &current) {
+  Analyzer analyzer(fn, chips);
+  const uint64_t N = chips;
+  for (const auto &owned : fn.ops()) {
+    const Op &op = *owned;
+    if (op.kind() != OpKind::Matmul || seeds.count(&op) || !weightOf(op.operand(1)))
+      continue;
+    if (auto had = current.sharding.find(&op); had != current.sharding.end() && !had->second.scattered)
+      continue;
+    const Type &w = op.operand(1)->type();
+    const int64_t cols = w.shape.back(), rows = w.rank() >= 2 ? w.shape[w.rank() - 2] : 1;
+    if (cols < 4 * rows)
+      continue;
+    Ranges ranges = balanced(cols, 1, chips);
+    if (ranges.empty())
+      continue;
+    auto trial = seeds;
+    trial[&op] = ranges;
+    VocabSeeds next = vocab;
+    next.heads.insert(&op);
+    Analysis a = analyzer.run(trial, next);
+    if (!a.ok)
+      continue;
+    // Gather the logits before a widening convert.
+    bool narrowed = false;
+    for (const Op *g : a.gathered)
+      if (g->kind() == OpKind::Convert &&
+          tensor::dtypeSize(g->type().dtype) > tensor::dtypeSize(g->operand(0)->type().dtype)) {
+        next.wholeReads.insert(g);
+        narrowed = true;
+      }
+    if (narrowed) {
+      Analysis b = analyzer.run(trial, next);
+      if (b.ok)
+        a = std::move(b);
+      else
+        next.wholeReads = vocab.wholeReads;
+    }
+    const uint64_t weight = weightOf(op.operand(1))->type().byteSize();
+    if (weight < gatheredBytes(a) + N * op.operand(0)->type().byteSize())
+      continue;
+    seeds = std::move(trial);
+    vocab = std::move(next);
+    current = std::move(a);
+  }
+  std::map<const Op *, bool> memo;
+  std::set<const Op *> tiedHeads;
+  for (const auto &owned : fn.ops()) {
+    const Op &op = *owned;
+    const Op *table = op.kind() == OpKind::Gather ? op.operand(0) : nullptr;
+    if (!table || table->kind() != OpKind::Param || op.intAttr("axis").value_or(0) != 0 ||
+        table->type().rank() != 2 || !readsInput(op.operand(1), memo) ||
+        current.sharding.count(&op))
+      continue;
+    const int64_t rows = table->type().shape[0], cols = table->type().shape[1];
+    // The rows a head holds of this table (read transposed), if one does;
+    // any other reader of the table (whole, or by another slicing) keeps
+    // the gather whole, else the chip would hold the table twice.
+    Ranges tied;
+    std::vector<const Op *> heads;
+    bool other = false;
+    for (const auto &user : fn.ops()) {
+      if (user.get() == &op || !llvm::is_contained(user->operands(), table))
+        continue;
+      bool head = user->kind() == OpKind::Transpose &&
+                  user->intsAttr("perm").value_or(std::vector<int64_t>{}) == std::vector<int64_t>{1, 0};
+      for (const auto &reader : fn.ops()) {
+        if (!head || !llvm::is_contained(reader->operands(), user.get()))
+          continue;
+        auto seed = seeds.find(reader.get());
+        if (seed == seeds.end() || reader->operand(1) != user.get() || (!tied.empty() && tied != seed->second))
+          head = false;
+        else {
+          tied = seed->second;
+          heads.push_back(reader.get());
+        }
+      }
+      other = other || !head;
+    }
+    if (other)
+      continue;
+    const bool vocabulary = rows >= 4 * cols && uint64_t(table->type().numElements()) >= N * uint64_t(op.type().numElements());
+    if (tied.empty() && !vocabulary)
+      continue;
+    Ranges ranges = tied.empty() ? balanced(rows, 1, chips) : tied;
+    if (ranges.empty())
+      continue;
+    auto trial = seeds;
+    trial[&op] = ranges;
+    Analysis a = analyzer.run(trial, vocab);
+    if (!a.ok)
+      continue;
+    seeds = std::move(trial);
+    current = std::move(a);
+    tiedHeads.insert(heads.begin(), heads.end());
+  }
+  current.tiedHeads = std::move(tiedHeads);
 }
 
 /// Writes the partitioned function (see the file comment).
@@ -479,6 +671,10 @@ private:
     if (there)
       return there;
     const Sharding s = shardingOf(op);
+    if (op->kind() == OpKind::Gather && s.kind == Sharding::Partial)
+      return there = vocabGather(op, c, s.ranges[c].first, s.ranges[c].second);
+    if (a_.tiedHeads.count(op))
+      return there = tiedHead(op, c, s.ranges[c].first, s.ranges[c].second);
     const std::vector<Need> &needs = a_.needs.at(op);
     std::vector<Op *> operands;
     for (size_t i = 0; i < op->operands().size(); ++i) {
@@ -553,6 +749,79 @@ private:
       there = sliceOp(rep(op, c), c, axis, start, size);
       return there;
     }
+  }
+
+  /// Chip c's term of a vocabulary-parallel gather: its rows [v0, v0 + n)
+  /// of the table (a shard), gathered by the ids (clamped into the table)
+  /// shifted by v0 (an id out of them is clamped into them by the gather,
+  /// docs/ir.md) and replaced by -0 where the id is not among them. Adding -0 changes no value (not
+  /// even a -0), so the sum over chips is the unpartitioned gather, bit for
+  /// bit.
+  Op *vocabGather(Op *op, unsigned c, int64_t v0, int64_t n) {
+    const Location &loc = op->loc();
+    Op *table = slice(op->operand(0), c, 0, v0, n);
+    Op *ids = rep(op->operand(1), c);
+    const Type idType = ids->type();
+    auto splat = [&](Type type, Attr value) {
+      Op *k = make(loc, OpKind::Constant, std::move(type), {}, c);
+      k->setAttr("value", std::move(value));
+      return k;
+    };
+    // Clamped into the whole table first, as the unpartitioned gather
+    // clamps them: an id past its ends reads its first or last row.
+    const int64_t vocab = op->operand(0)->type().shape[0];
+    Op *clamped = make(loc, OpKind::Maximum, idType, {ids, splat(idType, int64_t(0))}, c);
+    clamped = make(loc, OpKind::Minimum, idType, {clamped, splat(idType, vocab - 1)}, c);
+    // The first chip's rows start at 0 and the last's end at the table's
+    // end: one bound each to check, the other holds for every clamped id.
+    Op *shifted = v0 == 0 ? clamped : make(loc, OpKind::Sub, idType, {clamped, splat(idType, int64_t(v0))}, c);
+    const Type boolType{DType::Bool, idType.shape};
+    Op *in = nullptr;
+    if (v0 > 0)
+      in = make(loc, OpKind::Ge, boolType, {shifted, splat(idType, int64_t(0))}, c);
+    if (v0 + n < vocab) {
+      Op *high = make(loc, OpKind::Lt, boolType, {shifted, splat(idType, int64_t(n))}, c);
+      in = in ? make(loc, OpKind::And, boolType, {in, high}, c) : high;
+    }
+    Op *rows = make(*op, OpKind::Gather, op->type(), {table, shifted}, c);
+    if (!in)
+      return rows; // one chip holds the whole table
+    // The mask, one flag per id, broadcast along the row.
+    Type flagType{DType::Bool, idType.shape};
+    flagType.shape.push_back(1);
+    Op *flag = make(loc, OpKind::Reshape, flagType, {in}, c);
+    Op *mask = make(loc, OpKind::Broadcast, Type{DType::Bool, op->type().shape}, {flag}, c);
+    Op *zero = splat(op->type(), -0.0);
+    return make(loc, OpKind::Select, op->type(), {mask, rows, zero}, c);
+  }
+
+  /// Chip c's columns [v0, v0 + n) of a head `x @ transpose(table)` whose
+  /// table a vocabulary-parallel gather reads too: the chip holds rows
+  /// [v0, v0 + n) of the table once, stored as rows for the gather, so it
+  /// computes `transpose(table_c @ transpose(x))` (the same dot products)
+  /// rather than transposing its whole shard at every run; only x and the
+  /// result, both as small as the tokens, are transposed.
+  Op *tiedHead(Op *op, unsigned c, int64_t v0, int64_t n) {
+    const Location &loc = op->loc();
+    Op *table = slice(op->operand(1)->operand(0), c, 0, v0, n); // [n, D]
+    Op *x = rep(op->operand(0), c);
+    const Type &xt = x->type();
+    const int64_t d = xt.shape.back(), tokens = xt.numElements() / std::max<int64_t>(d, 1);
+    if (xt.rank() != 2)
+      x = make(loc, OpKind::Reshape, Type{xt.dtype, {tokens, d}}, {x}, c);
+    auto transpose = [&](Op *value) {
+      const Type &t = value->type();
+      Op *r = make(loc, OpKind::Transpose, Type{t.dtype, {t.shape[1], t.shape[0]}}, {value}, c);
+      r->setAttr("perm", std::vector<int64_t>{1, 0});
+      return r;
+    };
+    Op *columns = make(*op, OpKind::Matmul, Type{op->type().dtype, {n, tokens}}, {table, transpose(x)}, c);
+    Op *out = transpose(columns);
+    Type type = op->type();
+    type.shape.back() = n;
+    if (type.rank() != 2)
+      out = make(loc, OpKind::Reshape, type, {out}, c);
+    return out;
   }
 
   Op *sliceOp(Op *whole, unsigned c, int axis, int64_t start, int64_t size) {
@@ -697,6 +966,8 @@ private:
 llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
   Analysis a;
   std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a);
+  VocabSeeds vocab;
+  chooseVocabSeeds(fn, options.chips, seeds, vocab, a);
   if (seeds.empty())
     return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
                  llvm::Twine(options.chips) +
