@@ -14,6 +14,7 @@
 
 #include "ir/IR.h"
 #include "ir/Pass.h"
+#include "ir/passes/PartitionPins.h"
 
 #include <llvm/Support/Error.h>
 
@@ -44,6 +45,8 @@ struct PartitionOptions {
   unsigned chips = 1;
   PartitionKind kind = PartitionKind::Pipeline;
   PartitionCosts costs;
+  /// The user's pins (PartitionPins.h); each kind reads those it knows.
+  std::vector<PartitionPin> pins;
 };
 
 /// The analytic cost of `op` in cycles (what the pass balances).
