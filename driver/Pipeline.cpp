@@ -307,8 +307,23 @@ bool partition(Compilation &c, const PipelineOptions &options) {
   unsigned most = std::max(given, chips.fewest ? 1 : chips.chips);
   // The candidates of `auto` are scheduled for the topology the program
   // will have (known before partitioning: the chips are given).
+  auto topologyHolds = [&](const std::string &name, unsigned needed) {
+    auto topology = backend::Topology::parse(name, options.chip->c2cLinks);
+    if (!topology) {
+      c.selectionError = llvm::toString(topology.takeError());
+      return false;
+    }
+    if (topology->numChips() < needed) {
+      c.selectionError = "topology '" + name + "' has " + std::to_string(topology->numChips()) +
+                         " chips, the program needs " + std::to_string(needed);
+      return false;
+    }
+    return true;
+  };
   scheduler::ScheduleOptions scheduling = options.schedule;
   scheduling.topology = chips.topology.empty() ? smallestTopology(most) : chips.topology;
+  if (automatic && !topologyHolds(scheduling.topology, most))
+    return false;
   for (size_t index = 0; index < c.ir->functions.size(); ++index) {
     std::unique_ptr<ir::Function> &fn = c.ir->functions[index];
     if (scheduler::isPartitioned(*fn))
@@ -399,17 +414,7 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     c.schedules[index] = std::move(bestSchedule);
   }
   c.topology = chips.topology.empty() ? smallestTopology(most) : chips.topology;
-  auto topology = backend::Topology::parse(c.topology, options.chip->c2cLinks);
-  if (!topology) {
-    c.selectionError = llvm::toString(topology.takeError());
-    return false;
-  }
-  if (topology->numChips() < most) {
-    c.selectionError = "topology '" + c.topology + "' has " + std::to_string(topology->numChips()) +
-                       " chips, the program needs " + std::to_string(most);
-    return false;
-  }
-  return true;
+  return topologyHolds(c.topology, most);
 }
 
 /// Runs one phase; false when it reported an error.
