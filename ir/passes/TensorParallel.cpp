@@ -361,10 +361,11 @@ private:
   unsigned chips_;
 };
 
-/// Whether the analysis holds a shard of a weight pinned whole.
+/// Whether the analysis splits a matmul by a weight pinned whole (its
+/// columns, as a seed, or its rows, as the matmul that closes one).
 bool shardsPinnedWhole(const Analysis &a, llvm::ArrayRef<PartitionPin> pins) {
   for (const auto &[op, needs] : a.needs)
-    for (size_t i = 0; i < needs.size() && i < op->operands().size(); ++i)
+    for (size_t i = 0; op->kind() == OpKind::Matmul && i < needs.size() && i < op->operands().size(); ++i)
       if (needs[i].kind == Need::Slice)
         if (const Op *w = weightOf(op->operand(i)); w && pinnedAs(pins, *w, PartitionPin::Action::Whole))
           return true;
