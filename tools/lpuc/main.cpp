@@ -134,8 +134,8 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   std::string chipsSpec = "1";
   app.add_option("--chips", chipsSpec,
-                 "the chips to partition every entry onto (pipeline stages; 'auto': the fewest "
-                 "whose SRAM holds its weights)")
+                 "the chips to partition every entry onto (how: --partition; 'auto': the fewest "
+                 "whose SRAM holds its weights, as pipeline stages)")
       ->capture_default_str()
       ->check([](const std::string &v) -> std::string {
         unsigned n = 0;
