@@ -367,7 +367,7 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     std::unique_ptr<ir::Function> best;
     std::optional<scheduler::Schedule> bestSchedule;
     std::string defaultPartitionError;
-    std::optional<ScheduleFailure> defaultScheduleError;
+    std::unique_ptr<ir::Function> defaultPartitioned;
     for (const PartitionKindName &k : autoPartitionKinds()) {
       const bool isDefault = &k == &autoPartitionKinds().front();
       PartitionChoice::Candidate candidate;
@@ -389,7 +389,7 @@ bool partition(Compilation &c, const PipelineOptions &options) {
         candidate.error = diagKindInfo(failure.id).code;
         candidate.message = failure.message;
         if (isDefault)
-          defaultScheduleError = std::move(failure);
+          defaultPartitioned = std::move(copy);
         choice.candidates.push_back(std::move(candidate));
         continue;
       }
@@ -401,13 +401,16 @@ bool partition(Compilation &c, const PipelineOptions &options) {
         bestSchedule = std::move(*scheduled);
       }
     }
-    if (!best) {
-      if (defaultScheduleError)
-        report(diags, *defaultScheduleError);
-      else
-        diags.report(DiagID::PartitionFails, at, fn->name(), std::to_string(po.chips),
-                     defaultPartitionError);
+    if (!best && !defaultPartitioned) {
+      diags.report(DiagID::PartitionFails, at, fn->name(), std::to_string(po.chips),
+                   defaultPartitionError);
       return false;
+    }
+    if (!best) {
+      // No kind schedules, the default partitions: it is the partition
+      // (what --emit=ir prints), and `schedule` reports its error.
+      fn = std::move(defaultPartitioned);
+      continue;
     }
     fn = std::move(best);
     c.partitionChoices[index] = std::move(choice);
