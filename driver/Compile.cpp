@@ -140,6 +140,44 @@ llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
 }
 
 namespace {
+
+/// 469536 -> "469,536".
+std::string withCommas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+/// The candidates fastest first, failures after them in the order tried.
+std::vector<PartitionChoice::Candidate> ranked(const PartitionChoice &choice) {
+  std::vector<PartitionChoice::Candidate> out = choice.candidates;
+  std::stable_sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
+    if (a.ok() != b.ok())
+      return a.ok();
+    return a.ok() && a.cycles < b.cycles;
+  });
+  return out;
+}
+
+} // namespace
+
+std::string describePartitionChoice(const PartitionChoice &choice) {
+  std::string out = "partition: " + choice.chosen + " (auto:";
+  bool first = true;
+  for (const PartitionChoice::Candidate &c : ranked(choice)) {
+    out += first ? " " : ", ";
+    out += c.kind + (c.ok() ? " " + withCommas(c.cycles) + (first ? " cycles" : "")
+                            : " failed (" + c.error + ")");
+    first = false;
+  }
+  return out + ")";
+}
+
+namespace {
 std::string locationText(const ir::Location &loc) { return loc.known() ? loc.str() : "no source"; }
 } // namespace
 
@@ -191,6 +229,8 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
            << llvm::format(", %.0f inferences/s at %g MHz\n", chip.clockMHz * 1e6 / double(span),
                            chip.clockMHz);
     }
+    if (b.partition)
+      os << "  " << describePartitionChoice(*b.partition) << "\n";
     if (!ops)
       continue;
     os << "  ops, in the order they were scheduled (cycles of their instructions; rows: "
@@ -252,6 +292,21 @@ void printScheduleReportJson(const CompiledProgram &compiled,
       if (!s.lockstep || s.groups > 1)
         bucket["pipelined_interval"] = longestSpan(s);
       bucket["scheduled_chips"] = int64_t(s.distinctChips);
+    }
+    if (b.partition) {
+      llvm::json::Array candidates;
+      for (const PartitionChoice::Candidate &c : ranked(*b.partition)) {
+        llvm::json::Object o{{"kind", c.kind}};
+        if (c.ok())
+          o["cycles"] = c.cycles;
+        else {
+          o["error"] = c.error;
+          o["message"] = c.message;
+        }
+        candidates.push_back(std::move(o));
+      }
+      bucket["partition"] = b.partition->chosen;
+      bucket["partition_auto"] = std::move(candidates);
     }
     if (ops) {
       llvm::json::Array opTimings;

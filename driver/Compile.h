@@ -16,6 +16,21 @@
 
 namespace lpu::driver {
 
+/// What `--partition auto` chose for one entry bucket: each kind it
+/// compiled, with its predicted cycles or why it failed.
+struct PartitionChoice {
+  struct Candidate {
+    std::string kind;   // "pipeline", "tensor"
+    int64_t cycles = 0; // predicted, when it compiled
+    /// Why it did not: the diagnostic's code (E0601, E08xx) and what it says.
+    std::string error, message;
+    bool ok() const { return error.empty(); }
+  };
+  std::string chosen;
+  /// In the order tried.
+  std::vector<Candidate> candidates;
+};
+
 struct CompiledProgram {
   backend::Program program;
   /// One per bucket, in program order, with the entry and bucket it is for.
@@ -23,6 +38,8 @@ struct CompiledProgram {
     std::string entry;
     std::vector<backend::BucketDim> dims;
     scheduler::Schedule schedule;
+    /// Set when `--partition auto` chose between kinds for this bucket.
+    std::optional<PartitionChoice> partition;
   };
   std::vector<BucketInfo> buckets;
 };
@@ -43,6 +60,10 @@ std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef s
 /// an error names an entry or bucket that selects nothing, with those there
 /// are.
 llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select);
+
+/// `partition: tensor (auto: tensor 196,190 cycles, pipeline 469,536)`:
+/// the choice, then every candidate fastest first, failures last.
+std::string describePartitionChoice(const PartitionChoice &choice);
 
 /// `lpuc --report`: per entry and bucket, the predicted cycles and time,
 /// per-unit utilisation, SRAM use, and the lower bound with the ratio;

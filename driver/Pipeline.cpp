@@ -15,6 +15,8 @@
 #include <llvm/ADT/STLExtras.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <ctime>
 
 namespace lpu::driver {
@@ -92,32 +94,64 @@ DiagID refusalDiagnostic(scheduler::Refusal refusal) {
   return DiagID::ScheduleInternalError;
 }
 
+/// A scheduling error as the diagnostic it becomes, kept to be reported
+/// later (a candidate partition's, reported only when every one fails).
+struct ScheduleFailure {
+  DiagID id = DiagID::ScheduleInternalError;
+  std::vector<std::string> args;
+  ir::Location loc;
+  std::vector<std::pair<ir::Location, std::string>> notes;
+  std::string message; // the error's text
+};
+
+ScheduleFailure scheduleFailure(llvm::Error error) {
+  ScheduleFailure f;
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const scheduler::ScheduleError &e) {
+        f.id = refusalDiagnostic(e.refusal);
+        f.args = e.args;
+        f.loc = e.loc;
+        f.notes = e.notes;
+        f.message = e.message();
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        // The encoder refusing the scheduler's instructions.
+        f.args = {e.message()};
+        f.message = e.message();
+      });
+  return f;
+}
+
+void report(DiagnosticEngine &diags, const ScheduleFailure &f) {
+  auto d = diags.reportArgs(f.id, sourceRange(diags.sources(), f.loc), f.args);
+  for (const auto &[loc, label] : f.notes)
+    d.note(label, sourceRange(diags.sources(), loc));
+}
+
+/// `known`: schedules made already, by function (Compilation::schedules);
+/// `choices`: what `--partition auto` chose, by function.
 std::optional<CompiledProgram> schedule(ir::Module &module, DiagnosticEngine &diags,
                                         const backend::ChipDescription &chip,
-                                        const scheduler::ScheduleOptions &options) {
+                                        const scheduler::ScheduleOptions &options,
+                                        std::vector<std::optional<scheduler::Schedule>> &known,
+                                        const std::vector<std::optional<PartitionChoice>> &choices) {
   std::vector<scheduler::Schedule> schedules;
-  auto program = scheduler::compileModule(module, chip, &schedules, options);
+  auto program = scheduler::compileModule(module, chip, &schedules, options, &known);
   if (!program) {
-    llvm::handleAllErrors(
-        program.takeError(),
-        [&](const scheduler::ScheduleError &e) {
-          auto d = diags.reportArgs(refusalDiagnostic(e.refusal),
-                                    sourceRange(diags.sources(), e.loc), e.args);
-          for (const auto &[loc, label] : e.notes)
-            d.note(label, sourceRange(diags.sources(), loc));
-        },
-        [&](const llvm::ErrorInfoBase &e) {
-          // The encoder refusing the scheduler's instructions.
-          diags.report(DiagID::ScheduleInternalError, {}, e.message());
-        });
+    report(diags, scheduleFailure(program.takeError()));
     return std::nullopt;
   }
   CompiledProgram out;
   out.program = std::move(*program);
   size_t k = 0;
   for (const backend::Entry &e : out.program.entries)
-    for (const backend::Bucket &b : e.buckets)
-      out.buckets.push_back({e.name, b.dims, std::move(schedules[k++])});
+    for (const backend::Bucket &b : e.buckets) {
+      out.buckets.push_back({e.name, b.dims, std::move(schedules[k]), std::nullopt});
+      if (k < choices.size())
+        out.buckets.back().partition = choices[k];
+      ++k;
+    }
   return out;
 }
 
@@ -131,10 +165,126 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
   return costs;
 }
 
-/// Every function onto its chips (ChipsOptions), the topology chosen.
+constexpr PartitionKindName kPartitionKinds[] = {
+    // The default first: its error is the one reported when every kind fails.
+    {ir::PartitionKind::Pipeline, "pipeline"},
+    {ir::PartitionKind::Tensor, "tensor"},
+    {ir::PartitionKind::Hybrid, "hybrid"},
+};
+
+/// A copy of `fn`, op for op.
+std::unique_ptr<ir::Function> cloneFunction(const ir::Function &fn) {
+  auto out = std::make_unique<ir::Function>(fn.name(), fn.bucket());
+  std::map<const ir::Op *, ir::Op *> copies;
+  for (const auto &op : fn.ops()) {
+    std::vector<ir::Op *> operands;
+    for (const ir::Op *operand : op->operands())
+      operands.push_back(copies.at(operand));
+    ir::Op *copy = out->append(op->kind(), op->type(), std::move(operands), op->loc());
+    for (const auto &[name, value] : op->attrs())
+      copy->setAttr(name, value);
+    copies[op.get()] = copy;
+  }
+  return out;
+}
+
+/// The param a matmul's weight operand is a view of, or null.
+const ir::Op *matmulWeight(const ir::Op *op) {
+  while (op->kind() == ir::OpKind::Reshape || op->kind() == ir::OpKind::Transpose ||
+         op->kind() == ir::OpKind::Broadcast || op->kind() == ir::OpKind::Convert)
+    op = op->operand(0);
+  return op->kind() == ir::OpKind::Param ? op : nullptr;
+}
+
+/// Partitions `fn` as `kind` with the pins that concern it; an error as the
+/// pass gives it, or one naming a `split` pin whose matmul weights stay
+/// whole.
+llvm::Error partitionAs(ir::Function &fn, ir::PartitionOptions po, ir::PartitionKind kind,
+                        const std::vector<ir::PartitionPin> &pins) {
+  po.kind = kind;
+  po.pins.clear();
+  for (const ir::PartitionPin &pin : pins)
+    if (pinAppliesTo(pin, kind))
+      po.pins.push_back(pin);
+  // The matmul weights each split pin must see split.
+  std::vector<std::pair<const ir::PartitionPin *, std::set<std::string>>> mustSplit;
+  for (const ir::PartitionPin &pin : po.pins)
+    if (pin.action == ir::PartitionPin::Action::Split) {
+      std::set<std::string> paths;
+      for (const auto &op : fn.ops())
+        if (op->kind() == ir::OpKind::Matmul)
+          if (const ir::Op *w = matmulWeight(op->operand(1)); w && ir::pinMatches(pin, ir::paramPath(*w)))
+            paths.insert(ir::paramPath(*w));
+      mustSplit.push_back({&pin, std::move(paths)});
+    }
+  if (llvm::Error e = ir::partitionFunction(fn, po))
+    return e;
+  std::set<std::string> sharded;
+  for (const auto &op : fn.ops())
+    if (op->kind() == ir::OpKind::Param && ir::shardOf(*op))
+      sharded.insert(ir::paramPath(*op));
+  for (const auto &[pin, paths] : mustSplit)
+    for (const std::string &path : paths)
+      if (!sharded.count(path))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "pin '" + pin->text + "': the matmul weight '" + path + "' stays whole (no split of it " +
+                "closes over " + std::to_string(po.chips) +
+                " chips: its split would reach something that reads it whole)");
+  return llvm::Error::success();
+}
+
+/// Every pin names some weight of the module and, when the kind is given,
+/// concerns it (E0602).
+bool checkPins(Compilation &c, const ChipsOptions &chips) {
+  bool ok = true;
+  for (const ir::PartitionPin &pin : chips.pins) {
+    bool matched = false;
+    std::set<std::string> paths;
+    for (const auto &fn : c.ir->functions)
+      for (const auto &op : fn->ops())
+        if (op->kind() == ir::OpKind::Param) {
+          paths.insert(ir::paramPath(*op));
+          matched |= ir::pinMatches(pin, ir::paramPath(*op));
+        }
+    if (!matched) {
+      std::string some;
+      size_t n = 0;
+      for (const std::string &p : paths)
+        if (n++ < 6)
+          some += (some.empty() ? "" : ", ") + p;
+      if (paths.size() > 6)
+        some += ", ...";
+      c.diags.report(DiagID::PinInvalid, {}, pin.text,
+                     "its glob matches no weight of the entries compiled (weights: " +
+                         (some.empty() ? std::string("none") : some) + "; lpuc --emit=params lists them)");
+      ok = false;
+      continue;
+    }
+    std::optional<ir::PartitionKind> kind = chips.kind;
+    if (chips.fewest && !kind)
+      kind = ir::PartitionKind::Pipeline;
+    if (kind && !pinAppliesTo(pin, *kind)) {
+      c.diags.report(DiagID::PinInvalid, {}, pin.text,
+                     std::string("it is about ") +
+                         (pin.tensor() ? "tensor splits (whole, split)" : "pipeline stages (stage, chip:N)") +
+                         ", and the partition is " + partitionKindName(*kind).str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+/// Every function onto its chips (ChipsOptions), the topology chosen. With
+/// `--partition auto`, every kind of autoPartitionKinds() is partitioned
+/// and scheduled, and the one with the fewest predicted cycles is kept
+/// with its schedule (Compilation::schedules).
 bool partition(Compilation &c, const PipelineOptions &options) {
   DiagnosticEngine &diags = c.diags;
   const ChipsOptions &chips = options.chips;
+  c.partitionChoices.assign(c.ir->functions.size(), std::nullopt);
+  c.schedules.clear();
+  c.schedules.resize(c.ir->functions.size());
   // Functions partitioned already (IR text, lpuc FILE.ir) stay as they
   // are; the topology has their chips.
   unsigned given = 1;
@@ -149,19 +299,41 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     diags.report(DiagID::ScheduleInternalError, {}, "no chip to partition for");
     return false;
   }
+  if (!checkPins(c, chips))
+    return false;
   ir::PartitionOptions po;
   po.costs = partitionCosts(*options.chip);
-  po.kind = chips.hybrid   ? ir::PartitionKind::Hybrid
-            : chips.tensor ? ir::PartitionKind::Tensor
-                           : ir::PartitionKind::Pipeline;
+  const bool automatic = !chips.kind && !chips.fewest;
+  const ir::PartitionKind kind = chips.kind.value_or(ir::PartitionKind::Pipeline);
+  po.kind = kind;
   unsigned most = std::max(given, chips.fewest ? 1 : chips.chips);
-  for (const auto &fn : c.ir->functions) {
+  // The candidates of `auto` are scheduled for the topology the program
+  // will have (known before partitioning: the chips are given).
+  auto topologyHolds = [&](const std::string &name, unsigned needed) {
+    auto topology = backend::Topology::parse(name, options.chip->c2cLinks);
+    if (!topology) {
+      c.selectionError = llvm::toString(topology.takeError());
+      return false;
+    }
+    if (topology->numChips() < needed) {
+      c.selectionError = "topology '" + name + "' has " + std::to_string(topology->numChips()) +
+                         " chips, the program needs " + std::to_string(needed);
+      return false;
+    }
+    return true;
+  };
+  scheduler::ScheduleOptions scheduling = options.schedule;
+  scheduling.topology = chips.topology.empty() ? smallestTopology(most) : chips.topology;
+  if (automatic && !topologyHolds(scheduling.topology, most))
+    return false;
+  for (size_t index = 0; index < c.ir->functions.size(); ++index) {
+    std::unique_ptr<ir::Function> &fn = c.ir->functions[index];
     if (scheduler::isPartitioned(*fn))
       continue;
     const ir::Op *ret = fn->terminator();
     llvm::SMRange at = ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{};
     po.chips = chips.chips;
-    po.fewest = chips.fewest && po.kind == ir::PartitionKind::Hybrid;
+    po.fewest = chips.fewest && kind == ir::PartitionKind::Hybrid;
     if (po.fewest) {
       // Hybrid: the fewest groups (nodes) whose chips hold the weights,
       // found on the function split over a group.
@@ -178,33 +350,87 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     }
     if (po.chips <= 1)
       continue;
-    if (llvm::Error e = ir::partitionFunction(*fn, po)) {
-      diags.report(DiagID::PartitionFails, at, fn->name(),
-                   po.fewest ? "any number of" : std::to_string(po.chips),
-                   llvm::toString(std::move(e)));
-      return false;
-    }
-    for (const auto &op : fn->ops())
-      most = std::max(most, unsigned(op->chip()) + 1);
-    std::vector<ir::VerifyError> errors = ir::verify(*fn);
-    if (!errors.empty()) {
+    auto verified = [&](ir::Function &f) {
+      std::vector<ir::VerifyError> errors = ir::verify(f);
+      if (errors.empty())
+        return true;
       reportInternalError(diags, {}, "the partitioned IR does not verify:\n" +
-                                         ir::describeVerifyErrors(*fn, errors));
+                                         ir::describeVerifyErrors(f, errors));
+      return false;
+    };
+    if (!automatic) {
+      if (llvm::Error e = partitionAs(*fn, po, kind, chips.pins)) {
+        diags.report(DiagID::PartitionFails, at, fn->name(),
+                     po.fewest ? "any number of" : std::to_string(po.chips),
+                     llvm::toString(std::move(e)));
+        return false;
+      }
+      for (const auto &op : fn->ops())
+        most = std::max(most, unsigned(op->chip()) + 1);
+      if (!verified(*fn))
+        return false;
+      continue;
+    }
+    // Each kind on a copy, scheduled; the fewest cycles win (the first
+    // kind on a tie).
+    PartitionChoice choice;
+    std::unique_ptr<ir::Function> best;
+    std::optional<scheduler::Schedule> bestSchedule;
+    std::string defaultPartitionError;
+    std::unique_ptr<ir::Function> defaultPartitioned;
+    for (const PartitionKindName &k : autoPartitionKinds()) {
+      const bool isDefault = &k == &autoPartitionKinds().front();
+      // Hybrid on one group is the tensor partition.
+      if (k.kind == ir::PartitionKind::Hybrid && po.chips <= po.groupSize)
+        continue;
+      PartitionChoice::Candidate candidate;
+      candidate.kind = k.name.str();
+      std::unique_ptr<ir::Function> copy = cloneFunction(*fn);
+      if (llvm::Error e = partitionAs(*copy, po, k.kind, chips.pins)) {
+        candidate.error = diagKindInfo(DiagID::PartitionFails).code;
+        candidate.message = llvm::toString(std::move(e));
+        if (isDefault)
+          defaultPartitionError = candidate.message;
+        choice.candidates.push_back(std::move(candidate));
+        continue;
+      }
+      if (!verified(*copy))
+        return false;
+      auto scheduled = scheduler::scheduleMultiChip(*copy, *options.chip, scheduling);
+      if (!scheduled) {
+        ScheduleFailure failure = scheduleFailure(scheduled.takeError());
+        candidate.error = diagKindInfo(failure.id).code;
+        candidate.message = failure.message;
+        if (isDefault)
+          defaultPartitioned = std::move(copy);
+        choice.candidates.push_back(std::move(candidate));
+        continue;
+      }
+      candidate.cycles = scheduled->cycles;
+      choice.candidates.push_back(std::move(candidate));
+      if (!bestSchedule || scheduled->cycles < bestSchedule->cycles) {
+        choice.chosen = k.name.str();
+        best = std::move(copy);
+        bestSchedule = std::move(*scheduled);
+      }
+    }
+    if (!best && !defaultPartitioned) {
+      diags.report(DiagID::PartitionFails, at, fn->name(), std::to_string(po.chips),
+                   defaultPartitionError);
       return false;
     }
+    if (!best) {
+      // No kind schedules, the default partitions: it is the partition
+      // (what --emit=ir prints), and `schedule` reports its error.
+      fn = std::move(defaultPartitioned);
+      continue;
+    }
+    fn = std::move(best);
+    c.partitionChoices[index] = std::move(choice);
+    c.schedules[index] = std::move(bestSchedule);
   }
   c.topology = chips.topology.empty() ? smallestTopology(most) : chips.topology;
-  auto topology = backend::Topology::parse(c.topology, options.chip->c2cLinks);
-  if (!topology) {
-    c.selectionError = llvm::toString(topology.takeError());
-    return false;
-  }
-  if (topology->numChips() < most) {
-    c.selectionError = "topology '" + c.topology + "' has " + std::to_string(topology->numChips()) +
-                       " chips, the program needs " + std::to_string(most);
-    return false;
-  }
-  return true;
+  return topologyHolds(c.topology, most);
 }
 
 /// Runs one phase; false when it reported an error.
@@ -253,7 +479,7 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
     }
     scheduler::ScheduleOptions scheduling = options.schedule;
     scheduling.topology = c.topology;
-    c.compiled = schedule(*c.ir, diags, *options.chip, scheduling);
+    c.compiled = schedule(*c.ir, diags, *options.chip, scheduling, c.schedules, c.partitionChoices);
     return c.compiled.has_value();
   }
   case Phase::Emit:
@@ -266,6 +492,26 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
 } // namespace
 
 llvm::ArrayRef<Phase> allPhases() { return kPhases; }
+
+llvm::ArrayRef<PartitionKindName> autoPartitionKinds() { return kPartitionKinds; }
+
+llvm::StringRef partitionKindName(ir::PartitionKind kind) {
+  for (const PartitionKindName &k : kPartitionKinds)
+    if (k.kind == kind)
+      return k.name;
+  return "?";
+}
+
+bool pinAppliesTo(const ir::PartitionPin &pin, ir::PartitionKind kind) {
+  switch (kind) {
+  case ir::PartitionKind::Pipeline:
+    return !pin.tensor();
+  case ir::PartitionKind::Tensor:
+    return pin.tensor();
+  default:
+    return true;
+  }
+}
 
 llvm::StringRef phaseName(Phase phase) {
   switch (phase) {

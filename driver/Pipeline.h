@@ -21,6 +21,7 @@
 #include "frontend/Checker.h"
 #include "frontend/Diagnostics.h"
 #include "ir/IR.h"
+#include "ir/passes/Partition.h"
 
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
@@ -68,13 +69,28 @@ struct ChipsOptions {
   /// The topology (backend/Topology.h); empty: the smallest that has the
   /// chips (single, node, dragonfly:N).
   std::string topology;
-  /// Tensor: Megatron-style splits over all the chips instead of pipeline
-  /// stages (ir/passes/Partition.h).
-  bool tensor = false;
-  /// Hybrid: tensor parallelism within each node of 8 chips, pipeline
-  /// stages across the nodes.
-  bool hybrid = false;
+  /// How each function is cut (ir/passes/Partition.h): pipeline stages,
+  /// or Megatron-style splits over all the chips (tensor); nullopt (auto):
+  /// every kind of autoPartitionKinds() compiled and scheduled, the fewest
+  /// predicted cycles kept (with `fewest`: the pipeline).
+  std::optional<ir::PartitionKind> kind;
+  /// Per-layer pins (lpuc --pin, ir/passes/PartitionPins.h).
+  std::vector<ir::PartitionPin> pins;
 };
+
+/// A partition kind with its name, as `--partition` spells it.
+struct PartitionKindName {
+  ir::PartitionKind kind;
+  llvm::StringRef name;
+};
+/// The kinds `--partition auto` tries, the default first (its error is the
+/// one reported when every kind fails).
+llvm::ArrayRef<PartitionKindName> autoPartitionKinds();
+/// The name of a kind ("pipeline", "tensor").
+llvm::StringRef partitionKindName(ir::PartitionKind kind);
+/// Whether a pin concerns partitions of `kind` (tensor pins the splits,
+/// pipeline pins the stages).
+bool pinAppliesTo(const ir::PartitionPin &pin, ir::PartitionKind kind);
 
 /// The smallest topology with `chips` chips: single, node, dragonfly:N.
 std::string smallestTopology(unsigned chips);
@@ -117,6 +133,10 @@ struct Compilation {
   CheckResult checked;                 // after check
   std::unique_ptr<ir::Module> ir;      // after lower, then after passes and partition
   std::string topology = "single";     // after partition
+  /// After partition with `--partition auto`, per function: what was
+  /// chosen and the chosen candidate's schedule (taken by `schedule`).
+  std::vector<std::optional<PartitionChoice>> partitionChoices;
+  std::vector<std::optional<scheduler::Schedule>> schedules;
   std::optional<CompiledProgram> compiled; // after schedule
   std::string binary;                  // after emit: the program file's bytes
   /// Set when the selection of entries and buckets selects nothing: a usage

@@ -696,7 +696,8 @@ llvm::Expected<PlacementHeuristics> parsePlacementHeuristics(llvm::ArrayRef<std:
 
 llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescription &chip,
                                        std::vector<Schedule> *schedules,
-                                       const ScheduleOptions &options) {
+                                       const ScheduleOptions &options,
+                                       std::vector<std::optional<Schedule>> *known) {
   Program program;
   program.chipName = chip.name;
   program.chipFingerprint = chip.fingerprint();
@@ -705,9 +706,14 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
     return topology.takeError();
   program.topology = options.topology;
   program.numChips = topology->numChips();
-  for (const auto &fn : module.functions) {
-    auto schedule = isPartitioned(*fn) ? scheduleMultiChip(*fn, chip, options)
-                                       : scheduleFunction(*fn, chip, options);
+  for (size_t i = 0; i < module.functions.size(); ++i) {
+    const auto &fn = module.functions[i];
+    llvm::Expected<Schedule> schedule = Schedule{};
+    if (known && i < known->size() && (*known)[i])
+      *schedule = std::move(*(*known)[i]);
+    else
+      schedule = isPartitioned(*fn) ? scheduleMultiChip(*fn, chip, options)
+                                    : scheduleFunction(*fn, chip, options);
     if (!schedule)
       return schedule.takeError();
     schedule->topology = options.topology;

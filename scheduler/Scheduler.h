@@ -129,10 +129,14 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn,
 bool isPartitioned(const ir::Function &fn);
 
 /// Schedules every function of `module` (one bucket per function, grouped
-/// into entries by name in order) into a program for `chip`.
+/// into entries by name in order) into a program for `chip`. `known[i]`,
+/// when set, is function i's schedule made already with `options` (the
+/// driver's choice between partitions schedules each candidate): taken
+/// (moved) instead of scheduling the function again.
 llvm::Expected<backend::Program> compileModule(const ir::Module &module,
                                                const backend::ChipDescription &chip,
                                                std::vector<Schedule> *schedules = nullptr,
-                                               const ScheduleOptions &options = {});
+                                               const ScheduleOptions &options = {},
+                                               std::vector<std::optional<Schedule>> *known = nullptr);
 
 } // namespace lpu::scheduler

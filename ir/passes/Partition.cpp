@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace lpu::ir {
@@ -170,16 +171,22 @@ StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &co
 /// to one stage, the next block to the same stage while it stays within
 /// both. Empty when one block's weights alone exceed `room` (`tooBig`: its
 /// first op).
+/// Only the ops [lo, hi) when `hi` is given (a region between two pins
+/// that name chips); a stage starts at every `forced` cut (a pin).
 std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
                                         const StageCosts &sc, const std::vector<bool> &legal,
-                                        double limit, uint64_t room, size_t *tooBig = nullptr) {
+                                        double limit, uint64_t room, size_t *tooBig = nullptr,
+                                        const std::vector<bool> *forced = nullptr, size_t lo = 0,
+                                        size_t hi = SIZE_MAX) {
+  hi = std::min(hi, body.size());
   std::vector<PipelineStage> stages;
   PipelineStage cur;
+  cur.firstOp = lo;
   std::set<const Op *> held;
-  size_t begin = 0;
-  while (begin < body.size()) {
+  size_t begin = lo;
+  while (begin < hi) {
     size_t end = begin + 1;
-    while (end < body.size() && !legal[end])
+    while (end < hi && !legal[end])
       ++end;
     double cost = 0;
     std::set<const Op *> params;
@@ -198,7 +205,8 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
         *tooBig = begin;
       return {};
     }
-    if (begin > cur.firstOp && (cur.cost + cost > limit || cur.weightBytes + extra > room)) {
+    if (begin > cur.firstOp && ((forced && (*forced)[begin]) || cur.cost + cost > limit ||
+                                cur.weightBytes + extra > room)) {
       cur.endOp = begin;
       stages.push_back(cur);
       cur = PipelineStage{};
@@ -211,7 +219,7 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
     held.insert(params.begin(), params.end());
     begin = end;
   }
-  cur.endOp = body.size();
+  cur.endOp = hi;
   stages.push_back(cur);
   for (size_t s = 0; s < stages.size(); ++s)
     stages[s].chip = unsigned(s);
@@ -278,6 +286,127 @@ double partitionCost(const Op &op, const PartitionCosts &costs) {
   }
 }
 
+namespace {
+
+/// The pins' constraints on a pipeline (PartitionPins.h): the cuts where a
+/// stage must start, and the chips that some of those stages must be.
+struct PinnedCuts {
+  std::vector<bool> forced;
+  std::map<size_t, std::pair<unsigned, std::string>> chipAt; // cut -> chip, the pin
+};
+
+llvm::Expected<PinnedCuts> pinnedCuts(const Function &fn, const StageCosts &sc, std::vector<bool> &legal,
+                                      llvm::ArrayRef<PartitionPin> pins, unsigned chips) {
+  PinnedCuts out;
+  out.forced.assign(legal.size(), false);
+  for (const PartitionPin &pin : pins) {
+    if (pin.tensor())
+      continue;
+    size_t first = SIZE_MAX, last = 0;
+    for (size_t i = 0; i < sc.params.size(); ++i)
+      for (const Op *p : sc.params[i])
+        if (pinMatches(pin, paramPath(*p))) {
+          first = std::min(first, i);
+          last = std::max(last, i);
+        }
+    if (first == SIZE_MAX)
+      continue; // no weight of this function: the pin is another entry's
+    size_t cut = first;
+    while (cut > 0 && !legal[cut])
+      --cut;
+    if (pin.action == PartitionPin::Action::Stage) {
+      out.forced[cut] = cut > 0;
+      continue;
+    }
+    if (pin.chip >= chips)
+      return error("pin '" + pin.text + "' names chip " + llvm::Twine(pin.chip) + ", but func @" +
+                   fn.name() + " is partitioned onto " + llvm::Twine(chips) + " chips");
+    if (pin.chip > 0 && cut == 0)
+      return error("pin '" + pin.text + "': no cut before the first op that reads its weights, " +
+                   "so nothing can go on the chips before chip " + llvm::Twine(pin.chip));
+    // The layer stays on its chip: no cut inside it.
+    for (size_t j = cut + 1; j <= last && j < legal.size(); ++j)
+      legal[j] = false;
+    if (pin.chip == 0) {
+      for (size_t j = 1; j <= cut; ++j)
+        legal[j] = false;
+      continue;
+    }
+    auto [it, fresh] = out.chipAt.try_emplace(cut, pin.chip, pin.text);
+    if (!fresh && it->second.first != pin.chip)
+      return error("pins '" + it->second.second + "' and '" + pin.text +
+                   "' put the same layer on two chips");
+    out.forced[cut] = true;
+  }
+  unsigned previous = 0;
+  std::string previousPin;
+  for (const auto &[cut, chip] : out.chipAt) {
+    if (chip.first <= previous && !previousPin.empty())
+      return error("pins '" + previousPin + "' and '" + chip.second +
+                   "' put a later layer on a chip that is not later (pipeline stages go to "
+                   "consecutive chips in program order)");
+    previous = chip.first;
+    previousPin = chip.second;
+  }
+  return out;
+}
+
+/// The weights of body ops [first, end), each once.
+uint64_t weightBytesOf(const StageCosts &sc, size_t first, size_t end) {
+  std::set<const Op *> params;
+  for (size_t i = first; i < end; ++i)
+    params.insert(sc.params[i].begin(), sc.params[i].end());
+  uint64_t bytes = 0;
+  for (const Op *p : params)
+    bytes += bytesOf(p->type());
+  return bytes;
+}
+
+/// Splits the costliest stages at their most even legal cut until there
+/// are `want` of them (the chips before a pin that names a chip); false
+/// when no stage has a legal cut left.
+bool splitToFill(std::vector<PipelineStage> &stages, const StageCosts &sc,
+                 const std::vector<bool> &legal, size_t want) {
+  while (stages.size() < want) {
+    std::optional<size_t> which;
+    size_t at = 0;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const PipelineStage &st = stages[s];
+      if (which && stages[*which].cost >= st.cost)
+        continue;
+      double before = 0, best = HUGE_VAL;
+      std::optional<size_t> cut;
+      for (size_t j = st.firstOp + 1; j < st.endOp; ++j) {
+        before += sc.cost[j - 1];
+        if (legal[j] && std::abs(2 * before - st.cost) < best) {
+          best = std::abs(2 * before - st.cost);
+          cut = j;
+        }
+      }
+      if (cut) {
+        which = s;
+        at = *cut;
+      }
+    }
+    if (!which)
+      return false;
+    PipelineStage second = stages[*which];
+    PipelineStage &first = stages[*which];
+    first.endOp = second.firstOp = at;
+    first.cost = second.cost = 0;
+    for (size_t i = first.firstOp; i < at; ++i)
+      first.cost += sc.cost[i];
+    for (size_t i = at; i < second.endOp; ++i)
+      second.cost += sc.cost[i];
+    first.weightBytes = weightBytesOf(sc, first.firstOp, at);
+    second.weightBytes = weightBytesOf(sc, at, second.endOp);
+    stages.insert(stages.begin() + std::ptrdiff_t(*which) + 1, second);
+  }
+  return true;
+}
+
+} // namespace
+
 llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
                                                         const PartitionOptions &options) {
   if (options.chips == 0)
@@ -285,44 +414,88 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
   std::vector<const Op *> body = bodyOps(fn);
   StageCosts sc = costsOf(body, options.costs);
   std::vector<bool> legal = cutsThatFit(fn, body, sc, options.costs);
+  auto pinned = pinnedCuts(fn, sc, legal, options.pins, options.chips);
+  if (!pinned)
+    return pinned.takeError();
   const uint64_t fits = room(options.costs);
-  size_t tooBig = 0;
-  // The fewest stages the weights allow: cut only where SRAM is full.
-  std::vector<PipelineStage> fewest = greedyStages(body, sc, legal, HUGE_VAL, fits, &tooBig);
-  if (fewest.empty())
-    return noChipHolds(body, sc, tooBig, options.costs);
-  if (fewest.size() > options.chips) {
-    const unsigned per = options.costs.chipsPerStage;
-    if (per > 1)
-      return error("the weights need " + std::to_string(fewest.size()) + " groups of " +
-                   std::to_string(per) + " chips as pipeline stages (" + mib(fits) +
-                   " of weights per group), " + std::to_string(fewest.size() * per) +
-                   " chips, not " + std::to_string(options.chips * per));
-    return error("the weights need " + std::to_string(fewest.size()) + " chips as pipeline stages (" +
-                 mib(fits) + " of weights per chip), not " + std::to_string(options.chips));
+  // Regions between the cuts pins give chips to: [lo, hi) onto the chips
+  // [base, base + budget), all of them but in the last region.
+  struct Region {
+    size_t lo, hi;
+    unsigned base, budget;
+    std::string pin; // the pin that ends it
+  };
+  std::vector<Region> regions;
+  {
+    size_t lo = 0;
+    unsigned base = 0;
+    for (const auto &[cut, chip] : pinned->chipAt) {
+      regions.push_back({lo, cut, base, chip.first - base, chip.second});
+      lo = cut;
+      base = chip.first;
+    }
+    regions.push_back({lo, body.size(), base, options.chips - base, ""});
   }
-  // The smallest per-stage cost whose greedy cut needs no more stages than
-  // chips: stages balanced by cost (bisection over the limit).
-  double lo = 0, hi = 0;
-  for (double c : sc.cost) {
-    lo = std::max(lo, c);
-    hi += c;
-  }
-  std::vector<PipelineStage> best = fewest;
-  for (int iter = 0; iter < 60 && hi - lo > 1e-9 * hi; ++iter) {
-    double mid = (lo + hi) / 2;
-    std::vector<PipelineStage> stages = greedyStages(body, sc, legal, mid, fits);
-    if (!stages.empty() && stages.size() <= options.chips) {
-      best = std::move(stages);
-      hi = mid;
-    } else {
-      lo = mid;
+  std::vector<PipelineStage> plan;
+  for (const Region &r : regions) {
+    size_t tooBig = 0;
+    // The fewest stages the weights allow: cut only where SRAM is full.
+    std::vector<PipelineStage> fewest =
+        greedyStages(body, sc, legal, HUGE_VAL, fits, &tooBig, &pinned->forced, r.lo, r.hi);
+    if (fewest.empty())
+      return noChipHolds(body, sc, tooBig, options.costs);
+    if (fewest.size() > r.budget) {
+      const unsigned per = options.costs.chipsPerStage;
+      if (options.pins.empty() && per > 1)
+        return error("the weights need " + std::to_string(fewest.size()) + " groups of " +
+                     std::to_string(per) + " chips as pipeline stages (" + mib(fits) +
+                     " of weights per group), " + std::to_string(fewest.size() * per) +
+                     " chips, not " + std::to_string(options.chips * per));
+      if (options.pins.empty())
+        return error("the weights need " + std::to_string(fewest.size()) +
+                     " chips as pipeline stages (" + mib(fits) + " of weights per chip), not " +
+                     std::to_string(options.chips));
+      return error("with the pins, the layers " +
+                   (r.pin.empty() ? std::string("from the last pin that names a chip on")
+                                  : "before pin '" + r.pin + "'") +
+                   " need " + std::to_string(fewest.size()) + " chips as pipeline stages, not " +
+                   std::to_string(r.budget));
+    }
+    // The smallest per-stage cost whose greedy cut needs no more stages
+    // than chips: stages balanced by cost (bisection over the limit).
+    double lo = 0, hi = 0;
+    for (size_t i = r.lo; i < r.hi; ++i) {
+      lo = std::max(lo, sc.cost[i]);
+      hi += sc.cost[i];
+    }
+    auto greedy = [&](double limit) {
+      return greedyStages(body, sc, legal, limit, fits, nullptr, &pinned->forced, r.lo, r.hi);
+    };
+    std::vector<PipelineStage> best = fewest;
+    for (int iter = 0; iter < 60 && hi - lo > 1e-9 * hi; ++iter) {
+      double mid = (lo + hi) / 2;
+      std::vector<PipelineStage> stages = greedy(mid);
+      if (!stages.empty() && stages.size() <= r.budget) {
+        best = std::move(stages);
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    std::vector<PipelineStage> atHi = greedy(hi);
+    if (!atHi.empty() && atHi.size() <= r.budget)
+      best = std::move(atHi);
+    if (!r.pin.empty() && !splitToFill(best, sc, legal, r.budget))
+      return error("pin '" + r.pin + "': the layers before it cut into at most " +
+                   std::to_string(best.size()) + " pipeline stages, not the " +
+                   std::to_string(r.budget) + " chips before chip " +
+                   std::to_string(r.base + r.budget));
+    for (PipelineStage &st : best) {
+      st.chip = r.base + unsigned(&st - best.data());
+      plan.push_back(st);
     }
   }
-  std::vector<PipelineStage> atHi = greedyStages(body, sc, legal, hi, fits);
-  if (!atHi.empty() && atHi.size() <= options.chips)
-    best = std::move(atHi);
-  return best;
+  return plan;
 }
 
 llvm::Expected<unsigned> minimumChips(const Function &fn, const PartitionCosts &costs) {

@@ -14,6 +14,7 @@
 
 #include "ir/IR.h"
 #include "ir/Pass.h"
+#include "ir/passes/PartitionPins.h"
 
 #include <llvm/Support/Error.h>
 
@@ -51,6 +52,8 @@ struct PartitionOptions {
   /// Hybrid: as many groups as the weights need (`chips` is ignored).
   bool fewest = false;
   PartitionCosts costs;
+  /// The user's pins (PartitionPins.h); each kind reads those it knows.
+  std::vector<PartitionPin> pins;
 };
 
 /// The analytic cost of `op` in cycles (what the pass balances).

@@ -415,9 +415,21 @@ private:
   mutable const VocabSeeds *vocab_ = nullptr;
 };
 
+/// Whether the analysis splits a matmul by a weight pinned whole (its
+/// columns, as a seed, or its rows, as the matmul that closes one).
+bool shardsPinnedWhole(const Analysis &a, llvm::ArrayRef<PartitionPin> pins) {
+  for (const auto &[op, needs] : a.needs)
+    for (size_t i = 0; op->kind() == OpKind::Matmul && i < needs.size() && i < op->operands().size(); ++i)
+      if (needs[i].kind == Need::Slice)
+        if (const Op *w = weightOf(op->operand(i)); w && pinnedAs(pins, *w, PartitionPin::Action::Whole))
+          return true;
+  return false;
+}
+
 /// The seeds taken, greedily in program order: every one whose split
-/// closes.
-std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips, Analysis &result) {
+/// closes and holds no shard of a weight pinned whole.
+std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips, Analysis &result,
+                                         llvm::ArrayRef<PartitionPin> pins) {
   Analyzer analyzer(fn, chips);
   std::map<const Op *, Ranges> seeds;
   Analysis current = analyzer.run(seeds);
@@ -443,6 +455,8 @@ std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips, Ana
         }
         break;
       }
+      if (!pins.empty() && shardsPinnedWhole(next, pins))
+        break;
       seeds = std::move(trial);
       current = std::move(next);
       break;
@@ -965,7 +979,7 @@ private:
 
 llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
   Analysis a;
-  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a);
+  std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a, options.pins);
   VocabSeeds vocab;
   chooseVocabSeeds(fn, options.chips, seeds, vocab, a);
   if (seeds.empty())

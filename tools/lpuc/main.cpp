@@ -134,8 +134,8 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   std::string chipsSpec = "1";
   app.add_option("--chips", chipsSpec,
-                 "the chips to partition every entry onto (pipeline stages; 'auto': the fewest "
-                 "whose SRAM holds its weights)")
+                 "the chips to partition every entry onto (how: --partition; 'auto': the fewest "
+                 "whose SRAM holds its weights, as pipeline stages)")
       ->capture_default_str()
       ->check([](const std::string &v) -> std::string {
         unsigned n = 0;
@@ -148,12 +148,23 @@ int main(int argc, char **argv) {
                  "how the chips are cabled: single, node (8 chips) or dragonfly:N (N nodes); "
                  "default: the smallest that has the chips");
   std::string partitionKind = "auto";
+  std::vector<std::string> partitionKinds{"auto"};
+  for (const driver::PartitionKindName &k : driver::autoPartitionKinds())
+    partitionKinds.push_back(k.name.str());
   app.add_option("--partition", partitionKind,
-                 "how entries are cut across chips: auto, pipeline (consecutive layers on "
-                 "consecutive chips), tensor (matmuls split over all the chips, Megatron-style) "
-                 "or hybrid (tensor within each node of 8 chips, pipeline across nodes)")
-      ->check(CLI::IsMember({"auto", "pipeline", "tensor", "hybrid"}))
+                 "how entries are cut across chips: auto (each kind compiled and scheduled, the "
+                 "fewest predicted cycles kept), pipeline (consecutive layers on consecutive "
+                 "chips), tensor (matmuls split over all the chips, Megatron-style) or hybrid "
+                 "(tensor within each node of 8 chips, pipeline across nodes)")
+      ->check(CLI::IsMember(partitionKinds))
       ->capture_default_str();
+  std::vector<std::string> pinSpecs;
+  app.add_option("--pin", pinSpecs,
+                 "pin the layers whose weights' paths match GLOB (--emit=params lists them): "
+                 "GLOB=whole (tensor: left unsplit), GLOB=split (tensor: must be split), "
+                 "GLOB=stage (pipeline: a stage starts there) or GLOB=chip:N (pipeline: it "
+                 "starts chip N's stage); repeatable")
+      ->allow_extra_args(false);
   app.add_option("--explain", explain, "print the long explanation of a diagnostic code");
   app.add_flag("--verify,-V", verify,
                "check the diagnostics against 'expected-...' comments in the file "
@@ -196,8 +207,13 @@ int main(int argc, char **argv) {
   if (!pipeline.chips.fewest)
     pipeline.chips.chips = unsigned(std::stoul(chipsSpec));
   pipeline.chips.topology = topologySpec;
-  pipeline.chips.tensor = partitionKind == "tensor";
-  pipeline.chips.hybrid = partitionKind == "hybrid";
+  for (const driver::PartitionKindName &k : driver::autoPartitionKinds())
+    if (partitionKind == k.name)
+      pipeline.chips.kind = k.kind;
+  if (!pinSpecs.empty() && !pipeline.chips.fewest && pipeline.chips.chips <= 1) {
+    tools::reportToolError("lpuc", "--pin needs --chips N (N > 1) or --chips auto");
+    return tools::kExitUsageError;
+  }
   // The SRAM rule of the checker (E0600) counts the chips asked for; with
   // `auto`, the partition finds how many the weights need.
   checkOptions.chips = pipeline.chips.chips;
@@ -270,6 +286,18 @@ int main(int argc, char **argv) {
 
   // lpuc exits right after compiling: ANTLR's parse trees are left to the
   // process exit instead of being freed (ParseOptions says why).
+  // A pin that does not parse is an error of the compilation (E0602), as
+  // one whose glob matches no weight is.
+  for (const std::string &spec : pinSpecs) {
+    auto pin = ir::parsePartitionPin(spec);
+    if (!pin) {
+      diags.report(DiagID::PinInvalid, {}, spec, llvm::toString(pin.takeError()));
+      continue;
+    }
+    pipeline.chips.pins.push_back(std::move(*pin));
+  }
+  if (diags.hasErrors())
+    return tools::kExitInputError;
   checkOptions.parse.freeParseTree = false;
   std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
   checkOptions.importPaths = includeDirs;

@@ -249,3 +249,88 @@ TEST(DriverTest, LoadModelCompilesSourceAndReadsIRText) {
 
 } // namespace
 } // namespace lpu::driver
+
+namespace lpu::driver {
+namespace {
+
+constexpr const char *kPair = R"(model P {
+  param up: f16[64, 128]
+  param down: f16[128, 64]
+  fn forward<B>(x: f16[B, 64]) -> f16[B, 64] {
+    return relu(x @ up) @ down
+  }
+}
+entry e = P.forward<B in {8, 32}>
+)";
+
+TEST(DriverTest, AutoPartitionKeepsTheKindWithTheFewestCycles) {
+  Source s(kPair);
+  PipelineOptions options = upTo(Phase::Emit);
+  options.chips.chips = 2;
+  ASSERT_TRUE(s.run(options)) << s.dumps;
+  ASSERT_TRUE(s.c.compiled.has_value());
+  ASSERT_EQ(s.c.compiled->buckets.size(), 2u);
+  for (const CompiledProgram::BucketInfo &b : s.c.compiled->buckets) {
+    ASSERT_TRUE(b.partition.has_value());
+    const PartitionChoice &choice = *b.partition;
+    ASSERT_EQ(choice.candidates.size(), autoPartitionKinds().size());
+    int64_t fewest = INT64_MAX;
+    for (size_t k = 0; k < choice.candidates.size(); ++k) {
+      EXPECT_EQ(choice.candidates[k].kind, autoPartitionKinds()[k].name);
+      if (choice.candidates[k].ok())
+        fewest = std::min(fewest, choice.candidates[k].cycles);
+    }
+    EXPECT_EQ(b.schedule.cycles, fewest);
+    for (const PartitionChoice::Candidate &c : choice.candidates) {
+      if (c.kind == choice.chosen) {
+        EXPECT_EQ(c.cycles, fewest);
+      }
+    }
+    EXPECT_NE(describePartitionChoice(choice).find("partition: " + choice.chosen + " (auto: "),
+              std::string::npos);
+  }
+}
+
+TEST(DriverTest, AGivenKindMakesNoChoice) {
+  Source s(kPair);
+  PipelineOptions options = upTo(Phase::Emit);
+  options.chips.chips = 2;
+  options.chips.kind = ir::PartitionKind::Pipeline;
+  ASSERT_TRUE(s.run(options)) << s.dumps;
+  for (const CompiledProgram::BucketInfo &b : s.c.compiled->buckets)
+    EXPECT_FALSE(b.partition.has_value());
+}
+
+TEST(DriverTest, APinThatMatchesNoWeightIsE0602) {
+  Source s(kPair);
+  PipelineOptions options = upTo(Phase::Partition);
+  options.chips.chips = 2;
+  options.chips.pins.push_back(llvm::cantFail(ir::parsePartitionPin("mid*=whole")));
+  EXPECT_FALSE(s.run(options));
+  EXPECT_EQ(s.codes(), std::vector<std::string>{"E0602"});
+}
+
+TEST(DriverTest, PinsParseAndMatchByGlob) {
+  auto whole = ir::parsePartitionPin("blocks.1?.*=whole");
+  ASSERT_TRUE(bool(whole)) << llvm::toString(whole.takeError());
+  EXPECT_EQ(whole->action, ir::PartitionPin::Action::Whole);
+  EXPECT_TRUE(ir::pinMatches(*whole, "blocks.12.attn.q.w"));
+  EXPECT_FALSE(ir::pinMatches(*whole, "blocks.1.attn.q.w"));
+  EXPECT_FALSE(ir::pinMatches(*whole, "blocksX12.w"));
+  auto chip = ir::parsePartitionPin("a.b=chip:3");
+  ASSERT_TRUE(bool(chip)) << llvm::toString(chip.takeError());
+  EXPECT_EQ(chip->action, ir::PartitionPin::Action::Chip);
+  EXPECT_EQ(chip->chip, 3u);
+  EXPECT_FALSE(chip->tensor());
+  EXPECT_TRUE(pinAppliesTo(*chip, ir::PartitionKind::Pipeline));
+  EXPECT_FALSE(pinAppliesTo(*chip, ir::PartitionKind::Tensor));
+  for (const char *bad : {"w", "=whole", "w=", "w=chip:", "w=chip:x", "w=stages"}) {
+    auto pin = ir::parsePartitionPin(bad);
+    EXPECT_FALSE(bool(pin)) << bad;
+    if (!pin)
+      llvm::consumeError(pin.takeError());
+  }
+}
+
+} // namespace
+} // namespace lpu::driver
