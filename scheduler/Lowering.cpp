@@ -1,5 +1,7 @@
 #include "scheduler/Lowering.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include "scheduler/Error.h"
 
 #include <llvm/ADT/ScopeExit.h>
@@ -34,6 +36,10 @@ const std::vector<uint16_t> &TensorView::slices(int64_t row) const {
 const std::vector<uint16_t> &TensorView::allSlices() const { return storage->block.slices; }
 
 bool TensorView::chunked() const { return storage->chunkSlices.size() > 1; }
+
+bool TensorView::pending() const {
+  return llvm::is_contained(storage->ready, kNotWrittenYet);
+}
 
 int64_t TensorView::chunkRows() const {
   return storage->chunkRows ? storage->chunkRows * storage->vecsPerRow / storedVecs() : 0;

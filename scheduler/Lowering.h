@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -65,6 +66,9 @@ struct TensorView {
   /// The first cycle a read of this vector may issue in (its write landed);
   /// for packed storage, of every stored vector segment(row, vec) covers.
   int64_t readyAt(int64_t row, int64_t vec) const;
+  /// Whether some vector is not written yet and no write of it is placed:
+  /// a value another chip sends, before its recvs are placed (lockstep).
+  bool pending() const;
 
   /// Packed storage (Storage::packed, backend Layout::Packed): a chunk's
   /// rows follow each other with no padding, so vector `vec` of a row (its

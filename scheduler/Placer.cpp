@@ -335,6 +335,13 @@ bool Placer::detour(WorkTree &tree, int read) {
 
 std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t rootNotBefore) {
   auto latency = [&](const Instr &in) { return int64_t(chip_.timingOf(in.op, in.dtype).latency); };
+  // A read of a vector nothing writes yet (a value not received): no
+  // cycle is late enough.
+  if (notBefore >= kNotWrittenYet / 2 || rootNotBefore >= kNotWrittenYet / 2)
+    return std::nullopt;
+  for (const WorkNode &n : tree.nodes)
+    if (n.notBefore >= kNotWrittenYet / 2)
+      return std::nullopt;
   Timed timed;
   // More MEM accesses of one slice's read (or write) ports at one offset
   // than the slice has: no root cycle can ever fit the tree as it is. Two

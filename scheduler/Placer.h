@@ -18,10 +18,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
 namespace lpu::scheduler {
+
+/// The `ready` cycle of a vector nothing has been placed to write yet (a
+/// received value before its recvs): no read is placed that late.
+constexpr int64_t kNotWrittenYet = std::numeric_limits<int64_t>::max() / 4;
 
 /// One instruction of a vector's work tree. Build trees with the Tree
 /// helpers below; the placer fills in streams, queues and cycles.

@@ -294,8 +294,16 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     case ir::OpKind::Param: {
       bool input = op.kind() == ir::OpKind::Input;
       std::string name = op.stringAttr(input ? "name" : "path").value_or("");
-      if (input && received(traffic, name))
-        break; // written by recvs during the run, not by the host
+      if (input && received(traffic, name)) {
+        // Written by recvs during the run, not by the host. In lockstep
+        // its recvs are placed where the program reaches it: until then
+        // nothing may read it (an epilogue of an earlier producer).
+        if (lockstep) {
+          const TensorView &v = ctx.view(&op);
+          std::fill(v.storage->ready.begin(), v.storage->ready.end(), kNotWrittenYet);
+        }
+        break;
+      }
       (input ? inputs : params)
           .push_back(placementOf(input ? TensorRole::Input : TensorRole::Param, name, op.type(), ctx.view(&op)));
       // A param that holds a slice of its weight says which (the host

@@ -53,8 +53,7 @@ llvm::Error receiveOne(const ir::Op &input, const ChipTraffic::Incoming &in, uns
   if (view.perm != in.perm)
     return refuse<Refusal::TransferOrder>(input, int64_t(in.fromChip), orderName(in.perm),
                                           int64_t(chip), orderName(view.perm));
-  std::fill(view.storage->ready.begin(), view.storage->ready.end(),
-            std::numeric_limits<int64_t>::max() / 4);
+  std::fill(view.storage->ready.begin(), view.storage->ready.end(), kNotWrittenYet);
   size_t k = 0;
   for (int64_t r = 0; r < view.rows; ++r)
     for (int64_t v = 0; v < view.vecsPerRow; ++v, ++k) {

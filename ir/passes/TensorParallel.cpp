@@ -504,13 +504,15 @@ uint64_t gatheredBytes(const Analysis &a) {
 ///   times as many rows as columns, and at least N times the elements it
 ///   gathers), or when a head holds the same rows of it (a tied table: one
 ///   shard per chip serves both). Its result is partial.
+/// Weights pinned whole (`--pin GLOB=whole`) are neither heads nor tables.
 void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, Ranges> &seeds,
-                      VocabSeeds &vocab, Analysis &current) {
+                      VocabSeeds &vocab, Analysis &current, llvm::ArrayRef<PartitionPin> pins) {
   Analyzer analyzer(fn, chips);
   const uint64_t N = chips;
   for (const auto &owned : fn.ops()) {
     const Op &op = *owned;
-    if (op.kind() != OpKind::Matmul || seeds.count(&op) || !weightOf(op.operand(1)))
+    if (op.kind() != OpKind::Matmul || seeds.count(&op) || !weightOf(op.operand(1)) ||
+        pinnedAs(pins, *weightOf(op.operand(1)), PartitionPin::Action::Whole))
       continue;
     if (auto had = current.sharding.find(&op); had != current.sharding.end() && !had->second.scattered)
       continue;
@@ -526,7 +528,7 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
     VocabSeeds next = vocab;
     next.heads.insert(&op);
     Analysis a = analyzer.run(trial, next);
-    if (!a.ok)
+    if (!a.ok || shardsPinnedWhole(a, pins))
       continue;
     // Gather the logits before a widening convert.
     bool narrowed = false;
@@ -557,7 +559,7 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
     const Op *table = op.kind() == OpKind::Gather ? op.operand(0) : nullptr;
     if (!table || table->kind() != OpKind::Param || op.intAttr("axis").value_or(0) != 0 ||
         table->type().rank() != 2 || !readsInput(op.operand(1), memo) ||
-        current.sharding.count(&op))
+        current.sharding.count(&op) || pinnedAs(pins, *table, PartitionPin::Action::Whole))
       continue;
     const int64_t rows = table->type().shape[0], cols = table->type().shape[1];
     // The rows a head holds of this table (read transposed), if one does;
@@ -981,7 +983,7 @@ llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
   Analysis a;
   std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a, options.pins);
   VocabSeeds vocab;
-  chooseVocabSeeds(fn, options.chips, seeds, vocab, a);
+  chooseVocabSeeds(fn, options.chips, seeds, vocab, a, options.pins);
   if (seeds.empty())
     return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
                  llvm::Twine(options.chips) +

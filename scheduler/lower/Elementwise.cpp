@@ -92,6 +92,12 @@ public:
       if (operand == substitute_ || !ctx_.hasView(operand))
         continue;
       const TensorView &v = ctx_.view(operand);
+      // A value still to be received (lockstep: its recvs come at its
+      // place in the program, after this producer): not read early, in
+      // an epilogue; the group is lowered where it stands.
+      if (v.pending())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "an operand is not received yet");
       if (!sameOrder(v.perm, perm))
         return refuse<Refusal::FusionOperandOrder>(root_, orderName(v.perm), orderName(perm));
       if (v.rows != rows || v.cols != cols)
