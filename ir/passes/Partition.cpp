@@ -231,17 +231,41 @@ uint64_t room(const PartitionCosts &costs);
 /// The legal cuts: those the fewest values cross, or, when the weights
 /// between two of them fit on no chip (a layer larger than a chip), those
 /// a few more values cross, as few more as lets every block fit.
+/// `stages`: for a hybrid partition's groups, also as few more as let
+/// that many stages be balanced (none over kGroupImbalance times an even
+/// share of the cost). A group's SRAM holds many layers, so the weights
+/// rarely force the slack up, and the fewest crossings may all be before
+/// the first layer (a BERT's attention mask is live in every layer).
 std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> &body,
-                              const StageCosts &sc, const PartitionCosts &costs) {
+                              const StageCosts &sc, const PartitionCosts &costs,
+                              unsigned stages = 1) {
   constexpr int64_t kMaxSlack = 8;
-  std::vector<bool> legal;
+  constexpr double kGroupImbalance = 1.25;
+  double total = 0;
+  for (double c : sc.cost)
+    total += c;
+  std::vector<bool> legal, fits;
   for (int64_t slack = 0; slack <= kMaxSlack; ++slack) {
     legal = legalCuts(body);
     fewestCrossings(fn, body, legal, slack);
-    if (!greedyStages(body, sc, legal, HUGE_VAL, room(costs)).empty())
-      break;
+    if (greedyStages(body, sc, legal, HUGE_VAL, room(costs)).empty())
+      continue;
+    if (fits.empty())
+      fits = legal;
+    if (costs.chipsPerStage <= 1 || stages <= 1)
+      return legal;
+    std::vector<PipelineStage> even =
+        greedyStages(body, sc, legal, kGroupImbalance * total / stages, room(costs));
+
+    // (A block between two cuts costlier than the limit is a stage of its
+    // own, over it.)
+    if (!even.empty() && even.size() <= stages &&
+        llvm::all_of(even, [&](const PipelineStage &st) {
+          return st.cost <= kGroupImbalance * total / stages;
+        }))
+      return legal;
   }
-  return legal;
+  return fits.empty() ? legal : fits;
 }
 
 uint64_t room(const PartitionCosts &costs) {
@@ -413,7 +437,7 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
     return error("cannot partition onto 0 chips");
   std::vector<const Op *> body = bodyOps(fn);
   StageCosts sc = costsOf(body, options.costs);
-  std::vector<bool> legal = cutsThatFit(fn, body, sc, options.costs);
+  std::vector<bool> legal = cutsThatFit(fn, body, sc, options.costs, options.chips);
   auto pinned = pinnedCuts(fn, sc, legal, options.pins, options.chips);
   if (!pinned)
     return pinned.takeError();
