@@ -261,6 +261,41 @@ unsigned operandWidth(const Instr &in, OperandKind k) {
 }
 } // namespace
 
+namespace {
+/// Chip `c` of `bucket` runs another chip's code: that chip has code of its
+/// own, this one none, and every link the code uses (`used`), renamed,
+/// exists in the same hemisphere and is cabled here.
+llvm::Error verifySharedCode(const SharedCode &shared, size_t c, const Bucket &bucket,
+                             const std::set<uint16_t> &used, const ChipDescription &chip,
+                             const Topology &topo, const std::string &where) {
+  if (shared.chip >= bucket.chips.size() || shared.chip == c)
+    return error(where + " shares the code of chip " + llvm::Twine(shared.chip) + ", which is not " +
+                 "another chip of the bucket");
+  if (bucket.chips[shared.chip].shares)
+    return error(where + " shares the code of chip " + llvm::Twine(shared.chip) +
+                 ", which has none of its own");
+  if (!bucket.chips[c].queues.empty())
+    return error(where + " shares another chip's code and has queues of its own");
+  std::set<uint16_t> renamed;
+  for (const auto &[from, to] : shared.links) {
+    if (!renamed.insert(from).second)
+      return error(where + " renames link " + llvm::Twine(from) + " twice");
+    if (from >= chip.c2cLinks || to >= chip.c2cLinks)
+      return error(where + " renames link " + llvm::Twine(from) + " to " + llvm::Twine(to) +
+                   ": the chip has " + llvm::Twine(chip.c2cLinks) + " links");
+    if ((from >= chip.c2cLinks / 2) != (to >= chip.c2cLinks / 2))
+      return error(where + " renames link " + llvm::Twine(from) + " to " + llvm::Twine(to) +
+                   ", in the other hemisphere");
+  }
+  for (uint16_t link : used)
+    if (!topo.peer(unsigned(c), shared.link(link)))
+      return error(where + " runs chip " + llvm::Twine(shared.chip) + "'s code, whose link " +
+                   llvm::Twine(link) + " is its link " + llvm::Twine(shared.link(link)) +
+                   ", not cabled in topology '" + topo.spec() + "'");
+  return llvm::Error::success();
+}
+} // namespace
+
 llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
   if (program.chipFingerprint != chip.fingerprint() || program.chipName != chip.name)
     return error("program was built for chip '" + program.chipName + "' (fingerprint " +
@@ -350,6 +385,9 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
                        placedType(first.dtype, bucket.fullShape(first)) + " on chip " +
                        llvm::Twine(first.chip) + " (a param's placements are one weight or its slices)");
       }
+      // Per chip, the links its code sends and receives on: a chip that
+      // shares the code must have them cabled too (renamed as it says).
+      std::vector<std::set<uint16_t>> linksUsed(bucket.chips.size());
       for (size_t c = 0; c < bucket.chips.size(); ++c) {
         std::set<std::pair<int, int>> queues;
         for (const Queue &q : bucket.chips[c].queues) {
@@ -407,6 +445,7 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
                 if (!topo->peer(c, in.unit))
                   return error(iw + ": link " + llvm::Twine(in.unit) + " is not cabled in topology '" +
                                program.topology + "'");
+                linksUsed[c].insert(in.unit);
                 break;
               case OperandKind::Src0:
               case OperandKind::Src1:
@@ -439,6 +478,11 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
           }
         }
       }
+      for (size_t c = 0; c < bucket.chips.size(); ++c)
+        if (const std::optional<SharedCode> &shared = bucket.chips[c].shares)
+          if (auto e = verifySharedCode(*shared, c, bucket, linksUsed[shared->chip], chip, *topo,
+                                        where + ": chip " + std::to_string(c)))
+            return e;
     }
   }
   return llvm::Error::success();

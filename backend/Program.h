@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -143,8 +144,30 @@ struct Queue {
   bool operator==(const Queue &) const = default;
 };
 
+/// A chip that runs another chip's queues: chips with the same work share
+/// one schedule (docs/partitioning.md), and the program holds it once.
+/// Every queue of `chip` runs here `delay` cycles later than there, and a
+/// send or recv on a link `links` names as `first` uses link `second`
+/// (links it does not name stay as they are).
+struct SharedCode {
+  uint32_t chip = 0;
+  uint64_t delay = 0;
+  std::vector<std::pair<uint16_t, uint16_t>> links;
+  bool operator==(const SharedCode &) const = default;
+
+  /// The link a send or recv on `link` in the shared code uses here.
+  uint16_t link(uint16_t inCode) const {
+    for (const auto &[from, to] : links)
+      if (from == inCode)
+        return to;
+    return inCode;
+  }
+};
+
 struct ChipCode {
   std::vector<Queue> queues;
+  /// Set: the chip runs another's queues (and `queues` is empty).
+  std::optional<SharedCode> shares;
   bool operator==(const ChipCode &) const = default;
 };
 
@@ -159,6 +182,12 @@ struct Bucket {
   std::vector<TensorPlacement> tensors;
   std::vector<ChipCode> chips; // one per chip of the topology
   bool operator==(const Bucket &) const = default;
+
+  /// The queues chip `c` runs: its own, or those of the chip it shares.
+  const ChipCode &codeOf(size_t c) const {
+    return chips[c].shares && chips[c].shares->chip < chips.size() ? chips[chips[c].shares->chip]
+                                                                  : chips[c];
+  }
 
   /// The concrete shape of `t` in this bucket.
   std::vector<int64_t> concreteShape(const TensorPlacement &t) const;

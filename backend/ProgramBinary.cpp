@@ -219,6 +219,18 @@ std::string writeVersion(const Program &p, uint32_t version) {
       }
       w.u32(uint32_t(b.chips.size()));
       for (const ChipCode &c : b.chips) {
+        if (version >= 6) {
+          w.u8(c.shares ? 1 : 0);
+          if (c.shares) {
+            w.u32(c.shares->chip);
+            w.u64(c.shares->delay);
+            w.u32(uint32_t(c.shares->links.size()));
+            for (const auto &[from, to] : c.shares->links) {
+              w.u16(from);
+              w.u16(to);
+            }
+          }
+        }
         w.u32(uint32_t(c.queues.size()));
         for (const Queue &q : c.queues) {
           w.u8(uint8_t(q.unit));
@@ -260,6 +272,13 @@ llvm::Expected<std::string> writeProgramBinary(const Program &p, uint32_t versio
         if (version < 5 && !t.shard.empty())
           return fail("tensor '" + t.name + "' holds a shard of its weight (version 5 added shards)");
       }
+  if (version < 6)
+    for (const Entry &e : p.entries)
+      for (const Bucket &b : e.buckets)
+        for (size_t c = 0; c < b.chips.size(); ++c)
+          if (b.chips[c].shares)
+            return fail("chip " + llvm::Twine(c) + " runs chip " + llvm::Twine(b.chips[c].shares->chip) +
+                        "'s code (version 6 added shared code)");
   return writeVersion(p, version);
 }
 
@@ -388,6 +407,20 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
       uint32_t nChips = r.count(4);
       for (uint32_t ci = 0; ci < nChips && !r.failed(); ++ci) {
         ChipCode c;
+        const uint8_t sharesFlag = version >= 6 ? r.u8() : 0;
+        if (sharesFlag > 1)
+          bad = true;
+        if (sharesFlag == 1) {
+          SharedCode shared;
+          shared.chip = r.u32();
+          shared.delay = r.u64();
+          uint32_t nLinks = r.count(4);
+          for (uint32_t li = 0; li < nLinks && !r.failed(); ++li) {
+            uint16_t from = r.u16();
+            shared.links.emplace_back(from, r.u16());
+          }
+          c.shares = std::move(shared);
+        }
         uint32_t nQueues = r.count(7);
         for (uint32_t qi = 0; qi < nQueues && !r.failed(); ++qi) {
           Queue q;

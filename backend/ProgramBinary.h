@@ -14,18 +14,21 @@
 
 namespace lpu::backend {
 
-/// Version 5 added each tensor's shard (TensorPlacement::shard) after its
+/// Version 6 added chips that run another chip's queues (ChipCode::shares:
+/// a flag byte before each chip's queues, then the chip, the delay and the
+/// renamed links). Version 5 added each tensor's shard (TensorPlacement::shard) after its
 /// chunk rows; version 4 added Layout::Packed (layout byte 1). Versions 3
 /// and 4 still read (no shards; a version 3 file rows only); an older
 /// reader refuses a newer file by its header.
-inline constexpr uint32_t kProgramFormatVersion = 5;
+inline constexpr uint32_t kProgramFormatVersion = 6;
 inline constexpr uint32_t kOldestProgramFormatVersion = 3;
 inline constexpr char kProgramMagic[8] = {'L', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
 
 std::string writeProgramBinary(const Program &program);
 /// The program in an older format version (kOldestProgramFormatVersion to
 /// kProgramFormatVersion), for older lpuruns: refused when it holds what
-/// that version cannot (a packed tensor before 4, a shard before 5).
+/// that version cannot (a packed tensor before 4, a shard before 5, shared
+/// code before 6).
 llvm::Expected<std::string> writeProgramBinary(const Program &program, uint32_t version);
 
 /// `name` is used in error messages.

@@ -161,7 +161,14 @@ std::string printProgramText(const Program &p) {
         out += "\n";
       }
       for (size_t c = 0; c < b.chips.size(); ++c) {
-        out += "    chip " + std::to_string(c) + "\n";
+        out += "    chip " + std::to_string(c);
+        if (const std::optional<SharedCode> &shared = b.chips[c].shares) {
+          out += " shares " + std::to_string(shared->chip) + " delay " + std::to_string(shared->delay);
+          for (size_t i = 0; i < shared->links.size(); ++i)
+            out += (i ? "," : " links ") + std::to_string(shared->links[i].first) + ":" +
+                   std::to_string(shared->links[i].second);
+        }
+        out += "\n";
         for (const Queue &q : b.chips[c].queues) {
           out += "      queue " + queueName(q) + "\n";
           for (const Instr &in : q.instrs)
@@ -359,9 +366,30 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
       unsigned idx = 0;
       if (!bucket)
         return fail("'chip' outside a bucket");
-      if (words.size() != 2 || !parseNumber(words[1], idx) || idx != bucket->chips.size())
-        return fail("expected 'chip " + llvm::Twine(bucket->chips.size()) + "' (chips in order)");
-      bucket->chips.emplace_back();
+      const char *usage = "' (chips in order), or 'chip N shares CHIP delay CYCLES [links L:L,..]'";
+      if ((words.size() != 2 && words.size() != 6 && words.size() != 8) ||
+          !parseNumber(words[1], idx) || idx != bucket->chips.size())
+        return fail("expected 'chip " + llvm::Twine(bucket->chips.size()) + usage);
+      ChipCode code;
+      if (words.size() > 2) {
+        SharedCode shared;
+        if (words[2] != "shares" || !parseNumber(words[3], shared.chip) || words[4] != "delay" ||
+            !parseNumber(words[5], shared.delay) || (words.size() == 8 && words[6] != "links"))
+          return fail("expected 'chip " + llvm::Twine(idx) + " shares CHIP delay CYCLES [links L:L,..]'");
+        if (words.size() == 8) {
+          llvm::SmallVector<llvm::StringRef, 8> pairs;
+          words[7].split(pairs, ',');
+          for (llvm::StringRef pair : pairs) {
+            auto [from, to] = pair.split(':');
+            unsigned f = 0, t = 0;
+            if (!parseNumber(from, f) || !parseNumber(to, t) || f > 65535 || t > 65535)
+              return fail("expected links as FROM:TO,.. (link numbers), found '" + pair + "'");
+            shared.links.emplace_back(uint16_t(f), uint16_t(t));
+          }
+        }
+        code.shares = std::move(shared);
+      }
+      bucket->chips.push_back(std::move(code));
       chip = &bucket->chips.back();
       queue = nullptr;
       continue;
@@ -369,6 +397,8 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
     if (key == "queue") {
       if (!chip)
         return fail("'queue' outside a chip");
+      if (chip->shares)
+        return fail("a chip that shares another's code has no queues of its own");
       if (words.size() != 2)
         return fail("expected 'queue UNITINDEX' (e.g. queue mem3)");
       Queue q;

@@ -170,13 +170,19 @@ std::string shareKey(const ir::Function &part, const ChipTraffic &traffic, unsig
   return key;
 }
 
-/// `from` moved `delta` cycles later and renamed for `part`: its weights'
-/// paths and the transfers it sends and receives. Nullopt when the shift
-/// would put an instruction before cycle 0.
-std::optional<Schedule> shifted(const Schedule &from, const ChipTraffic &fromTraffic,
+/// `from` (the schedule of chip `fromChip`) moved `delta` cycles later and
+/// renamed for `part`: its weights' paths and the transfers it sends and
+/// receives. Its queues are `from`'s, run `delta` cycles later on links
+/// renamed (Schedule::shares), or when that cannot say it (a move earlier,
+/// a link that would be renamed two ways), copied and renamed. Nullopt
+/// when the shift would put an instruction before cycle 0.
+std::optional<Schedule> shifted(Schedule &from, unsigned fromChip, const ChipTraffic &fromTraffic,
                                 int64_t delta, const ir::Function &part,
                                 const ChipTraffic &traffic) {
+  // Everything but the queues, which stay where they are when shared.
+  std::map<QueueId, std::vector<TimedInstr>> queues = std::move(from.queues);
   Schedule s = from;
+  from.queues = std::move(queues);
   // Each link of the schedule shared becomes this chip's link of the same
   // transfer (the key says they are in the same hemisphere).
   if (fromTraffic.incoming.size() != traffic.incoming.size() ||
@@ -191,16 +197,29 @@ std::optional<Schedule> shifted(const Schedule &from, const ChipTraffic &fromTra
     if (!sendLink.try_emplace(fromTraffic.outgoing[i].link, traffic.outgoing[i].link).second &&
         sendLink[fromTraffic.outgoing[i].link] != traffic.outgoing[i].link)
       return std::nullopt;
-  for (auto &[q, list] : s.queues)
-    for (TimedInstr &t : list) {
-      t.cycle += delta;
-      if (t.cycle < 0)
-        return std::nullopt;
-      if (t.instr.op == Opcode::Send)
-        t.instr.unit = sendLink.at(t.instr.unit);
-      else if (t.instr.op == Opcode::Receive)
-        t.instr.unit = recvLink.at(t.instr.unit);
-    }
+  SharedCode shared{fromChip, uint64_t(std::max<int64_t>(delta, 0)), {}};
+  bool byReference = delta >= 0;
+  std::map<uint16_t, uint16_t> links = sendLink;
+  for (const auto &[inCode, here] : recvLink)
+    byReference &= links.try_emplace(inCode, here).first->second == here;
+  for (const auto &[inCode, here] : links)
+    if (inCode != here)
+      shared.links.emplace_back(inCode, here);
+  if (byReference) {
+    s.shares = std::move(shared);
+  } else {
+    s.queues = from.queues;
+    for (auto &[q, list] : s.queues)
+      for (TimedInstr &t : list) {
+        t.cycle += delta;
+        if (t.cycle < 0)
+          return std::nullopt;
+        if (t.instr.op == Opcode::Send)
+          t.instr.unit = sendLink.at(t.instr.unit);
+        else if (t.instr.op == Opcode::Receive)
+          t.instr.unit = recvLink.at(t.instr.unit);
+      }
+  }
   s.cycles += delta;
   for (OpTiming &t : s.ops) {
     t.firstCycle += delta;
@@ -283,6 +302,11 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
       QueueId id = q;
       id.chip = onChip[c];
       merged.queues[id] = std::move(list);
+    }
+    if (s.shares) {
+      SharedCode shared = *s.shares;
+      shared.chip = onChip[shared.chip];
+      merged.sharedCode[onChip[c]] = std::move(shared);
     }
     merged.cycles = std::max(merged.cycles, s.cycles);
     for (size_t u = 0; u < s.busy.size(); ++u)
@@ -745,7 +769,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
       std::vector<std::optional<Schedule>> moved;
       for (size_t k = 0; k < group.size(); ++k) {
         const unsigned from = it->second.chips[k];
-        moved.push_back(shifted(*schedules[from], traffic[from], *origin - it->second.origin,
+        moved.push_back(shifted(*schedules[from], from, traffic[from], *origin - it->second.origin,
                                 *parts[group[k]], traffic[group[k]]));
         if (!moved.back())
           break;
@@ -845,7 +869,8 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
                                : traffic.incoming[0].arrivals[0];
     std::optional<Schedule> shared;
     if (auto it = scheduled.find(key); it != scheduled.end())
-      shared = shifted(schedules[it->second.stage], it->second.traffic, origin - it->second.origin,
+      shared = shifted(schedules[it->second.stage], it->second.stage, it->second.traffic,
+                       origin - it->second.origin,
                        *part, traffic);
     if (shared) {
       schedules.push_back(std::move(*shared));

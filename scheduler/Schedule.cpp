@@ -36,6 +36,8 @@ llvm::Expected<Bucket> encodeBucket(const Schedule &schedule, const ChipDescript
     q.instrs = encoder.finish();
     bucket.chips[id.chip].queues.push_back(std::move(q));
   }
+  for (const auto &[c, shared] : schedule.sharedCode)
+    bucket.chips[c].shares = shared;
   return bucket;
 }
 

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace lpu::scheduler {
@@ -103,6 +104,12 @@ struct Schedule {
   /// schedules, shifted in time (a chip's own: `sharedFrom`).
   unsigned distinctChips = 1;
   bool sharedFrom = false;
+  /// A chip's own schedule that runs another chip's queues, later by a
+  /// delay (and its `queues` empty): `shares`, the other chip numbered as
+  /// the chips scheduled together are. In a merged schedule, per topology
+  /// chip, those that do.
+  std::optional<backend::SharedCode> shares;
+  std::map<unsigned, backend::SharedCode> sharedCode;
   /// The chips send to each other both ways and were scheduled in
   /// lockstep (docs/partitioning.md): not a pipeline of stages.
   bool lockstep = false;

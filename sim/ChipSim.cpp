@@ -17,13 +17,19 @@ void noFree(void *) {}
 } // namespace
 
 ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned index,
-                 const ChipCode &code, ChipOptions options)
+                 const ChipCode &code, ChipOptions options, const SharedCode *shared)
     : chip_(chip), topology_(topology), index_(index), code_(code), options_(options),
       sram_(nullptr, noFree) {
+  // A chip that runs another's code: every queue later by the delay, its
+  // sends and recvs on its own links.
+  const int64_t start = shared ? int64_t(shared->delay) : 0;
+  linkMap_.resize(chip.c2cLinks);
+  for (unsigned l = 0; l < chip.c2cLinks; ++l)
+    linkMap_[l] = shared ? shared->link(uint16_t(l)) : uint16_t(l);
   queues_.resize(code.queues.size());
   for (uint32_t q = 0; q < code.queues.size(); ++q)
     if (!code.queues[q].instrs.empty())
-      events_.push({0, q});
+      events_.push({start, q});
   if (!options.timingOnly) {
     // calloc hands out untouched zero pages: a chip only pays for the SRAM
     // it uses.
@@ -479,53 +485,55 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     return true;
   }
   case Opcode::Send: {
-    unsigned pos = chip_.linkPosition(in.unit);
+    const unsigned link = in.unit < linkMap_.size() ? linkMap_[in.unit] : in.unit;
+    unsigned pos = chip_.linkPosition(link);
     if (!readGroup(ctx, in.src0, w, pos, a))
       return false;
-    if (c < linkBusyUntil_[in.unit])
-      return fail(ctx, "link l" + llvm::Twine(in.unit) + " over bandwidth: it is still sending until cycle " +
-                           llvm::Twine(linkBusyUntil_[in.unit]) + " (" +
+    if (c < linkBusyUntil_[link])
+      return fail(ctx, "link l" + llvm::Twine(link) + " over bandwidth: it is still sending until cycle " +
+                           llvm::Twine(linkBusyUntil_[link]) + " (" +
                            llvm::Twine(chip_.c2cCyclesPerVector) + " cycles per vector)");
     // verifyProgram refuses it first; a program run unverified must not
     // send into nowhere.
-    std::optional<LinkEnd> peer = topology_.peer(index_, in.unit);
+    std::optional<LinkEnd> peer = topology_.peer(index_, link);
     if (!peer)
-      return fail(ctx, "link l" + llvm::Twine(in.unit) + " is not cabled in topology '" +
+      return fail(ctx, "link l" + llvm::Twine(link) + " is not cabled in topology '" +
                            topology_.spec() + "'");
     int64_t serial = int64_t(w) * chip_.c2cCyclesPerVector;
-    linkBusyUntil_[in.unit] = c + serial;
-    stats_.linkBytesSent[in.unit] += uint64_t(w) * lanes;
-    C2cMessage m{c + serial + chip_.c2cHopCycles, index_, in.unit, peer->chip, peer->link, w, {}};
+    linkBusyUntil_[link] = c + serial;
+    stats_.linkBytesSent[link] += uint64_t(w) * lanes;
+    C2cMessage m{c + serial + chip_.c2cHopCycles, index_, link, peer->chip, peer->link, w, {}};
     m.srcQueue = ctx.queue;
     m.srcInstr = ctx.instr;
     m.srcRepetition = ctx.repetition;
     m.sent = c;
-    m.sequence = linkSends_[in.unit]++;
+    m.sequence = linkSends_[link]++;
     if (data)
       for (unsigned p = 0; p < w; ++p)
         m.data.insert(m.data.end(), a[p], a[p] + lanes);
     stats_.lastCycle = std::max(stats_.lastCycle, m.arrival);
     if (options_.trace) {
       trace_.back().c2c = int32_t(c2cTrace_.size());
-      c2cTrace_.push_back({true, in.unit, *peer, c, m.arrival, m.sequence});
+      c2cTrace_.push_back({true, link, *peer, c, m.arrival, m.sequence});
     }
     outbox_.push_back(std::move(m));
     return true;
   }
   case Opcode::Receive: {
-    unsigned pos = chip_.linkPosition(in.unit);
-    std::deque<C2cMessage> &box = inbox_[in.unit];
+    const unsigned link = in.unit < linkMap_.size() ? linkMap_[in.unit] : in.unit;
+    unsigned pos = chip_.linkPosition(link);
+    std::deque<C2cMessage> &box = inbox_[link];
     if (box.empty() || box.front().arrival > c) {
-      std::optional<LinkEnd> peer = topology_.peer(index_, in.unit);
+      std::optional<LinkEnd> peer = topology_.peer(index_, link);
       std::string from = peer ? " (from chip " + std::to_string(peer->chip) + ", link l" +
                                     std::to_string(peer->link) + ")"
                               : std::string();
-      fail(ctx, "receive on link l" + llvm::Twine(in.unit) + from + " with no data arrived" +
+      fail(ctx, "receive on link l" + llvm::Twine(link) + from + " with no data arrived" +
                     (box.empty() ? std::string()
                                  : " (the next vector arrives at cycle " +
                                        std::to_string(box.front().arrival) + ")"));
       if (box.empty() && violation_)
-        violation_->awaitedLink = in.unit;
+        violation_->awaitedLink = link;
       return false;
     }
     C2cMessage m = std::move(box.front());
@@ -536,7 +544,7 @@ bool ChipSim::execute(const Instr &in, const Ctx &ctx, int64_t j) {
     if (options_.trace) {
       trace_.back().c2c = int32_t(c2cTrace_.size());
       c2cTrace_.push_back(
-          {false, in.unit, LinkEnd{m.srcChip, m.srcLink}, m.sent, m.arrival, m.sequence});
+          {false, link, LinkEnd{m.srcChip, m.srcLink}, m.sent, m.arrival, m.sequence});
     }
     if (!emitGroup(ctx, in.dst, w, pos, done, out))
       return false;

@@ -70,7 +70,8 @@ struct ChipOptions {
 class ChipSim {
 public:
   ChipSim(const backend::ChipDescription &chip, const backend::Topology &topology, unsigned index,
-          const backend::ChipCode &code, ChipOptions options);
+          const backend::ChipCode &code, ChipOptions options,
+          const backend::SharedCode *shared = nullptr);
   ~ChipSim();
   ChipSim(const ChipSim &) = delete;
   ChipSim &operator=(const ChipSim &) = delete;
@@ -191,6 +192,9 @@ private:
   std::vector<uint8_t> scratch_;
 
   std::vector<std::unique_ptr<MxmPlane>> planes_;
+  /// The link a send or recv names in the code -> the link it uses (the
+  /// identity but for a chip running another's code).
+  std::vector<uint16_t> linkMap_;
   std::vector<int64_t> linkBusyUntil_;
   std::vector<uint64_t> linkSends_; // per link: sends so far
   std::vector<std::deque<C2cMessage>> inbox_;

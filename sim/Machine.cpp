@@ -27,7 +27,9 @@ llvm::Expected<std::unique_ptr<Machine>> Machine::create(const ChipDescription &
   // With one chip the threads go to its matmuls; with several, to chips.
   chipOptions.matmulThreads = bucket.chips.size() == 1 ? std::max(1u, options.threads) : 1;
   for (unsigned c = 0; c < bucket.chips.size(); ++c)
-    m->chips_.push_back(std::make_unique<ChipSim>(chip, m->topology_, c, bucket.chips[c], chipOptions));
+    m->chips_.push_back(std::make_unique<ChipSim>(chip, m->topology_, c, bucket.codeOf(c), chipOptions,
+                                                  bucket.chips[c].shares ? &*bucket.chips[c].shares
+                                                                         : nullptr));
   // Placed tensors count as SRAM in use from the start.
   for (const TensorPlacement &t : bucket.tensors) {
     auto g = placementGeometry(t, bucket.concreteShape(t), chip.lanes, chip.memVectors);

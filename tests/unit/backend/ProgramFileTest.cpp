@@ -1,6 +1,7 @@
 #include "backend/ChipDescription.h"
 #include "backend/ProgramBinary.h"
 #include "backend/ProgramText.h"
+#include "backend/Topology.h"
 
 #include <gtest/gtest.h>
 
@@ -252,7 +253,7 @@ TEST(ProgramFile, ClearMessages) {
   std::string v = bin;
   v[8] = 9;
   EXPECT_EQ(errorOf(readProgramBinary(ref(v), "p.lpx")),
-            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 5 "
+            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 6 "
             "(recompile the program with this lpuc)");
   std::string c = bin;
   c.back() ^= 1;
@@ -272,14 +273,14 @@ TEST(ProgramFile, ClearMessages) {
 // a version 2 (or 1) file is refused by its header, with a clear message.
 // Version 4 added the packed layout and nothing else, so version 3 reads.
 TEST(ProgramFile, OlderVersionsAreRefused) {
-  EXPECT_EQ(kProgramFormatVersion, 5u);
+  EXPECT_EQ(kProgramFormatVersion, 6u);
   std::string bin = writeProgramBinary(sampleProgram(1));
-  EXPECT_EQ(bin[8], 5);
+  EXPECT_EQ(bin[8], 6);
   for (char old : {1, 2}) {
     bin[8] = old;
     auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
     std::string message = "old.lpx: not a valid program file: format version " + std::to_string(old) +
-                          ", this lpurun reads versions 3 to 5 (recompile the program with this lpuc)";
+                          ", this lpurun reads versions 3 to 6 (recompile the program with this lpuc)";
     EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")), message);
     EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")), message);
   }
@@ -293,13 +294,25 @@ TEST(ProgramFile, OlderVersionsWithoutShardsStillRead) {
   EXPECT_EQ(errorOf(writeProgramBinary(p, 4)),
             "cannot write format version 4: tensor 'w.0' holds a shard of its weight (version 5 "
             "added shards)");
-  EXPECT_EQ(errorOf(writeProgramBinary(p, 6)),
-            "cannot write format version 6: this lpurun writes versions 3 to 5");
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 7)),
+            "cannot write format version 7: this lpurun writes versions 3 to 6");
   EXPECT_EQ(errorOf(writeProgramBinary(p, 2)),
-            "cannot write format version 2: this lpurun writes versions 3 to 5");
-  auto same = writeProgramBinary(p, 5);
+            "cannot write format version 2: this lpurun writes versions 3 to 6");
+  auto same = writeProgramBinary(p, 6);
   ASSERT_TRUE(bool(same)) << llvm::toString(same.takeError());
   EXPECT_EQ(*same, writeProgramBinary(p));
+  // Version 6 adds a byte a chip: whether it runs another's code.
+  size_t chips = 0;
+  for (const Entry &e : p.entries)
+    for (const Bucket &b : e.buckets)
+      chips += b.chips.size();
+  auto five = writeProgramBinary(p, 5);
+  ASSERT_TRUE(bool(five)) << llvm::toString(five.takeError());
+  EXPECT_EQ(five->size() + chips, same->size());
+  auto readFive = readProgramBinary(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(five->data()), five->size()), "five");
+  ASSERT_TRUE(bool(readFive)) << llvm::toString(readFive.takeError());
+  EXPECT_EQ(*readFive, p);
   size_t tensors = 0;
   for (Entry &e : p.entries)
     for (Bucket &b : e.buckets) {
@@ -310,13 +323,95 @@ TEST(ProgramFile, OlderVersionsWithoutShardsStillRead) {
     auto old = writeProgramBinary(p, version);
     ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
     EXPECT_EQ(uint8_t((*old)[8]), version);
-    // Four bytes a tensor shorter: no shard count.
-    EXPECT_EQ(old->size() + 4 * tensors, writeProgramBinary(p).size());
+    // Four bytes a tensor shorter than version 5: no shard count.
+    EXPECT_EQ(old->size() + 4 * tensors, writeProgramBinary(p, 5)->size());
     auto read = readProgramBinary(
         llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(old->data()), old->size()), "old");
     ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
     EXPECT_EQ(*read, p);
   }
+}
+
+// A chip that runs another's queues (chips with the same work share one
+// schedule): the text and binary forms carry it, version 5 cannot, and the
+// verifier checks what it names.
+TEST(ProgramFile, SharedCode) {
+  auto chip = loadChipDescription("groqchip1");
+  ASSERT_TRUE(bool(chip));
+  auto topology = Topology::parse("node", chip->c2cLinks);
+  ASSERT_TRUE(bool(topology));
+  // Chip 0's code sends on link 2 (western); chip 5 runs it on a western
+  // link of its own that is cabled, other than 2.
+  std::optional<uint16_t> west;
+  for (uint16_t l = 0; l < chip->c2cLinks / 2 && !west; ++l)
+    if (l != 2 && topology->peer(5, l))
+      west = l;
+  ASSERT_TRUE(west.has_value());
+  Program p = sampleProgram(chip->fingerprint());
+  for (Entry &e : p.entries)
+    for (Bucket &b : e.buckets)
+      b.chips[5].shares = SharedCode{0, 1234, {{2, *west}}};
+  ASSERT_FALSE(bool(verifyProgram(p, *chip)));
+
+  std::string text = printProgramText(p);
+  EXPECT_NE(text.find("    chip 5 shares 0 delay 1234 links 2:" + std::to_string(*west) + "\n"),
+            std::string::npos);
+  auto parsed = parseProgramText(text, "t");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(*parsed, p);
+  std::string bin = writeProgramBinary(p);
+  auto read = readProgramBinary(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()), "b");
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(*read, p);
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 5)),
+            "cannot write format version 5: chip 5 runs chip 0's code (version 6 added shared code)");
+
+  auto expectError = [&](Program bad, const std::string &message) {
+    llvm::Error e = verifyProgram(bad, *chip);
+    ASSERT_TRUE(bool(e));
+    EXPECT_EQ(llvm::toString(std::move(e)), message);
+  };
+  auto with = [&](SharedCode shared) {
+    Program q = p;
+    q.entries[0].buckets[0].chips[5].shares = std::move(shared);
+    return q;
+  };
+  const std::string where = "entry 'main' bucket 0: chip 5";
+  expectError(with({9, 0, {}}), where + " shares the code of chip 9, which is not another chip of the bucket");
+  expectError(with({5, 0, {}}), where + " shares the code of chip 5, which is not another chip of the bucket");
+  Program chain = with({6, 0, {}});
+  chain.entries[0].buckets[0].chips[6].shares = SharedCode{0, 0, {}};
+  expectError(chain, where + " shares the code of chip 6, which has none of its own");
+  expectError(with({0, 0, {{2, *west}, {2, 1}}}), where + " renames link 2 twice");
+  expectError(with({0, 0, {{2, 40}}}), where + " renames link 2 to 40: the chip has " +
+                                           std::to_string(chip->c2cLinks) + " links");
+  expectError(with({0, 0, {{2, uint16_t(chip->c2cLinks - 1)}}}),
+              where + " renames link 2 to " + std::to_string(chip->c2cLinks - 1) +
+                  ", in the other hemisphere");
+  // Chip 5's own link 2, if cabled at all, leads elsewhere than chip 0's;
+  // an uncabled one is refused.
+  std::optional<uint16_t> uncabled;
+  for (uint16_t l = 0; l < chip->c2cLinks / 2 && !uncabled; ++l)
+    if (!topology->peer(5, l))
+      uncabled = l;
+  ASSERT_TRUE(uncabled.has_value());
+  expectError(with({0, 0, {{2, *uncabled}}}),
+              where + " runs chip 0's code, whose link 2 is its link " + std::to_string(*uncabled) +
+                  ", not cabled in topology 'node'");
+  Program own = p;
+  own.entries[0].buckets[0].chips[5].queues = p.entries[0].buckets[0].chips[0].queues;
+  expectError(own, where + " shares another chip's code and has queues of its own");
+  EXPECT_EQ(errorOf(parseProgramText("lpu-program 1\ntarget g\nentry m\nbucket\nchip 0\nchip 1 shares 0 delay 3\n"
+                                     "queue mem0\n",
+                                     "t")),
+            "t:7: a chip that shares another's code has no queues of its own");
+  EXPECT_EQ(errorOf(parseProgramText("lpu-program 1\ntarget g\nentry m\nbucket\nchip 0\nchip 1 shares 0 delay 3 "
+                                     "links 1:x\n",
+                                     "t")),
+            "t:6: expected links as FROM:TO,.. (link numbers), found '1:x'");
+  EXPECT_EQ(errorOf(parseProgramText("lpu-program 1\ntarget g\nentry m\nbucket\nchip 0\nchip 1 runs 0\n", "t")),
+            "t:6: expected 'chip 1' (chips in order), or 'chip N shares CHIP delay CYCLES [links L:L,..]'");
 }
 
 TEST(ProgramFile, SelectNeedsThreeStreams) {
