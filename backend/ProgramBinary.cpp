@@ -175,6 +175,9 @@ Instr readInstr(Reader &r, bool &bad) {
 namespace {
 std::string writeVersion(const Program &p, uint32_t version) {
   Writer w;
+  // The header first, its size and checksum filled in at the end: one
+  // buffer, not a copy of the payload (a large program is gigabytes).
+  w.out().append(kHeaderSize, '\0');
   w.str(p.chipName);
   w.u64(p.chipFingerprint);
   w.str(p.topology);
@@ -242,14 +245,16 @@ std::string writeVersion(const Program &p, uint32_t version) {
       }
     }
   }
-  std::string payload = std::move(w.out());
+  std::string out = std::move(w.out());
+  const llvm::StringRef payload = llvm::StringRef(out).drop_front(kHeaderSize);
   Writer h;
   h.out().append(kProgramMagic, 8);
   h.u32(version);
   h.u32(0);
   h.u64(payload.size());
   h.u64(llvm::xxHash64(payload));
-  return h.out() + payload;
+  out.replace(0, kHeaderSize, h.out());
+  return out;
 }
 } // namespace
 

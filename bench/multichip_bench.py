@@ -8,14 +8,16 @@ speedup over one chip, against a multi-chip physical bound (each chip's
 share of the MXM work at the f16 peak, and the busiest link's vectors at 21
 cycles each). Figures, not pass/fail.
 
-usage: multichip_bench.py LPUC [--only NAME,...] [--timeout SECONDS]
-(--only tensor / --only hybrid: that table only)
+usage: multichip_bench.py LPUC [--only NAME,...] [--timeout SECONDS] [--memory-gb GB]
+(--only tensor / --only hybrid / --only scale: that table only; scale
+compiles and simulates Llama-2-13B and -70B shapes, minutes each)
 """
 import argparse
 import json
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -50,6 +52,14 @@ HYBRID_CASES = [
     # One Llama-2-13B-shaped layer (D=5120, FFN 13824, 40 heads) on a node:
     # what each stage of the 13B model costs the compiler.
     ("llama2-13b 1 layer", "bench/llama.lpu", ["--entry", "llama2_13b_layer"], [("tensor", "8")]),
+]
+
+# Scale, timing-only: Llama-2-shaped decoders on the fewest nodes that
+# hold them in f16 (hybrid, --chips auto), compiled and then simulated
+# without weights or data: (name, file, lpuc flags)
+SCALE_CASES = [
+    ("llama2-13b S=128", "bench/llama.lpu", ["--entry", "llama2_13b", "--partition", "hybrid"]),
+    ("llama2-70b S=128", "bench/llama.lpu", ["--entry", "llama2_70b", "--partition", "hybrid"]),
 ]
 
 MACS_PER_CYCLE = 102400  # groqchip1: 4 planes of 320 x 320 at a quarter rate in f16
@@ -89,14 +99,21 @@ def busiest_link(text):
     return max(per_link.values(), default=0)
 
 
-def run(lpuc, path, flags, chips, timeout, extra=()):
+def limited(gb):
+    """A preexec_fn capping the child's address space at `gb` GB (None: no cap)."""
+    if not gb:
+        return None
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (int(gb * 2**30), int(gb * 2**30)))
+
+
+def run(lpuc, path, flags, chips, timeout, extra=(), memory_gb=None):
     """The report (or None), an error line, wall seconds and the child's own
     peak resident kilobytes (os.wait4; output to files, so that waiting
     cannot block on a full pipe)."""
     cmd = [lpuc, os.path.join(ROOT, path), "--report", "--json", "--chips", chips] + flags + list(extra)
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         start = time.time()
-        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f)
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, preexec_fn=limited(memory_gb))
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         _, status, usage = os.wait4(proc.pid, 0)
@@ -117,6 +134,8 @@ def main():
     ap.add_argument("lpuc")
     ap.add_argument("--only", default="")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--memory-gb", type=float, default=16,
+                    help="address-space cap of the scale table's runs (the target: 16 GB)")
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s]
     print(f"# lpuc --report --json on {os.cpu_count()} cores; clock from the chip file")
@@ -141,6 +160,56 @@ def main():
             sys.stdout.flush()
     tensor(args, [o for o in only if o != "tensor"] if "tensor" in only else only)
     hybrid(args, [o for o in only if o != "hybrid"] if "hybrid" in only else only)
+    scale(args, [o for o in only if o != "scale"] if "scale" in only else only)
+
+
+def timed(cmd, timeout, memory_gb=None):
+    """Exit code, stdout, wall seconds and the child's peak resident KB."""
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        start = time.time()
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, preexec_fn=limited(memory_gb))
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+        out_f.seek(0)
+        err_f.seek(0)
+        out, err = out_f.read().decode(), err_f.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    first = next((l for l in err.splitlines() if "error" in l), err[:200] or "killed")
+    return code, out if code == 0 else first.strip(), time.time() - start, usage.ru_maxrss
+
+
+def scale(args, only):
+    print()
+    print(f"# timing-only at scale: lpuc --chips auto, then lpurun --timing-only on every core, "
+          f"each within {args.memory_gb:g} GB of address space")
+    print(f"{'model':18} {'chips':>5} {'scheduled':>9} {'cycles':>10} {'latency us':>10} "
+          f"{'interval':>9} {'compile s':>9} {'peak GB':>7} {'program MB':>10} {'simulate s':>10} "
+          f"{'peak GB':>7} {'as predicted':>12}")
+    lpurun = os.path.join(os.path.dirname(args.lpuc), "lpurun")
+    for name, path, flags in SCALE_CASES:
+        if only and not any(o in name for o in only):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            program = os.path.join(tmp, "p.lpx")
+            report, err, wall, rss = run(args.lpuc, path, flags, "auto", args.timeout, ["-o", program],
+                                         args.memory_gb)
+            if report is None:
+                print(f"{name:18}  {err}")
+                continue
+            b = report["buckets"][0]
+            size = os.path.getsize(program) / 1e6
+            code, out, sim_wall, sim_rss = timed(
+                [lpurun, program, "--timing-only", "--threads", str(os.cpu_count() or 1),
+                 "--report", "json"], args.timeout, args.memory_gb)
+            simulated = json.loads(out)["cycles"] if code == 0 else None
+            print(f"{name:18} {len(b['chips']):>5} {b.get('scheduled_chips', 1):>9} {b['cycles']:>10} "
+                  f"{b['cycles'] / report['clock_mhz']:>10.0f} {b.get('pipelined_interval') or b['cycles']:>9} "
+                  f"{wall:>9.0f} {rss / 1024 / 1024:>7.1f} {size:>10.0f} {sim_wall:>10.0f} "
+                  f"{sim_rss / 1024 / 1024:>7.1f} "
+                  f"{('yes' if simulated == b['cycles'] else f'no: {simulated}') if code == 0 else out:>12}")
+            sys.stdout.flush()
 
 
 def hybrid(args, only):

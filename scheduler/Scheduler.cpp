@@ -735,6 +735,9 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
     if (program.entries.empty() || program.entries.back().name != fn->name())
       program.entries.push_back(Entry{fn->name(), {}});
     program.entries.back().buckets.push_back(std::move(*bucket));
+    // The program holds the instructions now; the report needs only the
+    // figures (a Llama-2-13B's are gigabytes).
+    schedule->queues.clear();
     if (schedules)
       schedules->push_back(std::move(*schedule));
   }

@@ -166,10 +166,35 @@ StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &co
   return out;
 }
 
+/// Whether weights of `bytes` fit in `room`: a tensor's byte planes stay
+/// in one hemisphere of the chip (the scheduler's rule), so the weights
+/// must go into two halves of `room`, not merely add up to it (three
+/// 59 MB shards of a Llama-2-70B MLP make 177 MB, under a chip's room,
+/// but no two of them share a half). Largest first, each into the half
+/// with more room left.
+bool fitsInHalves(std::vector<uint64_t> bytes, uint64_t room) {
+  std::sort(bytes.rbegin(), bytes.rend());
+  uint64_t half[2] = {room / 2, room - room / 2};
+  for (uint64_t b : bytes) {
+    uint64_t &into = half[0] >= half[1] ? half[0] : half[1];
+    if (b > into)
+      return false;
+    into -= b;
+  }
+  return true;
+}
+
+std::vector<uint64_t> bytesOfEach(const std::set<const Op *> &params) {
+  std::vector<uint64_t> bytes;
+  for (const Op *p : params)
+    bytes.push_back(bytesOf(p->type()));
+  return bytes;
+}
+
 /// Greedy stages no costlier than `limit`, cut only where legal, each with
-/// its weights within `room`: the ops between two legal cuts (a block) go
-/// to one stage, the next block to the same stage while it stays within
-/// both. Empty when one block's weights alone exceed `room` (`tooBig`: its
+/// its weights within `room` (fitsInHalves): the ops between two legal
+/// cuts (a block) go to one stage, the next block to the same stage while
+/// it stays within both. Empty when one block's weights alone exceed `room` (`tooBig`: its
 /// first op).
 /// Only the ops [lo, hi) when `hi` is given (a region between two pins
 /// that name chips); a stage starts at every `forced` cut (a pin).
@@ -200,13 +225,15 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
       if (!held.count(p))
         extra += bytesOf(p->type());
     }
-    if (alone > room) {
+    if (!fitsInHalves(bytesOfEach(params), room)) {
       if (tooBig)
         *tooBig = begin;
       return {};
     }
+    std::set<const Op *> together = held;
+    together.insert(params.begin(), params.end());
     if (begin > cur.firstOp && ((forced && (*forced)[begin]) || cur.cost + cost > limit ||
-                                cur.weightBytes + extra > room)) {
+                                !fitsInHalves(bytesOfEach(together), room))) {
       cur.endOp = begin;
       stages.push_back(cur);
       cur = PipelineStage{};
@@ -285,7 +312,8 @@ llvm::Error noChipHolds(const std::vector<const Op *> &body, const StageCosts &s
   return error("no " + holder + " can hold the weights of one stage: " +
                std::string(mnemonic(body[at]->kind())) + " reads " + what + " (" + mib(bytes) +
                " with the weights it cannot be cut from), more than the " + mib(room(costs)) +
-               " a " + holder + "'s SRAM gives weights");
+               " a " + holder + "'s SRAM gives weights" +
+               (bytes <= room(costs) ? " in two hemispheres, each tensor within one" : ""));
 }
 
 } // namespace

@@ -505,6 +505,12 @@ uint64_t gatheredBytes(const Analysis &a) {
 ///   gathers), or when a head holds the same rows of it (a tied table: one
 ///   shard per chip serves both). Its result is partial.
 /// Weights pinned whole (`--pin GLOB=whole`) are neither heads nor tables.
+/// A weight at least this many times as wide as deep (columns over rows
+/// of a head, rows over columns of an embedding table) is a vocabulary's:
+/// GPT-2's 50257 x 768, Llama-2-70B's 32000 x 8192. Whether splitting it
+/// pays is then a matter of bytes, checked separately.
+constexpr int64_t kVocabularyAspect = 2;
+
 void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, Ranges> &seeds,
                       VocabSeeds &vocab, Analysis &current, llvm::ArrayRef<PartitionPin> pins) {
   Analyzer analyzer(fn, chips);
@@ -518,7 +524,7 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
       continue;
     const Type &w = op.operand(1)->type();
     const int64_t cols = w.shape.back(), rows = w.rank() >= 2 ? w.shape[w.rank() - 2] : 1;
-    if (cols < 4 * rows)
+    if (cols < kVocabularyAspect * rows)
       continue;
     Ranges ranges = balanced(cols, 1, chips);
     if (ranges.empty())
@@ -588,7 +594,7 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
     }
     if (other)
       continue;
-    const bool vocabulary = rows >= 4 * cols && uint64_t(table->type().numElements()) >= N * uint64_t(op.type().numElements());
+    const bool vocabulary = rows >= kVocabularyAspect * cols && uint64_t(table->type().numElements()) >= N * uint64_t(op.type().numElements());
     if (tied.empty() && !vocabulary)
       continue;
     Ranges ranges = tied.empty() ? balanced(rows, 1, chips) : tied;
