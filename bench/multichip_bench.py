@@ -108,25 +108,12 @@ def limited(gb):
 
 def run(lpuc, path, flags, chips, timeout, extra=(), memory_gb=None):
     """The report (or None), an error line, wall seconds and the child's own
-    peak resident kilobytes (os.wait4; output to files, so that waiting
-    cannot block on a full pipe)."""
+    peak resident kilobytes."""
     cmd = [lpuc, os.path.join(ROOT, path), "--report", "--json", "--chips", chips] + flags + list(extra)
-    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
-        start = time.time()
-        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, preexec_fn=limited(memory_gb))
-        timer = threading.Timer(timeout, proc.kill)
-        timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        timer.cancel()
-        wall = time.time() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out_f.seek(0)
-        err_f.seek(0)
-        out, err = out_f.read().decode(), err_f.read().decode(errors="replace")
-    if proc.returncode != 0:
-        first = next((l for l in err.splitlines() if "error" in l), err[:200] or "killed")
-        return None, first.strip(), wall, usage.ru_maxrss
-    return json.loads(out), "", wall, usage.ru_maxrss
+    code, out, wall, rss = timed(cmd, timeout, memory_gb)
+    if code != 0:
+        return None, out, wall, rss
+    return json.loads(out), "", wall, rss
 
 
 def main():
@@ -164,7 +151,9 @@ def main():
 
 
 def timed(cmd, timeout, memory_gb=None):
-    """Exit code, stdout, wall seconds and the child's peak resident KB."""
+    """Exit code, stdout (or the first error line), wall seconds and the
+    child's own peak resident KB (os.wait4; output to files, so that
+    waiting cannot block on a full pipe)."""
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         start = time.time()
         proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, preexec_fn=limited(memory_gb))
