@@ -1,5 +1,6 @@
 #include "scheduler/Resources.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace lpu::scheduler {
@@ -8,13 +9,25 @@ using namespace backend;
 
 void CycleSet::set(int64_t cycle, bool value) {
   assert(cycle >= 0);
-  size_t i = size_t(cycle);
-  if (i / 64 >= bits_.size())
-    bits_.resize(i / 64 + 1 + bits_.size() / 2, 0);
-  if (value)
-    bits_[i / 64] |= uint64_t(1) << (i % 64);
-  else
-    bits_[i / 64] &= ~(uint64_t(1) << (i % 64));
+  const size_t word = size_t(cycle) / 64;
+  const uint64_t bit = uint64_t(1) << (size_t(cycle) % 64);
+  if (!value) {
+    if (word >= first_ && word - first_ < bits_.size())
+      bits_[word - first_] &= ~bit;
+    return;
+  }
+  if (bits_.empty())
+    first_ = word;
+  if (word < first_) {
+    // Earlier than any cycle set so far: room before, half as much again.
+    const size_t grow = first_ - word + bits_.size() / 2;
+    const size_t before = std::min(grow, first_);
+    bits_.insert(bits_.begin(), before, 0);
+    first_ -= before;
+  }
+  if (word - first_ >= bits_.size())
+    bits_.resize(word - first_ + 1 + bits_.size() / 2, 0);
+  bits_[word - first_] |= bit;
 }
 
 bool CycleSet::any(int64_t first, int64_t count) const {

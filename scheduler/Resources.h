@@ -20,14 +20,21 @@ namespace lpu::scheduler {
 class CycleSet {
 public:
   bool test(int64_t cycle) const {
-    size_t i = size_t(cycle);
-    return cycle >= 0 && i / 64 < bits_.size() && (bits_[i / 64] >> (i % 64)) & 1;
+    if (cycle < 0)
+      return false;
+    const size_t word = size_t(cycle) / 64;
+    return word >= first_ && word - first_ < bits_.size() &&
+           (bits_[word - first_] >> (size_t(cycle) % 64)) & 1;
   }
   void set(int64_t cycle, bool value);
   /// Whether any cycle of [first, first + count) is in the set.
   bool any(int64_t first, int64_t count) const;
 
 private:
+  /// Bits from word first_ on: a chip whose work starts late in a long
+  /// pipeline (Llama-2-70B's last node, after 19 million cycles) holds
+  /// its own span, not every cycle before it.
+  size_t first_ = 0;
   std::vector<uint64_t> bits_;
 };
 
