@@ -95,7 +95,17 @@ def busiest_link(text):
         rows = math.prod(shape[:-1])
         streams = 2 if m.group(3) in ("f16", "bf16", "i16") else 4 if m.group(3) in ("f32", "i32") else 1
         key = (m.group(1), m.group(2))
-        per_link[key] = per_link.get(key, 0) + rows * math.ceil(shape[-1] / LANES) * streams
+        # Rows of a full vector or more whose last vector is at most half
+        # full go with the next rows' last vectors side by side
+        # (docs/partitioning.md, "Packed tails"; the tensor partition's
+        # chips are one lockstep group): a group of lanes // tail rows
+        # sends one vector of tails.
+        tail = shape[-1] % LANES
+        vectors = rows * math.ceil(shape[-1] / LANES)
+        if tail and 2 * tail <= LANES and shape[-1] >= LANES:
+            group = LANES // tail
+            vectors = rows * (shape[-1] // LANES) + math.ceil(rows / group)
+        per_link[key] = per_link.get(key, 0) + vectors * streams
     return max(per_link.values(), default=0)
 
 

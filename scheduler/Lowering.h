@@ -399,6 +399,11 @@ struct MatmulWork {
   /// rows to load (the rest are 0).
   std::function<bool(int64_t b, int64_t t, int64_t j)> tileUsed;
   std::function<int64_t(int64_t b, int64_t t, int64_t j)> rowsLoaded;
+  /// Optional: the order in which a job streams its rows m0..m0+rows-1
+  /// (batch b; offsets from m0) through the planes and reads them out of the accumulators
+  /// (default: row order). Each row keeps its own accumulator row, so the
+  /// sums are the same whatever the order.
+  std::function<std::vector<int64_t>(int64_t b, int64_t m0, int64_t rows)> rowOrder;
 };
 /// The shortest lw, mm and acc trees a matmul placed, for the critical
 /// path: a row of C is no earlier than its A vector's path + mm + acc, nor

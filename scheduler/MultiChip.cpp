@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -507,14 +508,14 @@ std::vector<std::vector<unsigned>> chipGroups(const std::vector<Crossing> &cross
   return ordered;
 }
 
-/// What makes a lockstep group's schedules the same as another's up to a
-/// shift in time: each chip's work (as shareKey, without the chip numbers
-/// of its transfers), its links, and the arrivals of what it receives from
-/// outside the group relative to the group's first.
+/// What makes a lockstep group's schedules usable for another's, shifted
+/// in time: each chip's work (as shareKey, without the chip numbers of its
+/// transfers), its links, and how many vectors it receives from outside
+/// the group on each (their arrivals decide the shift, not the key).
 std::string groupKey(const std::vector<unsigned> &group,
                      const std::vector<std::unique_ptr<ir::Function>> &parts,
                      const std::vector<ChipTraffic> &traffic, const std::set<unsigned> &members,
-                     int64_t origin, unsigned links) {
+                     unsigned links) {
   std::string key;
   for (unsigned c : group) {
     ChipTraffic bare = traffic[c];
@@ -527,8 +528,7 @@ std::string groupKey(const std::vector<unsigned> &group,
     for (const ChipTraffic::Incoming &in : traffic[c].incoming) {
       key += "<" + std::to_string(in.link);
       if (!members.count(in.fromChip))
-        for (int64_t a : in.arrivals)
-          key += "," + std::to_string(a - origin);
+        key += "," + std::to_string(in.arrivals.size());
     }
     for (const ChipTraffic::Outgoing &out : traffic[c].outgoing)
       key += ">" + std::to_string(out.link) + (members.count(out.toChip) ? "" : "x");
@@ -600,6 +600,14 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
   const std::vector<Crossing> &crossings = *found;
   std::vector<std::unique_ptr<ir::Function>> parts, legal;
   std::vector<ChipTraffic> traffic(used);
+  // Each chip's lockstep group (below): transfers inside one pack tails.
+  std::vector<size_t> groupOf(used, 0);
+  {
+    const std::vector<std::vector<unsigned>> groups = chipGroups(crossings, used);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (unsigned c : groups[g])
+        groupOf[c] = g;
+  }
   for (unsigned c = 0; c < used; ++c) {
     parts.push_back(chipFunction(fn, c, crossings, /*keepSends=*/true));
     auto legalized = legalizedForScheduling(*parts.back(), chip);
@@ -610,8 +618,10 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     for (const Crossing &x : crossings) {
       if (x.to == c)
         traffic[c].incoming.push_back({transferName(x.id), x.from, x.farLink, {}, {}, x.id});
-      if (x.from == c)
+      if (x.from == c) {
         traffic[c].outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});
+        traffic[c].outgoing.back().packTails = groupOf[x.from] == groupOf[x.to];
+      }
     }
   }
   std::vector<std::optional<Schedule>> schedules(used);
@@ -741,7 +751,20 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
   // Groups in order; one with a key scheduled already shares its schedules.
   struct SharedGroup {
     std::vector<unsigned> chips;
-    int64_t origin = 0;
+    /// Per chip, per transfer it receives, the arrivals its schedule took
+    /// (empty for a transfer from inside the group).
+    std::vector<std::vector<std::vector<int64_t>>> arrivals;
+  };
+  // The arrivals of what `group`'s chips receive from outside it, as
+  // SharedGroup::arrivals.
+  auto externalArrivals = [&](const std::vector<unsigned> &group, const std::set<unsigned> &members) {
+    std::vector<std::vector<std::vector<int64_t>>> all;
+    for (unsigned c : group) {
+      all.emplace_back();
+      for (const ChipTraffic::Incoming &in : traffic[c].incoming)
+        all.back().push_back(members.count(in.fromChip) ? std::vector<int64_t>{} : in.arrivals);
+    }
+    return all;
   };
   std::map<std::string, SharedGroup> scheduled;
   unsigned distinct = 0;
@@ -758,23 +781,37 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
           if (t.id == in.id) {
             in.arrivals = t.arrivals;
             in.perm = t.perm;
+            in.tailRows = t.tailRows;
           }
         if (!in.arrivals.empty())
           origin = std::min(origin.value_or(in.arrivals.front()), in.arrivals.front());
       }
-    const std::string key =
-        groupKey(group, parts, traffic, members, origin.value_or(0), chip.c2cLinks);
+    const std::string key = groupKey(group, parts, traffic, members, chip.c2cLinks);
+    const auto arrivals = externalArrivals(group, members);
     bool shared = false;
     if (auto it = scheduled.find(key); it != scheduled.end() && origin) {
+      // The shift: the least that has every vector arrive no later than
+      // the shifted schedule receives it. When the group receives as the
+      // scheduled one did, up to a shift, that is the shift; otherwise
+      // some vectors wait on their links (a link delivers in order and
+      // holds what arrives until it is received) and the group starts
+      // later than it could, by the most any vector is late.
+      std::optional<int64_t> delta;
+      const auto &before = it->second.arrivals;
+      for (size_t k = 0; k < arrivals.size(); ++k)
+        for (size_t i = 0; i < arrivals[k].size(); ++i)
+          for (size_t v = 0; v < arrivals[k][i].size() && v < before[k][i].size(); ++v)
+            delta = std::max(delta.value_or(std::numeric_limits<int64_t>::min()),
+                             arrivals[k][i][v] - before[k][i][v]);
       std::vector<std::optional<Schedule>> moved;
-      for (size_t k = 0; k < group.size(); ++k) {
+      for (size_t k = 0; delta && k < group.size(); ++k) {
         const unsigned from = it->second.chips[k];
-        moved.push_back(shifted(*schedules[from], from, traffic[from], *origin - it->second.origin,
+        moved.push_back(shifted(*schedules[from], from, traffic[from], *delta,
                                 *parts[group[k]], traffic[group[k]]));
         if (!moved.back())
           break;
       }
-      if (moved.size() == group.size() && llvm::all_of(moved, [](auto &m) { return bool(m); })) {
+      if (delta && moved.size() == group.size() && llvm::all_of(moved, [](auto &m) { return bool(m); })) {
         for (size_t k = 0; k < group.size(); ++k)
           schedules[group[k]] = std::move(moved[k]);
         shared = true;
@@ -785,7 +822,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     if (llvm::Error e = scheduleGroup(group))
       return e;
     distinct += unsigned(group.size());
-    scheduled.try_emplace(key, SharedGroup{group, origin.value_or(0)});
+    scheduled.try_emplace(key, SharedGroup{group, arrivals});
   }
 
   std::vector<Schedule> all;
@@ -857,6 +894,7 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
       if (x.to == c) {
         const LinkTransfer *sent = arrivals.at(x.id);
         traffic.incoming.push_back({transferName(x.id), x.from, x.farLink, sent->perm, sent->arrivals});
+        traffic.incoming.back().tailRows = sent->tailRows;
       }
       if (x.from == c)
         traffic.outgoing.push_back({transferName(x.id), x.id, x.to, x.link, x.farLink});

@@ -54,6 +54,9 @@ struct LinkTransfer {
   unsigned fromChip = 0, toChip = 0;
   unsigned link = 0, farLink = 0;
   std::vector<uint8_t> perm; // the stored order of the sent rows
+  /// Rows whose last vectors each sent vector of tails carries
+  /// (Transfers.h, tailRows): the receiver's must be the same.
+  int64_t tailRows = 1;
   std::vector<int64_t> arrivals;
   uint64_t bytes = 0;
 };

@@ -398,6 +398,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       ChipTraffic::Incoming arrived = *in;
       arrived.perm = sent->perm;
       arrived.arrivals = sent->arrivals;
+      arrived.tailRows = sent->tailRows;
       const std::map<QueueId, size_t> before = queueLengths(schedule);
       if (auto e = receiveOne(op, arrived, traffic->chip, lastRecv, ctx))
         return e;
@@ -432,7 +433,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         view = ctx.view(&op);
         copied = true;
       }
-      auto sent = sendOne(view, *out, traffic->chip, linkFree, ctx);
+      auto sent = sendOne(op, view, *out, traffic->chip, linkFree, ctx);
       if (!sent)
         return sent.takeError();
       if (copied && !view.storage->persistent)

@@ -96,12 +96,17 @@ struct ChipTraffic {
     std::vector<uint8_t> perm;
     std::vector<int64_t> arrivals;
     int64_t id = 0; // the transfer's (lockstep: its mailbox key)
+    int64_t tailRows = 1; // the sender's (LinkTransfer::tailRows)
   };
   struct Outgoing {
     std::string name;
     int64_t id = 0;
     unsigned toChip = 0;
     unsigned link = 0, farLink = 0;
+    /// Whether rows' part-filled last vectors go packed (Transfers.h,
+    /// tailRows): within a lockstep group only, so that what a group sends
+    /// the next keeps the timing that lets later groups share schedules.
+    bool packTails = false;
   };
   std::vector<Incoming> incoming;
   std::vector<Outgoing> outgoing;

@@ -350,61 +350,73 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
   // Trees differ (a vector's pieces, aligned or moved): the path takes the
   // shortest.
   ShortestSpan span;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t v = 0; v < vpr; ++v) {
-      const std::vector<Piece> &ps = pieces[size_t(r * vpr + v)];
-      WorkTree tree;
-      tree.write(view.slices(r), view.address(r, v), -1);
-      int64_t ready = view.storage->block.writableFrom;
-      int acc = -1;
-      for (size_t j = 0; j < ps.size(); ++j) {
-        const Piece &p = ps[j];
-        const TensorView &in = *ins[size_t(p.operand)];
-        ready = std::max(ready, in.readyAt(p.row, p.vec));
-        int data = tree.read(in.slices(p.row), in.address(p.row, p.vec));
-        Instr move;
-        int moved;
-        if (p.identity) {
-          move.op = Opcode::Copy;
-          move.dtype = dtype;
-          moved = tree.add(move, {data});
-        } else {
-          move.op = Opcode::Distribute;
-          move.dtype = dtype;
-          move.unit = chip.isEastSlice(in.allSlices().front()) ? 1 : 0;
-          int map = tree.read(maps->slices(p.map), maps->address(p.map, 0));
-          moved = tree.add(move, {data, map});
-        }
-        if (j == 0) {
-          acc = moved;
-          if (ps.size() > 1) {
-            // One cycle apart from the next piece, so that two pieces of
-            // one tensor never need its read port in the same cycle.
-            Instr copy;
-            copy.op = Opcode::Copy;
-            copy.dtype = bits;
-            acc = tree.add(copy, {moved});
-          }
-          continue;
-        }
-        Instr orI;
-        orI.op = Opcode::Or;
-        orI.dtype = bits;
-        acc = tree.add(orI, {acc, moved});
+  // The vectors are placed in the order their pieces become ready (row
+  // order on a tie): the rows of a concat whose operands land from other
+  // chips at once, a chunk per link, are copied as they land, not each
+  // chunk behind the whole of the one before it.
+  std::vector<int64_t> readyOf(size_t(rows * vpr), 0), placing(size_t(rows * vpr));
+  for (int64_t k = 0; k < rows * vpr; ++k) {
+    placing[size_t(k)] = k;
+    for (const Piece &p : pieces[size_t(k)])
+      readyOf[size_t(k)] = std::max(readyOf[size_t(k)], ins[size_t(p.operand)]->readyAt(p.row, p.vec));
+  }
+  std::stable_sort(placing.begin(), placing.end(),
+                   [&](int64_t x, int64_t y) { return readyOf[size_t(x)] < readyOf[size_t(y)]; });
+  for (int64_t k : placing) {
+    const int64_t r = k / vpr, v = k % vpr;
+    const std::vector<Piece> &ps = pieces[size_t(k)];
+    WorkTree tree;
+    tree.write(view.slices(r), view.address(r, v), -1);
+    int64_t ready = view.storage->block.writableFrom;
+    int acc = -1;
+    for (size_t j = 0; j < ps.size(); ++j) {
+      const Piece &p = ps[j];
+      const TensorView &in = *ins[size_t(p.operand)];
+      ready = std::max(ready, in.readyAt(p.row, p.vec));
+      int data = tree.read(in.slices(p.row), in.address(p.row, p.vec));
+      Instr move;
+      int moved;
+      if (p.identity) {
+        move.op = Opcode::Copy;
+        move.dtype = dtype;
+        moved = tree.add(move, {data});
+      } else {
+        move.op = Opcode::Distribute;
+        move.dtype = dtype;
+        move.unit = chip.isEastSlice(in.allSlices().front()) ? 1 : 0;
+        int map = tree.read(maps->slices(p.map), maps->address(p.map, 0));
+        moved = tree.add(move, {data, map});
       }
-      tree.nodes[0].inputs = {acc};
-      std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
-      if (!placed)
-        return cannotPlace(op, ctx);
-      Placement p = *placed;
-      prev = p.firstCycle;
-      ctx.written(view, r, v, p.doneCycle - 1);
-      for (const TensorView *in : ins)
-        ctx.read(*in, p.doneCycle);
-      if (maps)
-        ctx.read(*maps, p.doneCycle); // for the next op's copy check above
-      span.note(p);
+      if (j == 0) {
+        acc = moved;
+        if (ps.size() > 1) {
+          // One cycle apart from the next piece, so that two pieces of
+          // one tensor never need its read port in the same cycle.
+          Instr copy;
+          copy.op = Opcode::Copy;
+          copy.dtype = bits;
+          acc = tree.add(copy, {moved});
+        }
+        continue;
+      }
+      Instr orI;
+      orI.op = Opcode::Or;
+      orI.dtype = bits;
+      acc = tree.add(orI, {acc, moved});
     }
+    tree.nodes[0].inputs = {acc};
+    std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+    if (!placed)
+      return cannotPlace(op, ctx);
+    Placement p = *placed;
+    prev = p.firstCycle;
+    ctx.written(view, r, v, p.doneCycle - 1);
+    for (const TensorView *in : ins)
+      ctx.read(*in, p.doneCycle);
+    if (maps)
+      ctx.read(*maps, p.doneCycle); // for the next op's copy check above
+    span.note(p);
+  }
   ctx.notePathEnd(op, firstRowPath(op, ctx) + span.get());
   return llvm::Error::success();
 }

@@ -392,6 +392,14 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
         int64_t mRows = std::min(accRows, mPerBatch - m0);
         const std::vector<Part> &parts = partsOf[job];
+        // The order the rows go through the planes and out of the
+        // accumulators.
+        std::vector<int64_t> order;
+        if (work.rowOrder)
+          order = work.rowOrder(b, m0, mRows);
+        else
+          for (int64_t m = 0; m < mRows; ++m)
+            order.push_back(m);
         // The job's accumulator rows: from 0, or when dealt a block of
         // their own.
         const int64_t acc0 = dealt ? int64_t(job) % (accRows / accBlock) * accBlock : 0;
@@ -431,7 +439,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
               const int aPieces = wp == 0 ? work.aPieces : 1;
               spans.planes[p].installs += 1;
               spans.planes[p].mms += mRows * aPieces;
-              for (int64_t m = 0; m < mRows; ++m)
+              for (int64_t m : order)
                 for (int ap = 0; ap < aPieces; ++ap) {
                   WorkTree tree = mxm.matmul(p, acc0 + m);
                   reads.clear();
@@ -452,7 +460,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
             }
         }
         // Read the accumulators out into C.
-        for (int64_t m = 0; m < mRows; ++m) {
+        for (int64_t m : order) {
           int64_t crow = b * mPerBatch + m0 + m;
           WorkTree tree;
           tree.write(C.slices(crow), C.address(crow, j), -1);
@@ -493,6 +501,27 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
       }
   return spans;
 }
+
+namespace {
+/// The order of A's rows first..first+rows-1 through the planes (as
+/// offsets from `first`): as they become ready, every K-tile of the row,
+/// row order on a tie. Rows received from other chips, a chunk per link,
+/// are multiplied as they land rather than in row order behind the last
+/// chunk to arrive.
+std::vector<int64_t> streamOrder(const ir::Op &op, const TensorView &A, int64_t first, int64_t rows,
+                                 const LoweringContext &ctx) {
+  const int64_t kt = (op.operand(0)->type().shape.back() + ctx.chip().mxmDim - 1) / ctx.chip().mxmDim;
+  std::vector<int64_t> ready(size_t(rows), 0), order;
+  for (int64_t m = 0; m < rows; ++m) {
+    order.push_back(m);
+    for (int64_t t = 0; t < kt; ++t)
+      ready[size_t(m)] = std::max(ready[size_t(m)], A.readyAt(first + m, t));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return ready[size_t(x)] < ready[size_t(y)]; });
+  return order;
+}
+} // namespace
 
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
@@ -619,6 +648,9 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     if (rowsK < int64_t(lanes) && !zeroPadded(stored(lhs)))
       x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
     return x;
+  };
+  work.rowOrder = [&](int64_t b, int64_t m0, int64_t rows) {
+    return streamOrder(op, A, b * mPerBatch + m0, rows, ctx);
   };
   work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
                     std::vector<const TensorView *> &reads) {

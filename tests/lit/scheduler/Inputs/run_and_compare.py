@@ -40,8 +40,9 @@ to both sides with --weights:
 Each parameter has its own stream (seeded by WEIGHTS_SEED and its name),
 so adding one does not change the others.
 
-With --lpuc-flag F (repeatable) lpuc compiles with F. With --same-as F the
-source is also compiled with F in place of the --lpuc-flag flags and run
+With --lpuc-flag F (repeatable) lpuc compiles with F. With --same-as F
+(repeatable) the source is also compiled with F in place of the
+--lpuc-flag flags and run
 on the same inputs and weights, and both programs' outputs must agree bit
 for bit (a layout change that only moves bits, such as --pack-params,
 against the default: the matmul's arithmetic order is the same on both).
@@ -290,7 +291,7 @@ def parse_tolerance(args, lpuc_flags=None):
             lpuc_flags["chip"] = ["--chip", args[i + 1]]
             i += 1
         elif lpuc_flags is not None and args[i] == "--same-as":
-            lpuc_flags["same_as"] = args[i + 1]
+            lpuc_flags.setdefault("same_as", []).append(args[i + 1])
             i += 1
         elif lpuc_flags is not None and args[i] == "--scaled-weights":
             lpuc_flags["scaled_weights"] = True
@@ -313,7 +314,7 @@ def main():
     lpx, predicted = compile_program(src, tmp, lpuc.get("flags", []) + chip)
     other = None
     if "same_as" in lpuc:
-        other, _ = compile_program(src, tmp, [lpuc["same_as"]] + chip, "other")
+        other, _ = compile_program(src, tmp, lpuc["same_as"] + chip, "other")
     weights = None
     if lpuc.get("scaled_weights"):
         weights = write_scaled_weights(program_tensors(lpx, tmp)[1], f"{tmp}/weights.safetensors")
