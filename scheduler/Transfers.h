@@ -24,8 +24,7 @@ bool sentBy(const ChipTraffic *traffic, llvm::StringRef name);
 /// so two rows go as 5 vectors instead of 6). 1: every vector as stored.
 /// Rows narrower than a vector are not packed: such transfers are short,
 /// and the rows a packed vector waits for cost more than the link time it
-/// saves (a deep MLP of 72 lanes a row across 6 nodes: 24,726 cycles
-/// unpacked, 30,706 packed).
+/// saves (docs/partitioning.md, "Packed tails").
 int64_t tailRows(ir::DType dtype, int64_t cols, unsigned lanes);
 
 /// Places the recvs of one received value `in` into `input`'s SRAM, each
