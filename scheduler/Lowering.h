@@ -483,6 +483,9 @@ llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
 /// Whether `op` is a view of its operand's storage (no data moves): the
 /// driver keeps the operand alive while the view is used.
 bool aliasesOperand(const ir::Op &op, unsigned lanes);
+/// The integer type of `t`'s width: the VXM's bitwise ops on it pass any
+/// element's bits through (lane moves or them together; lower/Layout.cpp).
+ir::DType bitsType(ir::DType t);
 /// Whether every lane of `op`'s stored vectors holds the row's one element
 /// (its last dimension is 1): last-axis reductions, splat constants, and
 /// elementwise work on such values.

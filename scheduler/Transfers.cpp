@@ -44,15 +44,6 @@ std::string orderName(const std::vector<uint8_t> &perm) {
   return out + "]";
 }
 
-/// The integer type of `t`'s width: Or on it passes any element's bits.
-ir::DType bitsOf(ir::DType t) {
-  switch (tensor::dtypeSize(t)) {
-  case 1: return t == ir::DType::Bool ? ir::DType::Bool : ir::DType::I8;
-  case 2: return ir::DType::I16;
-  default: return ir::DType::I32;
-  }
-}
-
 /// The lane maps of packed tails (`tail` lanes a row, `rows` rows a
 /// vector), one u16 vector per row of a group: the sender's map i moves a
 /// row's lanes [0, tail) to [i * tail, (i + 1) * tail), the receiver's moves
@@ -85,7 +76,7 @@ Instr sxmOrVxm(Opcode op, ir::DType dtype, unsigned unit = 0) {
 int64_t tailRows(ir::DType dtype, int64_t cols, unsigned lanes) {
   const int64_t tail = cols % int64_t(lanes);
   if (tail == 0 || 2 * tail > int64_t(lanes) || cols < int64_t(lanes) || !dtypeAllowed(Opcode::Distribute, dtype) ||
-      !dtypeAllowed(Opcode::Or, bitsOf(dtype)))
+      !dtypeAllowed(Opcode::Or, bitsType(dtype)))
     return 1;
   return int64_t(lanes) / tail;
 }
@@ -274,7 +265,7 @@ llvm::Expected<LinkTransfer> sendOne(const ir::Op &owner, const TensorView &view
     WorkTree tree;
     tree.add(Instr{});
     const unsigned side = desc.isEastSlice(view.allSlices().front()) ? 1 : 0;
-    const ir::DType bits = bitsOf(view.dtype);
+    const ir::DType bits = bitsType(view.dtype);
     const int64_t last = view.storedVec(vpr - 1);
     int64_t ready = 0;
     int acc = -1;

@@ -158,16 +158,6 @@ private:
   Shape o_, i_;
 };
 
-/// The integer type of `t`'s width: the VXM's bitwise ops on it pass any
-/// element's bits through.
-DType bitsType(DType t) {
-  switch (tensor::dtypeSize(t)) {
-  case 1: return t == DType::Bool ? DType::Bool : DType::I8;
-  case 2: return DType::I16;
-  default: return DType::I32;
-  }
-}
-
 /// A row view of `src` for an op whose every output row is a whole row of
 /// its (single) operand, in order.
 llvm::Error rowView(const ir::Op &op, LoweringContext &ctx) {
@@ -195,6 +185,14 @@ struct Piece {
 };
 
 } // namespace
+
+DType bitsType(DType t) {
+  switch (tensor::dtypeSize(t)) {
+  case 1: return t == DType::Bool ? DType::Bool : DType::I8;
+  case 2: return DType::I16;
+  default: return DType::I32;
+  }
+}
 
 bool aliasesOperand(const ir::Op &op, unsigned lanes) {
   if (op.operands().size() != 1)
