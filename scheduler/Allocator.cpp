@@ -51,11 +51,11 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
   // (of every block when `accept` may refuse dead space, so that the space
   // past it is tried too); from the top, the top of the slice and the start
   // of every such block less the block's length, highest first.
-  auto startsIn = [&](const std::vector<uint16_t> &slices) {
+  auto startsIn = [&](const std::vector<uint16_t> &slices, bool everyBlock) {
     std::vector<uint32_t> starts{fromTop ? chip_.memVectors - std::min(vectors, chip_.memVectors) : 0};
     for (uint16_t s : slices)
       for (int id : bySlice_[s])
-        if (accept || blocks_[id].freeAfter == std::numeric_limits<int64_t>::max()) {
+        if (everyBlock || blocks_[id].freeAfter == std::numeric_limits<int64_t>::max()) {
           const SramBlock &b = blocks_[id].block;
           if (!fromTop)
             starts.push_back(b.addr + b.vectors);
@@ -71,20 +71,24 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
   if (chunks <= 1) {
     // Try every group, starting at the cursor so that tensors made one
     // after another land in different slices; the first group with room
-    // wins (lowest address in it).
-    for (unsigned g = 0; g < 2 * groups && vectors <= chip_.memVectors; ++g) {
-      unsigned k = (cursor_ + g) % (2 * groups);
-      std::vector<uint16_t> slices = groupSlices(k);
-      for (uint32_t a : startsIn(slices)) {
-        if (uint64_t(a) + vectors > chip_.memVectors)
-          break;
-        int64_t writable = 0;
-        if (!isFree(slices, a, vectors, writable) || (accept && !accept(slices, writable)))
-          continue;
-        cursor_ = (k + 1) % (2 * groups);
-        return take(std::move(slices), a, vectors, writable, std::move(owner));
+    // wins (lowest address in it). First only room writable by `wantedBy`
+    // (past dead blocks too): space freed later than the writer could
+    // start held a layer norm's rows back until the block's last reader.
+    for (int pass = wantedBy == std::numeric_limits<int64_t>::max() ? 1 : 0; pass < 2; ++pass)
+      for (unsigned g = 0; g < 2 * groups && vectors <= chip_.memVectors; ++g) {
+        unsigned k = (cursor_ + g) % (2 * groups);
+        std::vector<uint16_t> slices = groupSlices(k);
+        for (uint32_t a : startsIn(slices, accept || pass == 0)) {
+          if (uint64_t(a) + vectors > chip_.memVectors)
+            break;
+          int64_t writable = 0;
+          if (!isFree(slices, a, vectors, writable) || (pass == 0 && writable > wantedBy) ||
+              (accept && !accept(slices, writable)))
+            continue;
+          cursor_ = (k + 1) % (2 * groups);
+          return take(std::move(slices), a, vectors, writable, std::move(owner));
+        }
       }
-    }
   } else if (chunks <= groups && vectors <= chip_.memVectors) {
     // Chunks share one address range: in each hemisphere (the cursor's
     // first), the lowest address at which `chunks` groups are free, taken
@@ -102,7 +106,7 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       for (unsigned k = hemi; k < 2 * groups; k += 2)
         for (uint16_t s : groupSlices(k))
           all.push_back(s);
-      for (uint32_t a : startsIn(all)) {
+      for (uint32_t a : startsIn(all, bool(accept))) {
         if (uint64_t(a) + vectors > chip_.memVectors)
           break;
         Found f{a, {}, 0, 0};

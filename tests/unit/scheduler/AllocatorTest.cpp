@@ -70,6 +70,65 @@ TEST(SramAllocator, ReusesDeadSpaceAfterItsLastRead) {
   EXPECT_EQ(a.peakBytes(), peak);
 }
 
+TEST(SramAllocator, SingleBlocksTakeSpaceWritableInTime) {
+  auto c = chip();
+  SramAllocator a(c);
+  const unsigned groups = c.memSlices / 2 / 2; // 2-slice groups per hemisphere
+  // In every slice group, from address 0: a block read until cycle 5000,
+  // then one read until cycle 100.
+  std::vector<SramBlock> late, early;
+  for (auto *list : {&late, &early})
+    for (unsigned g = 0; g < 2 * groups; ++g) {
+      auto b = a.allocate(2, 200, {"t", {}});
+      ASSERT_TRUE(bool(b));
+      list->push_back(*b);
+    }
+  for (unsigned g = 0; g < 2 * groups; ++g) {
+    EXPECT_EQ(late[g].addr, 0u);
+    EXPECT_EQ(early[g].addr, 200u);
+    a.release(late[g].id, 5000);
+    a.release(early[g].id, 100);
+  }
+  // Wanted from cycle 6000 (or with no wish): the lowest space, as before.
+  a.wantedBy = 6000;
+  auto low = a.allocate(2, 200, {"t", {}});
+  ASSERT_TRUE(bool(low));
+  EXPECT_EQ(low->addr, 0u);
+  EXPECT_EQ(low->writableFrom, 5001);
+  // Wanted from cycle 200: past the space read until 5000, the next group's
+  // space read until 100 (the cursor moved on).
+  a.wantedBy = 200;
+  auto soon = a.allocate(2, 200, {"t", {}});
+  ASSERT_TRUE(bool(soon));
+  EXPECT_EQ(soon->addr, 200u);
+  EXPECT_EQ(soon->writableFrom, 101);
+  EXPECT_NE(soon->slices, low->slices);
+  // Wanted from cycle 0: never-written space, above both.
+  a.wantedBy = 0;
+  auto fresh = a.allocate(2, 200, {"t", {}});
+  ASSERT_TRUE(bool(fresh));
+  EXPECT_EQ(fresh->addr, 400u);
+  EXPECT_EQ(fresh->writableFrom, 0);
+  // Nothing writable in time anywhere (every slice full to the top past
+  // the dead space): the first place with room, however late.
+  SramAllocator full(c);
+  std::vector<SramBlock> dead;
+  for (unsigned g = 0; g < 2 * groups; ++g) {
+    auto d = full.allocate(2, 100, {"t", {}});
+    ASSERT_TRUE(bool(d));
+    dead.push_back(*d);
+  }
+  for (unsigned g = 0; g < 2 * groups; ++g)
+    ASSERT_TRUE(bool(full.allocate(2, c.memVectors - 100, {"t", {}})));
+  for (const SramBlock &d : dead)
+    full.release(d.id, 3000);
+  full.wantedBy = 10;
+  auto last = full.allocate(2, 100, {"t", {}});
+  ASSERT_TRUE(bool(last));
+  EXPECT_EQ(last->addr, 0u);
+  EXPECT_EQ(last->writableFrom, 3001);
+}
+
 TEST(SramAllocator, ChunkedBlocksTakeSpaceWritableInTime) {
   auto c = chip();
   SramAllocator a(c);
