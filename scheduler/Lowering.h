@@ -404,6 +404,13 @@ struct MatmulWork {
   /// (default: row order). Each row keeps its own accumulator row, so the
   /// sums are the same whatever the order.
   std::function<std::vector<int64_t>(int64_t b, int64_t m0, int64_t rows)> rowOrder;
+  /// Optional: rows that go to other chips in chunks (a reduce-scatter's
+  /// partial sums), `rowChunk` rows each. Then each pass of a plane takes,
+  /// of the rows ready when the plane comes to them, the chunks in turn
+  /// (each chunk's rows in order), and `rowReady(b, m, t)` is when row m's
+  /// K-tile t is ready.
+  int64_t rowChunk = 0;
+  std::function<int64_t(int64_t b, int64_t m, int64_t t)> rowReady;
 };
 /// The shortest lw, mm and acc trees a matmul placed, for the critical
 /// path: a row of C is no earlier than its A vector's path + mm + acc, nor

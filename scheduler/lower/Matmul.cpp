@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <queue>
 
 namespace lpu::scheduler {
 
@@ -318,6 +319,40 @@ llvm::Expected<TensorView> columnScales(const ir::Op &op, LoweringContext &ctx, 
 }
 } // namespace
 
+namespace {
+/// A pass's order when the rows go to other chips in chunks: from `start`
+/// (when the plane can take the first row), one row per `pace` cycles, the
+/// ready row whose place in its chunk is lowest (then the chunk), or when
+/// none is ready the next to be. Every link then starts with its chunk's
+/// first rows instead of the last chunk's waiting behind all the others.
+std::vector<int64_t> inTurns(const MatmulWork &work, int64_t b, int64_t m0, int64_t t, int64_t start,
+                             int64_t pace, const std::vector<int64_t> &order) {
+  std::vector<int64_t> ready(order.size()), byReady = order, turns;
+  for (size_t m = 0; m < order.size(); ++m)
+    ready[m] = work.rowReady(b, m0 + int64_t(m), t);
+  std::stable_sort(byReady.begin(), byReady.end(),
+                   [&](int64_t x, int64_t y) { return ready[size_t(x)] < ready[size_t(y)]; });
+  auto key = [&](int64_t m) {
+    const int64_t r = b * work.rows + m0 + m;
+    return std::make_pair(r % work.rowChunk, r / work.rowChunk);
+  };
+  auto later = [&](int64_t x, int64_t y) { return key(y) < key(x); };
+  std::priority_queue<int64_t, std::vector<int64_t>, decltype(later)> waiting(later);
+  size_t next = 0;
+  int64_t now = start;
+  while (turns.size() < order.size()) {
+    if (waiting.empty())
+      now = std::max(now, ready[size_t(byReady[next])]);
+    while (next < byReady.size() && ready[size_t(byReady[next])] <= now)
+      waiting.push(byReady[next++]);
+    turns.push_back(waiting.top());
+    waiting.pop();
+    now += pace;
+  }
+  return turns;
+}
+} // namespace
+
 llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
                                       const TensorView &C) {
   const ChipDescription &chip = ctx.chip();
@@ -326,6 +361,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   const int64_t K = work.K, N = work.N, batches = work.batches, mPerBatch = work.rows;
   const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
   const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
+  const int64_t mmIssue = ctx.chip().timingOf(Opcode::MatMul, DType::F16).issue;
   // The K-tiles a job multiplies (all of them unless work.tileUsed says).
   auto used = [&](int64_t b, int64_t t, int64_t j) { return !work.tileUsed || work.tileUsed(b, t, j); };
 
@@ -439,7 +475,11 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
               const int aPieces = wp == 0 ? work.aPieces : 1;
               spans.planes[p].installs += 1;
               spans.planes[p].mms += mRows * aPieces;
-              for (int64_t m : order)
+              const std::vector<int64_t> &passOrder =
+                  work.rowChunk ? inTurns(work, b, m0, t, std::max(iwCycle + iwLatency, st.lastMm + 1),
+                                          aPieces * mmIssue, order)
+                                : order;
+              for (int64_t m : passOrder)
                 for (int ap = 0; ap < aPieces; ++ap) {
                   WorkTree tree = mxm.matmul(p, acc0 + m);
                   reads.clear();
@@ -459,8 +499,19 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
               firstPass = false;
             }
         }
-        // Read the accumulators out into C.
-        for (int64_t m : order) {
+        // Read the accumulators out into C (in turns: as the rows are done).
+        std::vector<int64_t> outOrder = order;
+        if (work.rowChunk) {
+          auto doneAt = [&](int64_t m) {
+            int64_t at = 0;
+            for (const std::vector<int64_t> &d : mmDone)
+              at = std::max(at, d[size_t(m)]);
+            return at;
+          };
+          std::stable_sort(outOrder.begin(), outOrder.end(),
+                           [&](int64_t x, int64_t y) { return doneAt(x) < doneAt(y); });
+        }
+        for (int64_t m : outOrder) {
           int64_t crow = b * mPerBatch + m0 + m;
           WorkTree tree;
           tree.write(C.slices(crow), C.address(crow, j), -1);
@@ -503,6 +554,26 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
 }
 
 namespace {
+/// The rows of each of `op`'s row slices when its every use is a slice of
+/// whole rows and they cut it into chunks of one size (a partial sum cut
+/// for the chips of a reduce-scatter); 0 otherwise.
+int64_t sliceChunk(const ir::Op &op, const LoweringContext &ctx) {
+  auto it = ctx.users.find(&op);
+  if (it == ctx.users.end() || it->second.size() < 2 || op.type().shape.size() != 2)
+    return 0;
+  int64_t chunk = 0;
+  for (const ir::Op *u : it->second) {
+    if (u->kind() != ir::OpKind::Slice || u->type().shape.back() != op.type().shape.back())
+      return 0;
+    const int64_t rows = u->type().shape.front();
+    auto start = u->intsAttr("start");
+    if (!start || start->empty() || (*start)[0] % rows != 0 || (chunk && rows != chunk))
+      return 0;
+    chunk = rows;
+  }
+  return chunk;
+}
+
 /// The order of A's rows first..first+rows-1 through the planes (as
 /// offsets from `first`): as they become ready, every K-tile of the row,
 /// row order on a tie. Rows received from other chips, a chunk per link,
@@ -652,6 +723,8 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   work.rowOrder = [&](int64_t b, int64_t m0, int64_t rows) {
     return streamOrder(op, A, b * mPerBatch + m0, rows, ctx);
   };
+  work.rowChunk = batches == 1 ? sliceChunk(op, ctx) : 0;
+  work.rowReady = [&](int64_t b, int64_t m, int64_t t) { return A.readyAt(b * mPerBatch + m, t); };
   work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
                     std::vector<const TensorView *> &reads) {
     // Scaled back: divisions by powers of two, exact (but past f32's
