@@ -43,6 +43,7 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
   portReads_.assign(chip.memSlices, 0);
   portWrites_.assign(chip.memSlices, 0);
   slots_.resize(size_t(2) * chip.streamsPerDirection * kRing);
+  diagonals_.assign(slots_.size(), -1);
   auto describe = [this](const MxmSite &s) {
     // A repetition's site is its repeat: name the instruction repeated.
     const uint32_t i = s.repetition ? s.instr - 1 : s.instr;
@@ -103,14 +104,32 @@ size_t ChipSim::slotIndex(unsigned dir, unsigned id, int64_t cycle) const {
   return (size_t(dir - 1) * chip_.streamsPerDirection + id) * kRing + size_t(cycle % kRing);
 }
 
+size_t ChipSim::diagonalIndex(unsigned dir, unsigned id, int64_t pos, int64_t cycle) const {
+  const int64_t d = dir == StreamRef::East ? pos - cycle : pos + cycle;
+  return (size_t(dir - 1) * chip_.streamsPerDirection + id) * kRing + size_t(d & (kRing - 1));
+}
+
 const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset, unsigned pos) {
   unsigned id = s.id + offset;
   int64_t c = ctx.cycle;
   // A value emitted at position x and cycle t is at position y at cycle
   // t + |y - x| (downstream only). Walking t down from c walks x towards
-  // the source, so the first match is the nearest producer upstream.
+  // the source, so the first match is the nearest producer upstream: the
+  // latest value put on this diagonal no later than c. The diagonal's
+  // latest value is that one when it is on this diagonal, no later than c
+  // and close enough; else walk.
   unsigned width = chip_.width();
-  for (unsigned dist = 0; dist < width; ++dist) {
+  unsigned from = 0;
+  static_assert((kRing & (kRing - 1)) == 0, "diagonals are taken mod kRing by a mask");
+  const int64_t latest = diagonals_[diagonalIndex(s.dir, id, pos, c)];
+  if (latest >= 0 && latest <= c && c - latest < int64_t(width)) {
+    const int64_t dist = c - latest;
+    const int64_t x = s.dir == StreamRef::East ? int64_t(pos) - dist : int64_t(pos) + dist;
+    const StreamSlot &slot = slots_[slotIndex(s.dir, id, latest)];
+    if (x >= 0 && x < int64_t(width) && slot.cycle == latest && slot.pos == uint32_t(x))
+      from = unsigned(dist);
+  }
+  for (unsigned dist = from; dist < width; ++dist) {
     int64_t t = c - dist;
     if (t < 0)
       break;
@@ -160,6 +179,8 @@ bool ChipSim::emitGroup(const Ctx &ctx, StreamRef s, unsigned width, unsigned po
       return failUnread(slot, s.dir, s.id + b);
     slot = StreamSlot{cycle, pos, ctx.queue, ctx.instr, ctx.repetition, ctx.cycle,
                       s.id, uint8_t(width), false};
+    int64_t &latest = diagonals_[diagonalIndex(s.dir, s.id + b, pos, cycle)];
+    latest = std::max(latest, cycle);
     planes[b] = slotData_.empty() ? scratch_.data() + b * chip_.lanes
                                   : slotData_.data() + i * chip_.lanes;
   }

@@ -188,6 +188,13 @@ private:
 
   static constexpr unsigned kRing = 256;
   std::vector<StreamSlot> slots_;
+  /// Per stream and diagonal (x - t eastward, x + t westward, mod kRing):
+  /// the latest cycle a value was put on it (-1: none). A read looks
+  /// there first instead of walking every position upstream; when that
+  /// value is not the one (a later value on a diagonal kRing apart, or one
+  /// put for a cycle still to come), it walks as before.
+  std::vector<int64_t> diagonals_;
+  size_t diagonalIndex(unsigned dir, unsigned id, int64_t pos, int64_t cycle) const;
   std::vector<uint8_t> slotData_;
   std::vector<uint8_t> scratch_;
 
