@@ -149,10 +149,8 @@ llvm::Error Machine::run() {
     int64_t limit = single ? INT64_MAX : start + window;
     // Only the chips with something to do in the window, a task per
     // thread (not per chip): a deep pipeline has most of its chips idle
-    // in most windows, and a Llama-2-70B-shaped program on 1,288 chips
-    // spent its time handing idle chips to the pool, 1,288 tasks a
-    // window. A chip's window depends on nothing another chip does in
-    // it, so any order gives the same result.
+    // in most windows. A chip's window depends on nothing another chip
+    // does in it, so any order gives the same result.
     std::vector<ChipSim *> active;
     for (auto &c : chips_)
       if (c->nextEventCycle() < limit)
