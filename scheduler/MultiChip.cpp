@@ -748,17 +748,20 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     }
   };
 
-  // Groups in order; one with a key scheduled already shares its schedules.
+  // Groups in order; one whose key has a pattern that fits it shares the
+  // pattern's schedules.
   struct SharedGroup {
     std::vector<unsigned> chips;
     /// Per chip, per transfer it receives, the arrivals its schedule took
     /// (empty for a transfer from inside the group).
-    std::vector<std::vector<std::vector<int64_t>>> arrivals;
+    GroupArrivals arrivals;
+    /// From its first arrival to its last chip's end.
+    int64_t span = 0;
   };
   // The arrivals of what `group`'s chips receive from outside it, as
   // SharedGroup::arrivals.
   auto externalArrivals = [&](const std::vector<unsigned> &group, const std::set<unsigned> &members) {
-    std::vector<std::vector<std::vector<int64_t>>> all;
+    GroupArrivals all;
     for (unsigned c : group) {
       all.emplace_back();
       for (const ChipTraffic::Incoming &in : traffic[c].incoming)
@@ -766,7 +769,8 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     }
     return all;
   };
-  std::map<std::string, SharedGroup> scheduled;
+  // Per key, the groups scheduled so far (a pattern each).
+  std::map<std::string, std::vector<SharedGroup>> scheduled;
   unsigned distinct = 0;
   const std::vector<std::vector<unsigned>> groups = chipGroups(crossings, used);
   for (const std::vector<unsigned> &group : groups) {
@@ -789,32 +793,31 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     const std::string key = groupKey(group, parts, traffic, members, chip.c2cLinks);
     const auto arrivals = externalArrivals(group, members);
     bool shared = false;
-    if (auto it = scheduled.find(key); it != scheduled.end() && origin) {
-      // The shift: the least that has every vector arrive no later than
-      // the shifted schedule receives it. When the group receives as the
-      // scheduled one did, up to a shift, that is the shift; otherwise
-      // some vectors wait on their links (a link delivers in order and
-      // holds what arrives until it is received) and the group starts
-      // later than it could, by the most any vector is late.
-      std::optional<int64_t> delta;
-      const auto &before = it->second.arrivals;
-      for (size_t k = 0; k < arrivals.size(); ++k)
-        for (size_t i = 0; i < arrivals[k].size(); ++i)
-          for (size_t v = 0; v < arrivals[k][i].size() && v < before[k][i].size(); ++v)
-            delta = std::max(delta.value_or(std::numeric_limits<int64_t>::min()),
-                             arrivals[k][i][v] - before[k][i][v]);
-      std::vector<std::optional<Schedule>> moved;
-      for (size_t k = 0; delta && k < group.size(); ++k) {
-        const unsigned from = it->second.chips[k];
-        moved.push_back(shifted(*schedules[from], from, traffic[from], *delta,
-                                *parts[group[k]], traffic[group[k]]));
-        if (!moved.back())
-          break;
-      }
-      if (delta && moved.size() == group.size() && llvm::all_of(moved, [](auto &m) { return bool(m); })) {
-        for (size_t k = 0; k < group.size(); ++k)
-          schedules[group[k]] = std::move(moved[k]);
-        shared = true;
+    std::vector<SharedGroup> &patterns = scheduled[key];
+    if (origin && !patterns.empty()) {
+      // The pattern of least skew (Transfers.h, closestPattern): a group
+      // that receives out of step with every pattern would carry the
+      // skew into every later group, and is scheduled instead
+      // (sharesPattern).
+      std::vector<GroupArrivals> before;
+      for (const SharedGroup &pattern : patterns)
+        before.push_back(pattern.arrivals);
+      const std::optional<PatternFit> fit = closestPattern(arrivals, before);
+      if (fit && sharesPattern(fit->skew, patterns[fit->pattern].span, patterns.size())) {
+        const SharedGroup &pattern = patterns[fit->pattern];
+        std::vector<std::optional<Schedule>> moved;
+        for (size_t k = 0; k < group.size(); ++k) {
+          const unsigned from = pattern.chips[k];
+          moved.push_back(shifted(*schedules[from], from, traffic[from], fit->shift,
+                                  *parts[group[k]], traffic[group[k]]));
+          if (!moved.back())
+            break;
+        }
+        if (moved.size() == group.size() && llvm::all_of(moved, [](auto &m) { return bool(m); })) {
+          for (size_t k = 0; k < group.size(); ++k)
+            schedules[group[k]] = std::move(moved[k]);
+          shared = true;
+        }
       }
     }
     if (shared)
@@ -822,7 +825,10 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     if (llvm::Error e = scheduleGroup(group))
       return e;
     distinct += unsigned(group.size());
-    scheduled.try_emplace(key, SharedGroup{group, arrivals});
+    int64_t end = 0;
+    for (unsigned c : group)
+      end = std::max(end, schedules[c]->cycles);
+    patterns.push_back(SharedGroup{group, arrivals, end - origin.value_or(0)});
   }
 
   std::vector<Schedule> all;

@@ -339,4 +339,29 @@ bool TransferMailbox::aborted(unsigned chip) const {
   return aborted_[chip];
 }
 
+std::optional<PatternFit> closestPattern(const GroupArrivals &arrivals,
+                                         llvm::ArrayRef<GroupArrivals> patterns) {
+  std::optional<PatternFit> best;
+  for (size_t p = 0; p < patterns.size(); ++p) {
+    const GroupArrivals &before = patterns[p];
+    std::optional<int64_t> most, least;
+    for (size_t k = 0; k < arrivals.size() && k < before.size(); ++k)
+      for (size_t i = 0; i < arrivals[k].size() && i < before[k].size(); ++i)
+        for (size_t v = 0; v < arrivals[k][i].size() && v < before[k][i].size(); ++v) {
+          const int64_t late = arrivals[k][i][v] - before[k][i][v];
+          most = std::max(most.value_or(late), late);
+          least = std::min(least.value_or(late), late);
+        }
+    if (most && (!best || *most - *least < best->skew))
+      best = PatternFit{p, *most, *most - *least};
+  }
+  return best;
+}
+
+bool sharesPattern(int64_t skew, int64_t span, size_t patterns) {
+  constexpr int64_t kFloor = 1000, kShare = 50;
+  constexpr size_t kPatterns = 4;
+  return patterns >= kPatterns || skew <= std::max(kFloor, span / kShare);
+}
+
 } // namespace lpu::scheduler

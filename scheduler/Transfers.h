@@ -81,6 +81,36 @@ private:
   std::vector<bool> closed_, aborted_;
 };
 
+/// What a lockstep group receives from outside it: per chip of the group,
+/// per transfer it receives, the arrival cycle of every vector (empty for
+/// a transfer from inside the group).
+using GroupArrivals = std::vector<std::vector<std::vector<int64_t>>>;
+
+/// A group of chips whose work has the same key as a scheduled one (the
+/// pattern) can share the pattern's schedules moved `shift` cycles: the
+/// least that has every vector arrive no later than the moved schedule
+/// receives it. `skew`: how much later than its earliest vector allows the
+/// group then starts (the most any vector is late for the pattern, less
+/// the least); 0 when it receives as the pattern did, up to a shift.
+struct PatternFit {
+  size_t pattern = 0;
+  int64_t shift = 0, skew = 0;
+};
+/// Of `patterns` (the arrivals each scheduled group took), the one that
+/// fits `arrivals` with the least skew (the first on a tie); nullopt when
+/// none has a vector in common with it.
+std::optional<PatternFit> closestPattern(const GroupArrivals &arrivals,
+                                         llvm::ArrayRef<GroupArrivals> patterns);
+/// Whether a group shares a pattern fitted with `skew` whose schedule
+/// spans `span` cycles (first arrival to last result) when its key has
+/// `patterns` patterns: the skew is small against the span (at most a
+/// fiftieth, or 1,000 cycles), or the key has four patterns already (the
+/// bound on what a deep model's compile time and memory grow by). A
+/// skew carried by sharing moves every later group too, so a group fed
+/// out of step with the pattern (a deep model's first layers, fed by other
+/// sources) is scheduled and becomes a pattern itself.
+bool sharesPattern(int64_t skew, int64_t span, size_t patterns);
+
 /// How scheduleFunction stores the parameters in an attempt, from the
 /// fastest to read to the one that fits the most (Scheduler.cpp).
 enum class ParamStorage { Rows, Packed, Striped };

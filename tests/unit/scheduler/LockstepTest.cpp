@@ -148,5 +148,50 @@ TEST(LockstepTest, AChipThatFailsStopsTheChipsWaitingForIt) {
   EXPECT_NE(llvm::toString(std::move(e)).find("w1"), std::string::npos);
 }
 
+// Groups of the same work share a scheduled group's schedules, moved by
+// the most any vector is late for them; the pattern they share is the one
+// they fit with the least skew.
+TEST(LockstepTest, AGroupSharesThePatternItFitsWithTheLeastSkew) {
+  // One chip receiving two transfers of two vectors each.
+  const GroupArrivals first = {{{100, 120}, {300, 320}}};
+  const GroupArrivals second = {{{100, 120}, {150, 170}}};
+  // The second transfer 150 cycles earlier than in the first pattern,
+  // everything 1,000 later: the second pattern fits with no skew.
+  const GroupArrivals group = {{{1100, 1120}, {1150, 1170}}};
+  auto fit = closestPattern(group, {first, second});
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->pattern, 1u);
+  EXPECT_EQ(fit->shift, 1000);
+  EXPECT_EQ(fit->skew, 0);
+  // Against the first alone: moved so that every vector is in time (by
+  // the first transfer's 1,000), starting 150 cycles later than the
+  // second transfer allows.
+  fit = closestPattern(group, {first});
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->pattern, 0u);
+  EXPECT_EQ(fit->shift, 1000);
+  EXPECT_EQ(fit->skew, 150);
+  // A vector late by more than the others sets the shift.
+  fit = closestPattern({{{1100, 1125}, {1150, 1170}}}, {second});
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->shift, 1005);
+  EXPECT_EQ(fit->skew, 5);
+  // Nothing in common: no fit.
+  EXPECT_FALSE(closestPattern({{{}, {}}}, {first}).has_value());
+  EXPECT_FALSE(closestPattern(group, {}).has_value());
+}
+
+TEST(LockstepTest, ASkewLargeAgainstThePatternsSpanGetsAScheduleOfItsOwn) {
+  // Within 1,000 cycles, or a fiftieth of the span, a group shares.
+  EXPECT_TRUE(sharesPattern(0, 10, 1));
+  EXPECT_TRUE(sharesPattern(1000, 10, 1));
+  EXPECT_FALSE(sharesPattern(1001, 10, 1));
+  EXPECT_TRUE(sharesPattern(20000, 1000000, 1));
+  EXPECT_FALSE(sharesPattern(20001, 1000000, 1));
+  // A key with four patterns shares the closest whatever its skew.
+  EXPECT_FALSE(sharesPattern(178000, 1670000, 3));
+  EXPECT_TRUE(sharesPattern(178000, 1670000, 4));
+}
+
 } // namespace
 } // namespace lpu::scheduler
