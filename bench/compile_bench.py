@@ -83,10 +83,11 @@ def bucket_label(bucket):
 def print_examples(outcomes, title="per entry and bucket",
                    what="the whole file's compilation"):
     print(f"== Compile time and schedule quality, {title}")
-    print(f"(wall / CPU seconds and peak resident MB of {what}; cycles and bound from "
-          "lpuc --report --json; MXM = busy cycles over cycles x planes)")
+    print(f"(wall / CPU seconds and peak resident MB of {what}; cycles, bound and physical "
+          "bound (docs/scheduler.md) from lpuc --report --json; MXM = busy cycles over cycles x planes)")
     head = (f"{'example':<12} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}  {'entry':<10} {'bucket':<10} "
-            f"{'cycles':>11} {'time us':>10} {'bound':>11} {'ratio':>6} {'MXM %':>6}  bound by")
+            f"{'cycles':>11} {'time us':>10} {'bound':>11} {'ratio':>6} {'physical':>9} {'ratio':>6} "
+            f"{'MXM %':>6}  bound by; physical bound by")
     print(head)
     for o in outcomes:
         lead = f"{o.name:<12} {o.wall:>8.2f} {o.cpu:>8.2f} {o.peak_mb:>8.0f}"
@@ -97,8 +98,9 @@ def print_examples(outcomes, title="per entry and bucket",
             mxm = 100 * b["utilisation"]["mxm"]
             print(f"{lead if i == 0 else ' ' * len(lead)}  {b['entry']:<10} "
                   f"{bucket_label(b['bucket']):<10} {b['cycles']:>11} {b['time_us']:>10.1f} "
-                  f"{b['lower_bound']:>11} {b['ratio']:>6.2f} {mxm:>6.1f}  "
-                  f"{b['lower_bound_reason']}")
+                  f"{b['lower_bound']:>11} {b['ratio']:>6.2f} {b['physical_bound']:>9} "
+                  f"{b['physical_ratio']:>6.2f} {mxm:>6.1f}  "
+                  f"{b['lower_bound_reason']}; {b['physical_resource']}")
 
 
 # bert.lpu's pooled entry at B=1 and S=128: the model Groq's figure is for,

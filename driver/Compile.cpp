@@ -190,6 +190,13 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
        << llvm::format(" (%.3f us at %g MHz)\n", double(s.cycles) / chip.clockMHz, chip.clockMHz);
     os << "  lower bound: " << s.lowerBound << " cycles (" << s.lowerBoundReason << ")"
        << llvm::format(", ratio %.2f\n", s.lowerBound ? double(s.cycles) / s.lowerBound : 0.0);
+    const scheduler::PhysicalBound &p = s.physical;
+    os << "  physical bound: " << p.cycles << " cycles (" << p.resource << ")"
+       << llvm::format(", ratio %.2f", p.cycles ? double(s.cycles) / p.cycles : 0.0) << "; MXM " << p.mxm
+       << ", weight loads " << p.weights << ", SRAM ports " << p.sram << ", VXM " << p.vxm << ", SXM " << p.sxm;
+    if (p.links)
+      os << ", links " << p.links;
+    os << ", chain " << p.chain << "\n";
     os << "  utilisation:";
     for (unsigned u = 0; u < backend::kNumUnitKinds; ++u) {
       os << " " << backend::unitKindName(backend::UnitKind(u))
@@ -271,7 +278,17 @@ void printScheduleReportJson(const CompiledProgram &compiled,
         {"sram_bytes", int64_t(s.sramBytes)},
         {"lower_bound", s.lowerBound},
         {"lower_bound_reason", s.lowerBoundReason},
-        {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0}};
+        {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0},
+        {"physical_bound", s.physical.cycles},
+        {"physical_resource", s.physical.resource},
+        {"physical_ratio", s.physical.cycles ? double(s.cycles) / double(s.physical.cycles) : 0.0},
+        {"physical_terms", llvm::json::Object{{"mxm", s.physical.mxm},
+                                              {"weight_loads", s.physical.weights},
+                                              {"sram_ports", s.physical.sram},
+                                              {"vxm", s.physical.vxm},
+                                              {"sxm", s.physical.sxm},
+                                              {"links", s.physical.links},
+                                              {"chain", s.physical.chain}}}};
     if (!s.chips.empty()) {
       llvm::json::Array chips;
       for (const scheduler::ChipFigures &f : s.chips)

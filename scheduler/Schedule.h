@@ -7,6 +7,7 @@
 #include "backend/ChipDescription.h"
 #include "backend/Isa.h"
 #include "backend/Program.h"
+#include "scheduler/PhysicalBound.h"
 #include "ir/IR.h"
 
 #include <llvm/Support/Error.h>
@@ -93,6 +94,8 @@ struct Schedule {
   /// its throughput, and the critical path.
   int64_t lowerBound = 0;
   std::string lowerBoundReason; // which resource or "critical path"
+  /// The fewest cycles any schedule could take (PhysicalBound.h).
+  PhysicalBound physical;
   /// The ops that placed instructions, in the order they were lowered (an
   /// attention lowered as a whole at its scores counts there).
   std::vector<OpTiming> ops;

@@ -725,6 +725,7 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
                                     : scheduleFunction(*fn, chip, options);
     if (!schedule)
       return schedule.takeError();
+    schedule->physical = physicalBound(*fn, chip);
     schedule->topology = options.topology;
     schedule->topologyChips = topology->numChips();
     std::vector<BucketDim> dims;

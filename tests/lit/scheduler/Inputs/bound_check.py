@@ -1,4 +1,4 @@
-"""Checks lpuc --report's lower bound against its predicted cycles.
+"""Checks lpuc --report's lower and physical bounds against its predicted cycles.
 
 For every bucket of every entry of each .lpu file given, the lower bound
 (the largest of each unit's work over its throughput and the critical
@@ -36,12 +36,18 @@ def main(args):
         if r.returncode != 0:
             sys.exit(f"lpuc {path} failed ({r.returncode}):\n{r.stderr}")
         buckets = json.loads(r.stdout)["buckets"]
-        critical = ops = 0
+        critical = ops = physical = 0
         for b in buckets:
             where = f"{os.path.basename(path)} {b['entry']} {b['bucket']}"
             if not 0 < b["lower_bound"] <= b["cycles"]:
                 sys.exit(f"{where}: lower bound {b['lower_bound']} ({b['lower_bound_reason']}) "
                          f"is not in (0, {b['cycles']}]")
+            # The physical bound (docs/scheduler.md, "The physical bound")
+            # holds for every schedule, this one too.
+            if not 0 < b["physical_bound"] <= b["cycles"]:
+                sys.exit(f"{where}: physical bound {b['physical_bound']} ({b['physical_resource']}) "
+                         f"is not in (0, {b['cycles']}]")
+            physical += 1
             for op in b["ops"]:
                 if "first_row_ready" not in op:
                     continue
@@ -58,7 +64,7 @@ def main(args):
             critical += b["lower_bound_reason"] == "critical path"
         print(f"{os.path.basename(path)}: {len(buckets)} buckets, every lower bound at most the "
               f"predicted cycles, {critical} set by the critical path; {ops} ops' rows no "
-              f"earlier than their bound")
+              f"earlier than their bound; {physical} physical bounds at most the predicted cycles")
     for entry, cycles in at_least.items():
         if entry not in seen:
             sys.exit(f"no entry {entry}")

@@ -1,0 +1,178 @@
+// The physical bound (PhysicalBound.h, docs/scheduler.md "The physical
+// bound"). Every term counts work the graph needs on any schedule: no
+// layout, placement or order chosen by the scheduler enters it.
+#include "scheduler/PhysicalBound.h"
+#include "scheduler/lower/Reduce.h"
+
+#include "backend/Isa.h"
+#include "support/DType.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace lpu::scheduler {
+
+using backend::Opcode;
+using tensor::DType;
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+/// Vectors of `lanes` bytes that `elements` of `dtype` fill at the least.
+int64_t vectorsOf(int64_t elements, DType dtype, unsigned lanes) {
+  return ceilDiv(elements * int64_t(tensor::dtypeSize(dtype)), lanes);
+}
+
+/// The f16 pieces an operand goes into the MXM as: an f32 value not exact
+/// in f16 as two (docs/scheduler.md, "f32 and bf16 matmuls").
+int64_t piecesOf(const ir::Op &operand) {
+  return operand.type().dtype == DType::F32 && !reduce::exactInF16(operand) ? 2 : 1;
+}
+
+/// Per chip, the work each resource must do.
+struct Work {
+  double macs = 0;          // f16 MACs (f32 operands as their products)
+  int64_t weightElems = 0;  // elements loaded into planes
+  int64_t reads = 0, writes = 0; // SRAM vectors
+  int64_t vxmOps = 0;       // VXM vector operations
+  int64_t sxmVectors = 0;   // vectors through a transposer
+  int64_t sent = 0;         // vectors sent to other chips
+};
+
+} // namespace
+
+PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescription &chip) {
+  const unsigned lanes = chip.lanes;
+  std::map<int64_t, Work> work;
+  // Minimum latency to each op's result (the dependence chain).
+  std::map<const ir::Op *, int64_t> ready;
+  auto latency = [&](Opcode op, DType dtype) { return int64_t(chip.timingOf(op, dtype).latency); };
+  int64_t chain = 0;
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    int64_t start = 0;
+    for (const ir::Op *operand : op.operands())
+      start = std::max(start, ready[operand]);
+    const ir::Type &type = op.type();
+    Work &w = work[op.kind() == ir::OpKind::Transfer ? op.intAttr("to").value_or(0) : op.chip()];
+    int64_t lat = 0;
+    switch (ir::opClass(op.kind())) {
+    case ir::OpClass::Leaf:
+      if (op.kind() != ir::OpKind::Iota && op.kind() != ir::OpKind::Constant)
+        w.reads += vectorsOf(type.numElements(), type.dtype, lanes);
+      lat = latency(Opcode::Read, type.dtype);
+      break;
+    case ir::OpClass::Unary:
+    case ir::OpClass::Binary:
+    case ir::OpClass::Ternary: {
+      // One vector operation per vector of the wider of result and
+      // operands (a comparison of f32 yields bool, a convert widens).
+      DType wide = type.dtype;
+      for (const ir::Op *operand : op.operands())
+        if (tensor::dtypeSize(operand->type().dtype) > tensor::dtypeSize(wide))
+          wide = operand->type().dtype;
+      w.vxmOps += vectorsOf(type.numElements(), wide, lanes);
+      std::optional<tensor::ElementwiseOp> e = ir::elementwiseArithmetic(op.kind());
+      lat = e ? latency(backend::vxmOpcode(*e), wide)
+              : latency(op.kind() == ir::OpKind::Select ? Opcode::Select : Opcode::Cvt, wide);
+      break;
+    }
+    case ir::OpClass::Reduce: {
+      // Every operand vector is combined once; a softmax also takes its
+      // maximum, subtracts it, exponentiates and scales: five.
+      const ir::Op &x = *op.operand(0);
+      const int64_t vectors = vectorsOf(x.type().numElements(), x.type().dtype, lanes);
+      const bool softmax = op.kind() == ir::OpKind::Softmax;
+      w.vxmOps += (softmax ? 5 : 1) * vectors;
+      lat = softmax ? 2 * latency(Opcode::Max, DType::F32) + latency(Opcode::Exp, DType::F32) +
+                          latency(Opcode::Add, DType::F32) + latency(Opcode::Div, DType::F32)
+                    : latency(Opcode::Add, DType::F32);
+      break;
+    }
+    case ir::OpClass::Layout:
+      if (op.kind() == ir::OpKind::Transpose) {
+        w.sxmVectors += vectorsOf(type.numElements(), type.dtype, lanes);
+        lat = latency(Opcode::Transpose, type.dtype);
+      } else if (op.kind() == ir::OpKind::Gather) {
+        lat = latency(Opcode::Gather, type.dtype);
+      } else if (op.kind() == ir::OpKind::Transfer) {
+        work[op.intAttr("from").value_or(0)].sent += vectorsOf(type.numElements(), type.dtype, lanes);
+        lat = chip.c2cHopCycles + chip.c2cCyclesPerVector;
+      }
+      break;
+    case ir::OpClass::Contract: {
+      if (op.kind() == ir::OpKind::MaxPool2d || op.kind() == ir::OpKind::AvgPool2d) {
+        // Every input vector is combined once into its windows.
+        const ir::Op &x = *op.operand(0);
+        auto kernel = op.intsAttr("kernel").value_or(std::vector<int64_t>{1, 1});
+        w.vxmOps += vectorsOf(type.numElements() * kernel[0] * kernel[1], x.type().dtype, lanes);
+        lat = latency(Opcode::Max, x.type().dtype);
+        break;
+      }
+      const ir::Op &a = *op.operand(0), &b = *op.operand(1);
+      const int64_t pa = piecesOf(a), pb = piecesOf(b);
+      // The products the MXM forms: each of A's pieces with B's first,
+      // and A's first with B's second.
+      const int64_t products = pa + pb - 1;
+      int64_t contracted = 0;
+      if (op.kind() == ir::OpKind::Matmul) {
+        contracted = a.type().shape.back();
+      } else { // conv2d: O x C/groups x KH x KW
+        const std::vector<int64_t> &ks = b.type().shape;
+        contracted = ks[1] * ks[2] * ks[3];
+      }
+      w.macs += double(type.numElements()) * double(contracted) * double(products);
+      w.weightElems += b.type().numElements() * pb;
+      // The accumulators are f32: anything else is converted on the VXM.
+      if (type.dtype != DType::F32)
+        w.vxmOps += vectorsOf(type.numElements(), DType::F32, lanes);
+      // On the chain: B's rows of one K-tile loaded into a plane (one a
+      // cycle) and installed, then A's row multiplied and read out.
+      const int64_t tileRows = std::min<int64_t>(contracted, chip.mxmDim);
+      const backend::ChipDescription::Timing lw = chip.timingOf(Opcode::LoadWeights, DType::F16);
+      const int64_t installed = ready[&b] + tileRows * lw.issue + lw.latency +
+                                latency(Opcode::InstallWeights, DType::F16);
+      start = std::max(ready[&a], installed);
+      lat = latency(Opcode::MatMul, DType::F16) + latency(Opcode::AccRead, DType::F32) +
+            (type.dtype != DType::F32 ? latency(Opcode::Cvt, DType::F32) : 0);
+      break;
+    }
+    case ir::OpClass::Terminator:
+      for (const ir::Op *operand : op.operands())
+        work[operand->chip()].writes += vectorsOf(operand->type().numElements(), operand->type().dtype, lanes);
+      chain = std::max(chain, start + latency(Opcode::Write, type.dtype));
+      continue;
+    }
+    ready[&op] = start + lat;
+    chain = std::max(chain, ready[&op]);
+  }
+
+  PhysicalBound bound;
+  const backend::ChipDescription::Timing mm = chip.timingOf(Opcode::MatMul, DType::F16);
+  const double macsPerCycle =
+      double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / std::max<unsigned>(mm.issue, 1);
+  for (const auto &[c, w] : work) {
+    (void)c;
+    bound.mxm = std::max(bound.mxm, int64_t(std::ceil(w.macs / macsPerCycle)));
+    bound.weights = std::max(bound.weights, ceilDiv(w.weightElems, int64_t(chip.mxmDim) * chip.mxmPlanes));
+    bound.sram = std::max({bound.sram, ceilDiv(w.reads, int64_t(chip.memSlices) * chip.memReadPorts),
+                           ceilDiv(w.writes, int64_t(chip.memSlices) * chip.memWritePorts)});
+    bound.vxm = std::max(bound.vxm, ceilDiv(w.vxmOps, int64_t(chip.vxmAlusPerLane)));
+    bound.sxm = std::max(bound.sxm,
+                         ceilDiv(w.sxmVectors, int64_t(chip.queues[unsigned(backend::UnitKind::Sxm)])));
+    bound.links = std::max(bound.links, ceilDiv(w.sent * chip.c2cCyclesPerVector, int64_t(chip.c2cLinks)));
+  }
+  bound.chain = chain;
+  for (auto [value, name] : {std::pair{bound.mxm, "MXM"}, {bound.weights, "weight loads"},
+                             {bound.sram, "SRAM ports"}, {bound.vxm, "VXM"}, {bound.sxm, "SXM"},
+                             {bound.links, "links"}, {bound.chain, "dependence chain"}})
+    if (value > bound.cycles) {
+      bound.cycles = value;
+      bound.resource = name;
+    }
+  return bound;
+}
+
+} // namespace lpu::scheduler
