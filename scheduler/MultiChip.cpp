@@ -799,9 +799,9 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
       // that receives out of step with every pattern would carry the
       // skew into every later group, and is scheduled instead
       // (sharesPattern).
-      std::vector<GroupArrivals> before;
+      std::vector<const GroupArrivals *> before;
       for (const SharedGroup &pattern : patterns)
-        before.push_back(pattern.arrivals);
+        before.push_back(&pattern.arrivals);
       const std::optional<PatternFit> fit = closestPattern(arrivals, before);
       if (fit && sharesPattern(fit->skew, patterns[fit->pattern].span, patterns.size())) {
         const SharedGroup &pattern = patterns[fit->pattern];

@@ -56,7 +56,7 @@ PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescripti
     for (const ir::Op *operand : op.operands())
       start = std::max(start, ready[operand]);
     const ir::Type &type = op.type();
-    Work &w = work[op.kind() == ir::OpKind::Transfer ? op.intAttr("to").value_or(0) : op.chip()];
+    Work &w = work[op.chip()];
     int64_t lat = 0;
     switch (ir::opClass(op.kind())) {
     case ir::OpClass::Leaf:

@@ -340,10 +340,10 @@ bool TransferMailbox::aborted(unsigned chip) const {
 }
 
 std::optional<PatternFit> closestPattern(const GroupArrivals &arrivals,
-                                         llvm::ArrayRef<GroupArrivals> patterns) {
+                                         llvm::ArrayRef<const GroupArrivals *> patterns) {
   std::optional<PatternFit> best;
   for (size_t p = 0; p < patterns.size(); ++p) {
-    const GroupArrivals &before = patterns[p];
+    const GroupArrivals &before = *patterns[p];
     std::optional<int64_t> most, least;
     for (size_t k = 0; k < arrivals.size() && k < before.size(); ++k)
       for (size_t i = 0; i < arrivals[k].size() && i < before[k].size(); ++i)

@@ -96,11 +96,12 @@ struct PatternFit {
   size_t pattern = 0;
   int64_t shift = 0, skew = 0;
 };
-/// Of `patterns` (the arrivals each scheduled group took), the one that
-/// fits `arrivals` with the least skew (the first on a tie); nullopt when
-/// none has a vector in common with it.
+/// Of `patterns` (the arrivals each scheduled group took, by reference: a
+/// 70B layer's hold some 10^5 vectors), the one that fits `arrivals` with
+/// the least skew (the first on a tie); nullopt when none has a vector in
+/// common with it.
 std::optional<PatternFit> closestPattern(const GroupArrivals &arrivals,
-                                         llvm::ArrayRef<GroupArrivals> patterns);
+                                         llvm::ArrayRef<const GroupArrivals *> patterns);
 /// Whether a group shares a pattern fitted with `skew` whose schedule
 /// spans `span` cycles (first arrival to last result) when its key has
 /// `patterns` patterns: the skew is small against the span (at most a

@@ -158,7 +158,7 @@ TEST(LockstepTest, AGroupSharesThePatternItFitsWithTheLeastSkew) {
   // The second transfer 150 cycles earlier than in the first pattern,
   // everything 1,000 later: the second pattern fits with no skew.
   const GroupArrivals group = {{{1100, 1120}, {1150, 1170}}};
-  auto fit = closestPattern(group, {first, second});
+  auto fit = closestPattern(group, {&first, &second});
   ASSERT_TRUE(fit.has_value());
   EXPECT_EQ(fit->pattern, 1u);
   EXPECT_EQ(fit->shift, 1000);
@@ -166,18 +166,18 @@ TEST(LockstepTest, AGroupSharesThePatternItFitsWithTheLeastSkew) {
   // Against the first alone: moved so that every vector is in time (by
   // the first transfer's 1,000), starting 150 cycles later than the
   // second transfer allows.
-  fit = closestPattern(group, {first});
+  fit = closestPattern(group, {&first});
   ASSERT_TRUE(fit.has_value());
   EXPECT_EQ(fit->pattern, 0u);
   EXPECT_EQ(fit->shift, 1000);
   EXPECT_EQ(fit->skew, 150);
   // A vector late by more than the others sets the shift.
-  fit = closestPattern({{{1100, 1125}, {1150, 1170}}}, {second});
+  fit = closestPattern({{{1100, 1125}, {1150, 1170}}}, {&second});
   ASSERT_TRUE(fit.has_value());
   EXPECT_EQ(fit->shift, 1005);
   EXPECT_EQ(fit->skew, 5);
   // Nothing in common: no fit.
-  EXPECT_FALSE(closestPattern({{{}, {}}}, {first}).has_value());
+  EXPECT_FALSE(closestPattern({{{}, {}}}, {&first}).has_value());
   EXPECT_FALSE(closestPattern(group, {}).has_value());
 }
 
