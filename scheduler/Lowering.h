@@ -255,7 +255,7 @@ public:
   PlacementHeuristics heuristics;
   /// Which heuristics decided anything, set or not (a set that differs
   /// from this one only in others gives the same schedule).
-  mutable PlacementHeuristics heuristicsDecided{false, false, false, false};
+  mutable PlacementHeuristics heuristicsDecided{false, false, false, false, false};
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
     return striped && vectors >= 64 ? (chip_.memSlices / 2 - kMapSlices) / tensor::dtypeSize(dtype) : 1;
@@ -411,6 +411,10 @@ struct MatmulWork {
   /// K-tile t is ready.
   int64_t rowChunk = 0;
   std::function<int64_t(int64_t b, int64_t m, int64_t t)> rowReady;
+  /// A job cut over planes may be cut into ranges of equal rows rather
+  /// than whole K-tiles (runMatmul): for one batch of f16 operands whose
+  /// every K-tile is used and loaded whole.
+  bool balancedCut = false;
 };
 /// The shortest lw, mm and acc trees a matmul placed, for the critical
 /// path: a row of C is no earlier than its A vector's path + mm + acc, nor
@@ -418,6 +422,8 @@ struct MatmulWork {
 struct MatmulSpans {
   ShortestSpan lw, mm, acc;
   std::vector<PlaneWork> planes; // per plane
+  bool cutJobs = false;          // some job's K-tiles went to several planes
+  int64_t fewestRows = 0;        // the fewest weight rows a pass loaded
   int64_t pathFromA() const { return mm.get() + acc.get(); }
   int64_t pathFromB(int64_t iwLatency, int64_t mmLatency) const {
     return lw.get() + iwLatency + mmLatency + acc.get();

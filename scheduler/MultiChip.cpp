@@ -698,12 +698,11 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
         // The other sets of heuristics, for the whole group with the
         // storage that fits, as scheduleFunction tries them for one chip:
         // the fewest cycles of the slowest chip win, the default on a tie;
-        // a set that differs only in choices no chip met is skipped, one
-        // that fails passed over.
+        // a set that differs from the default, or from a set tried before
+        // it, only in choices no chip met is skipped, one that fails passed
+        // over.
         if (options.tune && !options.heuristics)
-          for (const PlacementHeuristics &h : heuristicVariants()) {
-            if (!variantMatters(h, run.decided, first))
-              continue;
+          for (const PlacementHeuristics &h : variantsToTry(run.decided, first)) {
             GroupRun other = runGroup(group, attempts[i], h);
             if (succeeded(other) && slowest(other) < slowest(run))
               run = std::move(other);

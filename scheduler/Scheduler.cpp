@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -144,6 +145,58 @@ bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringC
 }
 
 namespace {
+/// The rows of each chunk a matmul's weight parameter is cut into, or 0 to
+/// store it whole (PlacementHeuristics::weightsByKTile): it has more rows
+/// than a K-tile, its every use is a matmul's weights (operand 1) whose
+/// jobs runMatmul cuts over planes (split K or dealt K-tiles), and it is
+/// stored as declared. A chunk is a K-tile (mxm_dim rows) in slices of its
+/// own, or the rows of a balanced cut's range when that is fewer, so the
+/// planes that multiply a job's K-tiles side by side load them at once,
+/// through a read port each, where a weight stored whole loaded every
+/// plane's rows through one port (mlp's [784, 256]: 784 reads one after
+/// another before the first plane could install). Whole jobs on planes of
+/// their own (ResNet-50's classifier) keep their weights whole: chunks
+/// would only move where later tensors go.
+int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
+                        const LoweringContext &ctx, const backend::ChipDescription &chip) {
+  if (op.kind() != ir::OpKind::Param || layouts.order.count(&op) || layouts.relayout.count(&op) ||
+      op.type().shape.size() != 2 || chip.mxmPlanes < 2)
+    return 0;
+  auto users = ctx.users.find(&op);
+  if (users == ctx.users.end() || users->second.empty())
+    return 0;
+  const int64_t rows = op.type().shape[0], dim = chip.mxmDim, planes = chip.mxmPlanes;
+  int64_t chunk = dim;
+  bool cuts = false;
+  for (const ir::Op *user : users->second)
+    for (size_t i = 0; i < user->operands().size(); ++i) {
+      if (user->operand(i) != &op)
+        continue;
+      if (!(user->kind() == ir::OpKind::Matmul && i == 1))
+        return 0;
+      // runMatmul's jobs (column tiles times blocks of accumulator rows):
+      // fewer than the planes, each is cut into up to planes / jobs parts
+      // (ranges of equal rows in a balanced cut), read side by side; whole
+      // jobs that load some plane more K-tiles than an even share are
+      // dealt to the planes by K-tile.
+      const std::vector<int64_t> &as = user->operand(0)->type().shape;
+      int64_t m = 1;
+      for (size_t d = 0; d + 1 < as.size(); ++d)
+        m *= as[d];
+      const int64_t n = op.type().shape[1];
+      const int64_t jobs = (n + dim - 1) / dim * ((m + chip.mxmAccRows - 1) / chip.mxmAccRows);
+      const int64_t kt = (rows + dim - 1) / dim;
+      const int64_t cut = jobs < planes ? std::min(kt, planes / jobs) : 1;
+      if (cut > 1) {
+        cuts = true;
+        chunk = std::min(chunk, rows / cut);
+      } else if (kt * ((jobs + planes - 1) / planes) > (jobs * kt + planes - 1) / planes) {
+        cuts = true;
+      }
+    }
+  return ctx.heuristics.weightsByKTile && cuts && rows > dim ? std::max<int64_t>(chunk, 1) : 0;
+}
+
 /// Why a chip of a lockstep group stops without an error of its own.
 llvm::Error abortedBy(const ChipTraffic::Incoming &in, unsigned chip) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -231,7 +284,12 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     // later tensor fits in (BERT-base: 0.44 of a [768, 768] weight per
     // slice, over 4 MB in all, in SRAM that is 95% parameters).
     const bool stripe = packed && storage == ParamStorage::Striped;
-    const int64_t chunks = stripe ? chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype) : 1;
+    const int64_t groups = chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype);
+    int64_t chunks = stripe ? groups : 1;
+    if (const int64_t chunkRows = stripe || storedRows != rows ? 0 : weightChunkRows(op, layouts, ctx, chip)) {
+      align = std::lcm(std::max<int64_t>(align, 1), chunkRows);
+      chunks = std::min(groups, (rows + chunkRows - 1) / chunkRows);
+    }
     auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()},
                                        align, {}, packed, chunks);
     if (!storage)
@@ -596,19 +654,30 @@ llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::F
 
 llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {
   static const PlacementHeuristics variants[] = {
-      PlacementHeuristics{true, false, false, false},
-      PlacementHeuristics{false, false, false, false},
-      PlacementHeuristics{true, true, true, false},
-      PlacementHeuristics{true, false, false, true},
+      PlacementHeuristics{true, false, false, false, true},
+      PlacementHeuristics{false, false, false, false, true},
+      PlacementHeuristics{true, true, true, false, true},
+      PlacementHeuristics{true, false, false, true, true},
+      PlacementHeuristics{true, true, false, false, false},
+      PlacementHeuristics{true, false, false, true, false},
   };
   return variants;
 }
 
-bool variantMatters(const PlacementHeuristics &h, const PlacementHeuristics &decided,
-                    const PlacementHeuristics &first) {
-  return llvm::any_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
-    return decided.*p.flag && h.*p.flag != first.*p.flag;
-  });
+std::vector<PlacementHeuristics> variantsToTry(const PlacementHeuristics &decided,
+                                               const PlacementHeuristics &first) {
+  auto differs = [&](const PlacementHeuristics &a, const PlacementHeuristics &b) {
+    return llvm::any_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
+      return decided.*p.flag && a.*p.flag != b.*p.flag;
+    });
+  };
+  std::vector<PlacementHeuristics> tried{first}, variants;
+  for (const PlacementHeuristics &h : heuristicVariants())
+    if (llvm::all_of(tried, [&](const PlacementHeuristics &t) { return differs(h, t); })) {
+      tried.push_back(h);
+      variants.push_back(h);
+    }
+  return variants;
 }
 
 std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
@@ -642,14 +711,12 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
     if (schedule) {
       // The other sets of heuristics, with the storage that fits: the
       // fewest cycles win, the default on a tie (docs/scheduler.md,
-      // "Variants"). A set that differs from the default only in choices
-      // that never came up is the same schedule; one that fails is passed
-      // over.
+      // "Variants"). A set that differs from the default, or from a set
+      // tried before it, only in choices that never came up is the same
+      // schedule (variantsToTry); one that fails is passed over.
       if (!options.tune || options.heuristics)
         return schedule;
-      for (const PlacementHeuristics &h : heuristicVariants()) {
-        if (!variantMatters(h, decided, first))
-          continue;
+      for (const PlacementHeuristics &h : variantsToTry(decided, first)) {
         bool packed = false;
         PlacementHeuristics unused;
         auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused, traffic);
@@ -674,6 +741,7 @@ llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable() {
       {"scores-off-scale", &PlacementHeuristics::scoresOffScale},
       {"halved-partials", &PlacementHeuristics::halvedPartials},
       {"squares-on-mxm", &PlacementHeuristics::squaresOnMxm},
+      {"weights-by-k-tile", &PlacementHeuristics::weightsByKTile},
   };
   return table;
 }

@@ -49,6 +49,10 @@ struct PlacementHeuristics {
   /// variance) runs on the MXM, each term as two f16, instead of folding
   /// on the SXM and VXM.
   bool squaresOnMxm = false;
+  /// A matmul's weight parameter of several K-tiles is stored a K-tile to
+  /// a chunk of its own slices, so that the planes multiplying a job's
+  /// K-tiles side by side load them through a read port each.
+  bool weightsByKTile = true;
 };
 
 /// Every placement heuristic once: its name on the command line (lpuc

@@ -120,11 +120,13 @@ std::vector<ParamStorage> storageAttempts(ParamPacking packing);
 /// The sets of placement heuristics scheduleFunction tries after the
 /// default one (docs/scheduler.md, "Variants").
 llvm::ArrayRef<PlacementHeuristics> heuristicVariants();
-/// Whether the variant `h` changes a choice that `decided` (the heuristics
-/// that decided anything in the run with `first`) says was met: a variant
-/// that does not would schedule the same again.
-bool variantMatters(const PlacementHeuristics &h, const PlacementHeuristics &decided,
-                    const PlacementHeuristics &first);
+/// The variants (heuristicVariants, in order) worth scheduling after a run
+/// with `first` in which the heuristics `decided` decided anything: those
+/// that set a choice that was met otherwise than `first` and than every
+/// variant before them. One that differs only in choices never met would
+/// schedule the same again.
+std::vector<PlacementHeuristics> variantsToTry(const PlacementHeuristics &decided,
+                                               const PlacementHeuristics &first);
 /// The function scheduleFunction schedules for `declared`: legalized
 /// (null: `declared` as it is).
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,

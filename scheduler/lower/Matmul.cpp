@@ -111,6 +111,22 @@ int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned pla
 }
 
 namespace {
+/// Lanes r0..r0+rows-1 of `value` rotated down to lane 0 and every other
+/// lane zeroed, on the SXM on plane p's side (a piece of a K-tile in a
+/// balanced cut: the weight rows it loads are the buffer's first).
+int subTile(WorkTree &tree, int value, unsigned r0, unsigned rows, unsigned p, unsigned planes,
+            unsigned lanes) {
+  if (r0 % lanes) {
+    Instr rotate;
+    rotate.op = Opcode::Rotate;
+    rotate.dtype = DType::F16;
+    rotate.count = lanes - r0 % lanes;
+    rotate.unit = p >= planes / 2 ? 1 : 0;
+    value = tree.add(rotate, {value});
+  }
+  return rows < lanes ? zeroTail(tree, value, rows, p, planes, lanes) : value;
+}
+
 /// Whether the lanes past K of `lhs`'s rows are known to hold zeros: the
 /// program file guarantees it for inputs and parameters. Any other value's
 /// padding lanes hold whatever its lowering computed there (0 / 0 in a
@@ -382,9 +398,15 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   const int64_t blocks = (mPerBatch + accRows - 1) / accRows;
   const int64_t jobs = batches * nt * blocks, P = mxm.count();
   const int64_t cut = jobs < P && kt > 1 ? std::min<int64_t>(kt, P / jobs) : 1;
+  // A piece: rows r0..r0+rows-1 of K-tile t (all of them but in a
+  // balanced cut, below).
+  struct Piece {
+    int64_t t, r0, rows;
+  };
+  auto tileRows = [&](int64_t t) { return std::min<int64_t>(dim, K - t * dim); };
   struct Part {
     unsigned plane;
-    std::vector<int64_t> tiles;
+    std::vector<Piece> tiles;
   };
   auto assign = [&](bool dealt, int64_t units) {
     std::vector<std::vector<Part>> partsOf(static_cast<size_t>(jobs));
@@ -402,7 +424,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
         ++unit;
         if (parts.empty() || parts.back().plane != mxm.plane(unsigned(k)))
           parts.push_back(Part{mxm.plane(unsigned(k)), {}});
-        parts.back().tiles.push_back(t);
+        parts.back().tiles.push_back(Piece{t, 0, tileRows(t)});
       }
     }
     return partsOf;
@@ -418,6 +440,43 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   const bool dealt = *std::max_element(load.begin(), load.end()) > (units + P - 1) / P;
   if (dealt)
     partsOf = assign(true, units);
+  // A balanced cut (work.balancedCut): a job cut over planes by whole
+  // K-tiles loads a full tile's rows on most of them (784 = 320 + 320 +
+  // 144 on three planes), one row a cycle. Cut into as many ranges of
+  // equal rows instead, each broken at the tiles' edges into pieces, every
+  // plane loads about K / cut rows (261 or 262); a piece that starts
+  // inside its tile takes A's vector rotated down to its first row. Each
+  // piece is a pass of the job's rows through the plane, so this is chosen
+  // only when it shortens the longest plane's loads and passes (rows
+  // loaded plus passes times the rows' mm's).
+  if (work.balancedCut && !dealt && cut > 1) {
+    const int64_t passCycles = mPerBatch * mmIssue;
+    auto longest = [&](const std::vector<std::vector<Part>> &all) {
+      int64_t most = 0;
+      for (const std::vector<Part> &parts : all)
+        for (const Part &part : parts) {
+          int64_t c = 0;
+          for (const Piece &piece : part.tiles)
+            c += piece.rows + passCycles;
+          most = std::max(most, c);
+        }
+      return most;
+    };
+    std::vector<std::vector<Part>> balanced(static_cast<size_t>(jobs));
+    for (int64_t job = 0; job < jobs; ++job)
+      for (int64_t q = 0; q < cut; ++q) {
+        const int64_t k0 = q * K / cut, k1 = (q + 1) * K / cut;
+        Part part{mxm.plane(unsigned(job * cut + q)), {}};
+        for (int64_t k = k0; k < k1;) {
+          const int64_t t = k / dim, end = std::min(k1, (t + 1) * dim);
+          part.tiles.push_back(Piece{t, k - t * dim, end - k});
+          k = end;
+        }
+        balanced[size_t(job)].push_back(std::move(part));
+      }
+    if (longest(balanced) < longest(partsOf))
+      partsOf = std::move(balanced);
+  }
   const int64_t accBlock = std::min(accRows, mPerBatch);
   unsigned job = 0;
   std::vector<const TensorView *> reads;
@@ -428,6 +487,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
       for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
         int64_t mRows = std::min(accRows, mPerBatch - m0);
         const std::vector<Part> &parts = partsOf[job];
+        spans.cutJobs |= parts.size() > 1;
         // The order the rows go through the planes and out of the
         // accumulators.
         std::vector<int64_t> order;
@@ -447,17 +507,18 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           mmDone.emplace_back(size_t(mRows), -1);
           PlaneState &st = mxm.state(p);
           bool firstPass = true;
-          for (int64_t t : parts[q].tiles)
+          for (const Piece &piece : parts[q].tiles)
             for (int wp = 0; wp < work.bPieces; ++wp) {
-              int64_t rowsK = std::min<int64_t>(dim, K - t * dim);
+              const int64_t t = piece.t;
               // Weight rows of this K-tile (its piece wp) into the buffer,
               // in row order.
               int64_t lastLw = st.lastIw;
-              const int64_t loads = work.rowsLoaded ? work.rowsLoaded(b, t, j) : rowsK;
+              const int64_t loads = work.rowsLoaded ? work.rowsLoaded(b, t, j) : piece.rows;
+              spans.fewestRows = spans.fewestRows ? std::min(spans.fewestRows, loads) : loads;
               for (int64_t r = 0; r < loads; ++r) {
                 WorkTree tree = mxm.loadWeights(p);
                 reads.clear();
-                tree.nodes[0].inputs = {work.weightRow(tree, b, t, r, j, p, wp, reads)};
+                tree.nodes[0].inputs = {work.weightRow(tree, b, t, piece.r0 + r, j, p, wp, reads)};
                 std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, lastLw + 1);
                 if (!placed)
                   return cannotPlace(op, ctx);
@@ -483,7 +544,11 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
                 for (int ap = 0; ap < aPieces; ++ap) {
                   WorkTree tree = mxm.matmul(p, acc0 + m);
                   reads.clear();
-                  tree.nodes[0].inputs = {work.aVector(tree, b, m0 + m, t, p, ap, reads)};
+                  int a = work.aVector(tree, b, m0 + m, t, p, ap, reads);
+                  if (piece.rows < tileRows(t))
+                    a = subTile(tree, a, unsigned(piece.r0), unsigned(piece.rows), p, mxm.count(),
+                                chip.lanes);
+                  tree.nodes[0].inputs = {a};
                   int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
                                                     firstPass ? st.accFree[size_t(acc0 + m)] : 0});
                   std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
@@ -724,6 +789,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     return streamOrder(op, A, b * mPerBatch + m0, rows, ctx);
   };
   work.rowChunk = batches == 1 ? sliceChunk(op, ctx) : 0;
+  work.balancedCut = batches == 1 && work.rowChunk == 0 && work.aPieces == 1 && work.bPieces == 1;
   work.rowReady = [&](int64_t b, int64_t m, int64_t t) { return A.readyAt(b * mPerBatch + m, t); };
   work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
                     std::vector<const TensorView *> &reads) {
@@ -753,6 +819,12 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   auto spans = runMatmul(op, ctx, work, C);
   if (!spans)
     return spans.takeError();
+  // Weights of several K-tiles stored a K-tile to a chunk or not matter
+  // when a job's K-tiles went to several planes (Scheduler.cpp,
+  // weightChunkRows; striped weights are cut finer already).
+  ctx.heuristicsDecided.weightsByKTile |= spans->cutJobs && !ctx.striped &&
+                                          rhs.kind() == ir::OpKind::Param && bs.size() == 2 &&
+                                          K > int64_t(dim);
   for (const std::optional<TensorView> &scale : {rowScale, colScale})
     if (scale)
       ctx.releaseScratch(*scale);
@@ -763,7 +835,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ir::Op &result = epilogue ? *epilogue : op;
   const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
   const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
-  const int64_t tileRows = std::min<int64_t>(K, dim), shortest = K - (K - 1) / dim * dim;
+  // A balanced cut's pieces load fewer rows than a K-tile.
+  const int64_t fewest = spans->fewestRows > 0 ? spans->fewestRows : int64_t(dim);
+  const int64_t tileRows = std::min<int64_t>({K, dim, fewest}),
+                shortest = std::min(K - (K - 1) / dim * dim, fewest);
   // The first row's last mm at the earliest: A's row through the mm's
   // tree, the weights loaded and installed, the planes done with earlier
   // ops. With one batch of rows that fit the accumulators every job is a

@@ -1,6 +1,9 @@
 // The placement heuristics' one table: every name parses to its own switch,
 // "none" to none, an unknown name to an error that lists the known ones.
 #include "scheduler/Scheduler.h"
+#include "scheduler/Transfers.h"
+
+#include <llvm/ADT/STLExtras.h>
 
 #include <gtest/gtest.h>
 
@@ -25,7 +28,7 @@ TEST(HeuristicsTest, EveryNameTurnsOnItsOwnSwitch) {
     EXPECT_TRUE((*h).*p.flag);
     EXPECT_EQ(switchesOn(*h), 1);
   }
-  // Every switch of PlacementHeuristics is in the table (four bools).
+  // Every switch of PlacementHeuristics is in the table (one bool each).
   EXPECT_EQ(placementHeuristicTable().size(), sizeof(PlacementHeuristics) / sizeof(bool));
 }
 
@@ -33,6 +36,38 @@ TEST(HeuristicsTest, NoneIsTheEmptySet) {
   auto h = parsePlacementHeuristics({"none"});
   ASSERT_TRUE(bool(h));
   EXPECT_EQ(switchesOn(*h), 0);
+}
+
+// A variant is tried only when it sets a choice that came up otherwise
+// than the default and every variant tried before it.
+TEST(HeuristicsTest, VariantsDifferInChoicesThatCameUp) {
+  const PlacementHeuristics first;
+  PlacementHeuristics decided;
+  for (const PlacementHeuristic &p : placementHeuristicTable())
+    decided.*p.flag = false;
+  EXPECT_TRUE(variantsToTry(decided, first).empty());
+  // Only the variance's placement came up: one variant with it on the MXM,
+  // however many sets differ in it besides choices that did not come up.
+  decided.squaresOnMxm = true;
+  std::vector<PlacementHeuristics> tried = variantsToTry(decided, first);
+  ASSERT_EQ(tried.size(), 1u);
+  EXPECT_TRUE(tried[0].squaresOnMxm);
+  // Only the weights' storage came up: one variant with them whole.
+  decided.squaresOnMxm = false;
+  decided.weightsByKTile = true;
+  tried = variantsToTry(decided, first);
+  ASSERT_EQ(tried.size(), 1u);
+  EXPECT_FALSE(tried[0].weightsByKTile);
+  // Every choice came up: every variant that differs from the default.
+  for (const PlacementHeuristic &p : placementHeuristicTable())
+    decided.*p.flag = true;
+  tried = variantsToTry(decided, first);
+  EXPECT_EQ(tried.size(), heuristicVariants().size());
+  for (size_t i = 0; i < tried.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      EXPECT_TRUE(llvm::any_of(placementHeuristicTable(), [&](const PlacementHeuristic &p) {
+        return tried[i].*p.flag != tried[j].*p.flag;
+      }));
 }
 
 TEST(HeuristicsTest, UnknownNameListsTheKnown) {
