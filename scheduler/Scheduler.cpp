@@ -13,10 +13,12 @@
 #include <llvm/ADT/ScopeExit.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <thread>
 
 namespace lpu::scheduler {
 
@@ -713,17 +715,37 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
       // fewest cycles win, the default on a tie (docs/scheduler.md,
       // "Variants"). A set that differs from the default, or from a set
       // tried before it, only in choices that never came up is the same
-      // schedule (variantsToTry); one that fails is passed over.
+      // schedule (variantsToTry); one that fails is passed over. The sets
+      // are independent schedules of one function: they run on
+      // `options.threads` threads (one per core by default), and the
+      // fewest cycles win in the sets' order whatever order they finish
+      // in, so the program is the same for any count.
       if (!options.tune || options.heuristics)
         return schedule;
-      for (const PlacementHeuristics &h : variantsToTry(decided, first)) {
-        bool packed = false;
-        PlacementHeuristics unused;
-        auto other = scheduleOnce(fn, chip, attempts[i], packed, h, unused, traffic);
-        if (!other)
-          llvm::consumeError(other.takeError());
-        else if (other->cycles < schedule->cycles)
-          schedule = std::move(other);
+      const std::vector<PlacementHeuristics> variants = variantsToTry(decided, first);
+      std::vector<std::optional<llvm::Expected<Schedule>>> others(variants.size());
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t k = next++; k < variants.size(); k = next++) {
+          bool packed = false;
+          PlacementHeuristics unused;
+          others[k].emplace(scheduleOnce(fn, chip, attempts[i], packed, variants[k], unused, traffic));
+        }
+      };
+      const unsigned threads =
+          options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+      const size_t workers = std::min<size_t>(variants.size(), threads);
+      std::vector<std::thread> pool;
+      for (size_t w = 1; w < workers; ++w)
+        pool.emplace_back(work);
+      work();
+      for (std::thread &t : pool)
+        t.join();
+      for (std::optional<llvm::Expected<Schedule>> &other : others) {
+        if (!*other)
+          llvm::consumeError(other->takeError());
+        else if ((*other)->cycles < schedule->cycles)
+          schedule = std::move(**other);
       }
       return schedule;
     }

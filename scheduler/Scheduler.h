@@ -75,6 +75,9 @@ struct ScheduleOptions {
   bool tune = true;
   /// Schedule once with exactly these heuristics (no other set is tried).
   std::optional<PlacementHeuristics> heuristics;
+  /// Threads for the other sets (0: one per core); the program does not
+  /// depend on it.
+  unsigned threads = 0;
   /// The topology the program runs on (backend/Topology.h): every bucket
   /// has code for each of its chips.
   std::string topology = "single";

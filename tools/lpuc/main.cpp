@@ -84,6 +84,11 @@ int main(int argc, char **argv) {
       ->delimiter(',')
       ->check(CLI::IsMember(heuristicNames))
       ->excludes(noTuneFlag);
+  unsigned threads = 0;
+  app.add_option("--threads", threads,
+                 "threads that schedule a bucket's other sets of placement heuristics (default: "
+                 "one per core; the program does not depend on it)")
+      ->check(CLI::Range(1u, 256u));
   std::vector<std::string> entries, bucketSpecs;
   app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
   app.add_option("--bucket", bucketSpecs,
@@ -199,6 +204,7 @@ int main(int argc, char **argv) {
                             : packParams == "never"   ? scheduler::ParamPacking::Never
                                                       : scheduler::ParamPacking::Auto;
   scheduleOptions.tune = !noTune;
+  scheduleOptions.threads = threads;
   if (!heuristics.empty())
     scheduleOptions.heuristics = llvm::cantFail(scheduler::parsePlacementHeuristics(heuristics));
   driver::PipelineOptions pipeline;
