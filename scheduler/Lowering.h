@@ -431,6 +431,17 @@ struct MatmulSpans {
 };
 /// Jobs of (batch, column tile of mxm_dim, up to mxm_acc_rows rows) on the
 /// MXM planes, written into C's rows (docs/scheduler.md, "Matmul").
+/// How runMatmul shares `jobs` jobs of `kt` K-tiles each among `planes`
+/// planes when every tile is used: `cut` parts a job (contiguous tiles or,
+/// balanced, ranges of equal rows), and whether whole jobs would load some
+/// plane more tiles than an even share, so that the tiles are `dealt`.
+/// The weights' storage (Scheduler.cpp, weightChunkRows) reads it before
+/// lowering.
+struct PlaneShare {
+  int64_t cut = 1;
+  bool dealt = false;
+};
+PlaneShare planeShare(int64_t jobs, int64_t kt, int64_t planes);
 llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
                                       const TensorView &C);
 

@@ -176,11 +176,8 @@ int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
         continue;
       if (!(user->kind() == ir::OpKind::Matmul && i == 1))
         return 0;
-      // runMatmul's jobs (column tiles times blocks of accumulator rows):
-      // fewer than the planes, each is cut into up to planes / jobs parts
-      // (ranges of equal rows in a balanced cut), read side by side; whole
-      // jobs that load some plane more K-tiles than an even share are
-      // dealt to the planes by K-tile.
+      // runMatmul's jobs (column tiles times blocks of accumulator rows),
+      // cut into parts read side by side or dealt by K-tile (planeShare).
       const std::vector<int64_t> &as = user->operand(0)->type().shape;
       int64_t m = 1;
       for (size_t d = 0; d + 1 < as.size(); ++d)
@@ -188,13 +185,10 @@ int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
       const int64_t n = op.type().shape[1];
       const int64_t jobs = (n + dim - 1) / dim * ((m + chip.mxmAccRows - 1) / chip.mxmAccRows);
       const int64_t kt = (rows + dim - 1) / dim;
-      const int64_t cut = jobs < planes ? std::min(kt, planes / jobs) : 1;
-      if (cut > 1) {
-        cuts = true;
-        chunk = std::min(chunk, rows / cut);
-      } else if (kt * ((jobs + planes - 1) / planes) > (jobs * kt + planes - 1) / planes) {
-        cuts = true;
-      }
+      const PlaneShare share = planeShare(jobs, kt, planes);
+      cuts |= share.cut > 1 || share.dealt;
+      if (share.cut > 1)
+        chunk = std::min(chunk, rows / share.cut);
     }
   return ctx.heuristics.weightsByKTile && cuts && rows > dim ? std::max<int64_t>(chunk, 1) : 0;
 }

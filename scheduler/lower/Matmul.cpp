@@ -369,6 +369,13 @@ std::vector<int64_t> inTurns(const MatmulWork &work, int64_t b, int64_t m0, int6
 }
 } // namespace
 
+PlaneShare planeShare(int64_t jobs, int64_t kt, int64_t planes) {
+  PlaneShare share;
+  share.cut = jobs < planes && kt > 1 ? std::min(kt, planes / jobs) : 1;
+  share.dealt = share.cut == 1 && kt * ((jobs + planes - 1) / planes) > (jobs * kt + planes - 1) / planes;
+  return share;
+}
+
 llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
                                       const TensorView &C) {
   const ChipDescription &chip = ctx.chip();
@@ -397,7 +404,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   // (mxm_acc_rows allowing).
   const int64_t blocks = (mPerBatch + accRows - 1) / accRows;
   const int64_t jobs = batches * nt * blocks, P = mxm.count();
-  const int64_t cut = jobs < P && kt > 1 ? std::min<int64_t>(kt, P / jobs) : 1;
+  const int64_t cut = planeShare(jobs, kt, P).cut;
   // A piece: rows r0..r0+rows-1 of K-tile t (all of them but in a
   // balanced cut, below).
   struct Piece {
