@@ -180,7 +180,8 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
       weights.insert(&op);
     // A parameter only channels-last ops read (a bias [1, C, 1, 1] or
     // [C, 1, 1] a broadcast repeats, an addend [1, C, H, W]) is laid out so.
-    if (((kind == K::Conv2d && convCandidate(op)) || kind == K::Input || kind == K::Constant ||
+    if (((kind == K::Conv2d && convCandidate(op) && !rowsFarCheaperThanChannelsLast(op, chip)) ||
+         kind == K::Input || kind == K::Constant ||
          kind == K::Param || isPool(kind) || channelReshape(op) || channelBroadcast(op) ||
          ir::isElementwise(kind)) &&
         fits(op))
@@ -335,6 +336,17 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
       out.relayout[operand] = copy;
     }
   }
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    if (op.kind() != K::Conv2d || cl.count(&op) || !rank4(*op.operand(1)) ||
+        out.convRows.count(op.operand(1)))
+      continue;
+    ir::Op *w = const_cast<ir::Op *>(op.operand(1));
+    const std::vector<int64_t> &ws = w->type().shape;
+    ir::Type rows = w->type();
+    rows.shape = {ws[0], ws[1] * ws[2] * ws[3]};
+    out.convRows[w] = out.scratch->append(K::Reshape, rows, {w}, w->loc());
+  }
   return out;
 }
 
@@ -378,6 +390,23 @@ void loweringReads(const ir::Op &op, const LoweringContext &ctx,
   }
 }
 
+/// The channels-last copy `copy` of its declared [N, C, H, W] operand: a
+/// transpose of the channels into the lanes, by rotations and gathers
+/// (transposeByGather: a rotate per input row, a gather per output vector
+/// and byte plane), or where its maps cannot say it by lane moves (a
+/// distribute per channel of every pixel row).
+llvm::Error channelsLastCopy(const ir::Op &copy, LoweringContext &ctx) {
+  const ir::Op &from = *copy.operand(0);
+  if (rank4(from) && !storedPermuted(ctx, &from)) {
+    TransposeTarget target{[&] { return ctx.define(&copy); }, nullptr, nullptr};
+    if (std::optional<llvm::Error> done = transposeByGather(
+            copy, ctx, ctx.view(&from), from.type().shape,
+            std::vector<int64_t>(kChannelsLast.begin(), kChannelsLast.end()), target))
+      return std::move(*done);
+  }
+  return moveLanes(copy, ctx);
+}
+
 } // namespace
 
 llvm::Error lowerWithRelayouts(const ir::Op &op, LoweringFn lower, const LayoutAssignment &layouts,
@@ -398,7 +427,7 @@ llvm::Error lowerWithRelayouts(const ir::Op &op, LoweringFn lower, const LayoutA
     // The copy is made once and kept for the rest of the run (another op
     // may read it later).
     if (!ctx.hasView(copy))
-      if (auto e = moveLanes(*copy, ctx))
+      if (auto e = channelsLastCopy(*copy, ctx))
         return e;
     saved.push_back({operand, ctx.view(operand)});
     ctx.setView(operand, ctx.view(copy));

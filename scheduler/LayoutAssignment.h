@@ -30,6 +30,10 @@ struct LayoutAssignment {
   /// small): each gets one channels-last copy, made by lane moves (an
   /// identity reshape of it in `scratch`, stored channels-last).
   std::map<const ir::Op *, const ir::Op *> relayout;
+  /// The weight of each convolution left in the declared order, as that
+  /// lowering streams it: a reshape to [O, C/groups * KH * KW] in
+  /// `scratch` (LoweringContext::convRowWeights).
+  std::map<const ir::Op *, const ir::Op *> convRows;
   std::unique_ptr<ir::Function> scratch;
 };
 
@@ -59,8 +63,23 @@ LoweringFn storedOrderLowering(const ir::Op &op, const LoweringContext &ctx);
 /// (the driver keeps the operand alive while the view is used).
 bool aliasesOperand(const ir::Op &op, const LayoutAssignment &layouts, unsigned lanes);
 
+/// A convolution the channels-last layout would stream many times more
+/// `mm` than the packed rows layout (lower/Conv.cpp): few input channels,
+/// a wide kernel, a wide image (ResNet-50's stem, 3 channels of 7x7:
+/// each channels-last `mm` fills 3 of 320 weight rows). It keeps the
+/// declared order even though its users then read it through a
+/// transpose. By how much it must win: kRowsLayoutAdvantage.
+bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const backend::ChipDescription &chip);
+inline constexpr int64_t kRowsLayoutAdvantage = 4;
+
 // Lowerings of the channels-last forms (lower/Conv.cpp, lower/Pool.cpp).
 llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx);
+/// Whether lowerConvChannelsLast cuts `op`'s K-tiles (kernel offsets and
+/// tiles of input channels) over the MXM planes, each loading its own
+/// weights, rather than giving each plane a band of output pixels and all
+/// the weights: when a band's `mm` per install (one per pixel) would not
+/// hide the next install's weight rows.
+bool channelsLastConvCutsK(const ir::Op &op, const backend::ChipDescription &chip);
 llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx);
 /// A mean or sum over H and W of a channels-last [N, C, H, W]: a fold of
 /// the pixel rows of each image, giving [N, C] as declared.

@@ -175,6 +175,11 @@ public:
   /// The stored order of each value the layout assignment did not leave
   /// as declared (scheduler/LayoutAssignment.h); define() follows it.
   std::map<const ir::Op *, std::vector<uint8_t>> storedOrder;
+  /// The weights a rows-layout convolution streams, by weight: a reshape
+  /// of [O, C/groups, KH, KW] to [O, C/groups * KH * KW] (in the layout
+  /// assignment's scratch function), made on first use by lane moves
+  /// (lower/Conv.cpp).
+  std::map<const ir::Op *, const ir::Op *> convRowWeights;
   /// SRAM for [rows, cols] of `dtype`: one block, or chunks of rows when a
   /// byte plane is longer than a slice (chunk boundaries on multiples of
   /// `align` rows when a chunk holds that many: a gather's rows per id).
@@ -415,6 +420,18 @@ struct MatmulWork {
   /// than whole K-tiles (runMatmul): for one batch of f16 operands whose
   /// every K-tile is used and loaded whole.
   bool balancedCut = false;
+  /// Optional: rows of a batch per job (0: up to mxm_acc_rows). Jobs at
+  /// least as many as the planes are not cut over them: each loads its
+  /// own copy of the weights it needs.
+  int64_t rowBlock = 0;
+  /// Optional: whether row m of A (batch b) adds anything at K-tile t;
+  /// when not, its `mm` is skipped (a convolution's output pixel whose
+  /// input at that kernel offset is padding). A row no `mm` touched reads
+  /// its accumulator's zeros.
+  std::function<bool(int64_t b, int64_t m, int64_t t)> rowUsed;
+  /// Optional: the row of C that C row `crow` (batch * rows + m) is
+  /// written to (default: crow itself); `finish` still gets crow.
+  std::function<int64_t(int64_t crow)> cRow;
 };
 /// The shortest lw, mm and acc trees a matmul placed, for the critical
 /// path: a row of C is no earlier than its A vector's path + mm + acc, nor

@@ -161,6 +161,24 @@ namespace {
 /// would only move where later tensors go.
 int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
                         const LoweringContext &ctx, const backend::ChipDescription &chip) {
+  if (auto order = layouts.order.find(&op);
+      op.kind() == ir::OpKind::Param && order != layouts.order.end() &&
+      order->second == kConvWeightOrder && chip.mxmPlanes > 1) {
+    // A channels-last convolution's weights [KH, KW, C, O] in rows
+    // (kh, kw, c): a chunk per K-tile (an offset's tile of input channels)
+    // when every convolution reading them cuts its K-tiles over the planes.
+    auto users = ctx.users.find(&op);
+    if (users == ctx.users.end() || users->second.empty())
+      return 0;
+    for (const ir::Op *user : users->second)
+      if (user->kind() != ir::OpKind::Conv2d || user->operand(1) != &op ||
+          user->operand(0) == &op || !layouts.order.count(user) ||
+          !channelsLastConvCutsK(*user, chip))
+        return 0;
+    const std::vector<int64_t> &ws = op.type().shape;
+    const int64_t chunk = std::min<int64_t>(ws[1], chip.mxmDim), rows = ws[1] * ws[2] * ws[3];
+    return ctx.heuristics.weightsByKTile && rows > chunk ? chunk : 0;
+  }
   if (op.kind() != ir::OpKind::Param || layouts.order.count(&op) || layouts.relayout.count(&op) ||
       op.type().shape.size() != 2 || chip.mxmPlanes < 2)
     return 0;
@@ -225,6 +243,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   ctx.striped = sram.balance = storage == ParamStorage::Striped;
   const LayoutAssignment layouts = assignLayouts(fn, chip);
   ctx.storedOrder = layouts.order;
+  ctx.convRowWeights = layouts.convRows;
   auto orderOf = [&](const ir::Op &op) {
     auto it = layouts.order.find(&op);
     return it == layouts.order.end() ? std::vector<uint8_t>{} : it->second;
@@ -283,7 +302,9 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     const int64_t groups = chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype);
     int64_t chunks = stripe ? groups : 1;
     if (const int64_t chunkRows = stripe || storedRows != rows ? 0 : weightChunkRows(op, layouts, ctx, chip)) {
-      align = std::lcm(std::max<int64_t>(align, 1), chunkRows);
+      // A conv weight's chunks are its K-tiles (the rows per kh, which
+      // only a gather's ids need together, do not matter).
+      align = orderOf(op) == kConvWeightOrder ? chunkRows : std::lcm(std::max<int64_t>(align, 1), chunkRows);
       chunks = std::min(groups, (rows + chunkRows - 1) / chunkRows);
     }
     auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()},

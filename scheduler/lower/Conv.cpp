@@ -20,6 +20,174 @@ namespace lpu::scheduler {
 using namespace backend;
 using convmaps::Pair;
 
+namespace {
+
+/// Whether the packed rows layout (lowerConvPackedRows) is expected to
+/// keep the MXM planes busy for fewer cycles than one install per input
+/// row: its `mm` count is O * Ho * ceil(C/groups * KH * KW / 320) per
+/// image, one per output row and 320 of the contracted (c, kh, kw) rows,
+/// where one install per input row streams one `mm` per (o, ho, c, kh);
+/// it loads KH / stride times the rows. Each install also costs its
+/// latency on the plane.
+struct RowsCost {
+  int64_t packed, perInputRow;
+};
+RowsCost rowsCost(const ir::Op &op, const ChipDescription &chip) {
+  const std::vector<int64_t> &xs = op.operand(0)->type().shape, &ws = op.operand(1)->type().shape,
+                             &ys = op.type().shape;
+  const int64_t N = xs[0], C = xs[1], H = xs[2];
+  const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3], Ho = ys[2];
+  const int64_t groups = op.intAttr("groups").value_or(1);
+  const int64_t dim = chip.mxmDim;
+  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  const int64_t iw = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
+  const int64_t kt = (Cg * KH * KW + dim - 1) / dim;
+  const int64_t packedMm = N * O * Ho * kt, packedLw = N * groups * Ho * Cg * KH * KW;
+  const int64_t packedInstalls = N * groups * Ho * kt;
+  const int64_t rowMm = N * O * Ho * Cg * KH, rowLw = N * C * H * KW, rowInstalls = N * C * H;
+  const int64_t packed = std::max(packedMm * issue, packedLw) + packedInstalls * iw;
+  const int64_t rows = std::max(rowMm * issue, rowLw) + rowInstalls * iw;
+  return {packed, rows};
+}
+
+bool packedRowsPay(const ir::Op &op, const ChipDescription &chip) {
+  RowsCost cost = rowsCost(op, chip);
+  return cost.packed <= cost.perInputRow;
+}
+
+} // namespace
+
+bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const ChipDescription &chip) {
+  const std::vector<int64_t> &xs = op.operand(0)->type().shape, &ws = op.operand(1)->type().shape,
+                             &ys = op.type().shape;
+  const int64_t N = xs[0], C = xs[1], O = ws[0], KH = ws[2], KW = ws[3], Ho = ys[2], Wo = ys[3];
+  const int64_t dim = chip.mxmDim, planes = chip.mxmPlanes;
+  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  if (Wo > int64_t(chip.lanes) || xs[3] > int64_t(chip.lanes))
+    return false; // the rows layout takes rows of one vector
+  // Channels-last: one mm per output pixel, kernel offset and tile of
+  // input and of output channels, shared by the planes.
+  const int64_t channelsLast =
+      N * Ho * Wo * KH * KW * ((C + dim - 1) / dim) * ((O + dim - 1) / dim) * issue / planes;
+  // Packed rows: its mm shared by the planes; each installed row a read
+  // of the image, which one slice's port serves.
+  const int64_t kt = (C * KH * KW + dim - 1) / dim;
+  const int64_t rows = std::max(N * O * Ho * kt * issue / planes, N * Ho * C * KH * KW);
+  return rows * kRowsLayoutAdvantage < channelsLast;
+}
+
+namespace {
+
+/// conv2d in the rows layout with the contraction packed: for each output
+/// row (n, g, ho) the plane installs, as weight rows, the input rows under
+/// it at every (c, kh, kw) of the group's kernel (input row (n, c, hi),
+/// hi = ho * sh + kh * dh - ph, spread by the SXM's distribute to put
+/// column wo * sw + kw * dw - pw in lane wo; a row in the padding is
+/// zeros), 320 rows to a K-tile, and streams each output channel's
+/// weights as one vector of those (c, kh, kw) (the reshape of its
+/// [C/groups, KH, KW] to one row, `rowWeights`): one `mm` per output row
+/// and K-tile gives all Wo columns of output row (n, o, ho). It is a
+/// batched matmul (runMatmul): batch (n, g, ho), A the [O/groups, K]
+/// weights, B the installed [K, Wo] rows; every output element adds its
+/// products in the im2col order (c, kh, kw).
+llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir::Op &rowWeights) {
+  const ChipDescription &chip = ctx.chip();
+  const ir::Op &xin = *op.operand(0), &win = *op.operand(1);
+  const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape, &ys = op.type().shape;
+  const int64_t C = xs[1], H = xs[2], W = xs[3];
+  const int64_t N = xs[0], O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t Ho = ys[2], Wo = ys[3];
+  const Pair stride = convmaps::pairAttr(op, "stride", {1, 1});
+  const Pair pad = convmaps::pairAttr(op, "padding", {0, 0});
+  const Pair dil = convmaps::pairAttr(op, "dilation", {1, 1});
+  const int64_t groups = op.intAttr("groups").value_or(1), Og = O / groups;
+  const unsigned lanes = chip.lanes, dim = chip.mxmDim, planes = chip.mxmPlanes;
+  const int64_t K = Cg * KH * KW;
+
+  // The weights as rows of K, made once (a lane move of the declared
+  // [O, C/groups, KH, KW]) and kept.
+  if (!ctx.hasView(&rowWeights))
+    if (auto e = moveLanes(rowWeights, ctx))
+      return e;
+  const TensorView &X = ctx.view(&xin), &Wr = ctx.view(&rowWeights);
+  // Map rows 0..KW-1: column kw of the window into every output lane; row
+  // KW: all zeros (an input row in the padding).
+  std::vector<uint8_t> mapBytes =
+      convmaps::laneMaps(KW, stride.w, dil.w, pad.w, W, Wo, lanes, false);
+  for (unsigned l = 0; l < lanes; ++l) {
+    mapBytes.push_back(uint8_t(lanes & 0xff));
+    mapBytes.push_back(uint8_t(lanes >> 8));
+  }
+  std::vector<uint16_t> avoid = X.allSlices();
+  auto maps = ctx.constant(op, DType::I16, KW + 1, lanes, mapBytes, avoid);
+  if (!maps)
+    return maps.takeError();
+  const TensorView &M = *maps;
+  auto out = ctx.define(&op);
+  if (!out)
+    return out.takeError();
+  TensorView &Y = **out;
+
+  struct Batch {
+    int64_t n, g, ho;
+  };
+  auto batchOf = [&](int64_t b) { return Batch{b / (groups * Ho), b / Ho % groups, b % Ho}; };
+  MatmulWork work;
+  work.batches = N * groups * Ho;
+  work.rows = Og;
+  work.K = K;
+  work.N = Wo;
+  work.weightRow = [&](WorkTree &tree, int64_t b, int64_t t, int64_t r, int64_t, unsigned p, int,
+                       std::vector<const TensorView *> &reads) {
+    const Batch at = batchOf(b);
+    const int64_t k = t * dim + r, c = at.g * Cg + k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    const int64_t hi = at.ho * stride.h - pad.h + kh * dil.h;
+    const bool inside = hi >= 0 && hi < H;
+    // A row in the padding: any row of the image through the zeros' map.
+    const int64_t xrow = (at.n * C + c) * H + (inside ? hi : 0), mapRow = inside ? kw : KW;
+    Instr d;
+    d.op = Opcode::Distribute;
+    d.dtype = X.dtype;
+    d.unit = p >= planes / 2 ? 1 : 0;
+    const int x = tree.read(X.slices(xrow), X.address(xrow, 0));
+    tree.nodes[size_t(x)].notBefore = X.readyAt(xrow, 0);
+    const int m = tree.read(M.slices(mapRow), M.address(mapRow, 0));
+    reads.push_back(&X);
+    reads.push_back(&M);
+    return tree.add(d, {x, m});
+  };
+  work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t t, unsigned, int,
+                     std::vector<const TensorView *> &reads) {
+    // The reshape's lanes past K are zeros, as the installed rows past
+    // the K-tile's are.
+    const int64_t o = batchOf(b).g * Og + m;
+    const int read = tree.read(Wr.slices(o), Wr.address(o, t));
+    tree.nodes[size_t(read)].notBefore = Wr.readyAt(o, t);
+    reads.push_back(&Wr);
+    return read;
+  };
+  work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
+    if (Y.dtype == DType::F32)
+      return value;
+    Instr cvt;
+    cvt.op = Opcode::Cvt;
+    cvt.dtype = DType::F32;
+    cvt.dtype2 = Y.dtype;
+    return tree.add(cvt, {value});
+  };
+  work.cRow = [&](int64_t crow) {
+    const Batch at = batchOf(crow / Og);
+    return (at.n * O + at.g * Og + crow % Og) * Ho + at.ho;
+  };
+  auto spans = runMatmul(op, ctx, work, Y);
+  if (!spans)
+    return spans.takeError();
+  ctx.notePath(op, spans->pathFromA());
+  return llvm::Error::success();
+}
+
+} // namespace
+
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &xin = *op.operand(0), &win = *op.operand(1);
@@ -42,6 +210,10 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   if (groups < 1 || C % groups || O % groups || Cg * groups != C)
     return refuse<Refusal::InconsistentGroups>(op, groups, C, O);
   const int64_t Og = O / groups;
+
+  if (auto packed = ctx.convRowWeights.find(&win);
+      packed != ctx.convRowWeights.end() && packedRowsPay(op, chip))
+    return lowerConvPackedRows(op, ctx, *packed->second);
 
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
   // A weight row's lanes from KW on meet weight-buffer rows that were not
@@ -158,15 +330,36 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   return llvm::Error::success();
 }
 
+namespace {
+/// The output pixels of a channels-last convolution's band: a band per
+/// plane for each tile of output channels.
+int64_t pixelBand(const ir::Op &op, const ChipDescription &chip) {
+  const std::vector<int64_t> &ys = op.type().shape;
+  const int64_t O = ys[1], pixels = ys[0] * ys[2] * ys[3], dim = chip.mxmDim;
+  const int64_t oTiles = (O + dim - 1) / dim;
+  const int64_t bands = std::max<int64_t>(1, (int64_t(chip.mxmPlanes) + oTiles - 1) / oTiles);
+  return (pixels + bands - 1) / bands;
+}
+} // namespace
+
+bool channelsLastConvCutsK(const ir::Op &op, const ChipDescription &chip) {
+  const int64_t C = op.operand(0)->type().shape[1];
+  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  return pixelBand(op, chip) * issue < std::min<int64_t>(C, chip.mxmDim);
+}
+
 // Channels-last: X is [N*H*W pixel rows, C], the weights [KH*KW*C rows, O]
-// (stored [KH, KW, C, O]), Y [N*Ho*Wo, O]. A job is a band of output
-// pixels (up to the accumulator rows) and one tile of 320 output channels,
-// on one plane. For each kernel offset (kh, kw) and each tile of 320 input
-// channels it installs the weight tile (one lw per input channel) and
-// streams, for every output pixel of the band, the input pixel row the
-// offset puts under it through the plane into that pixel's accumulator row
-// (a pixel in the padding adds nothing: its mm is skipped). Every output
-// element adds its products in fp32 in the order (kh, kw, c), where the
+// (stored [KH, KW, C, O]), Y [N*Ho*Wo, O]. A matmul (runMatmul) of the
+// N*Ho*Wo output pixel rows with K-tiles of (kernel offset (kh, kw), tile
+// of 320 input channels): for K-tile t the weight rows are those of the
+// offset's channels in the tile, and output pixel q streams the input
+// pixel row the offset puts under it (none in the padding: that mm is
+// skipped). So the planes share a convolution as they share a matmul:
+// jobs of output channel tiles and blocks of accumulator rows, and with
+// fewer jobs than planes the K-tiles cut over planes (each loading its own
+// offsets' weights, the partial sums added as they are read). Every output
+// element adds its products in fp32 in the order (kh, kw, c) (c ascending
+// inside a tile; a cut adds the parts' sums in part order), where the
 // reference's im2col order is (c, kh, kw): the sums agree within the
 // matmul tolerance, not bit for bit.
 llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
@@ -189,18 +382,13 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
     return out.takeError();
   TensorView &Y = **out;
 
-  MxmPlanes mxm(ctx);
-  const unsigned planes = mxm.count(), lanes = chip.lanes;
-  const int64_t dim = chip.mxmDim, accRows = mxm.accRows();
-  const int64_t iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
-  const int64_t cTiles = (C + dim - 1) / dim, oTiles = (O + dim - 1) / dim;
-  const int64_t pixels = N * Ho * Wo;
-  // Bands: enough jobs for every plane, each within the accumulator rows.
-  const int64_t bandsWanted = std::max<int64_t>(1, (int64_t(planes) + oTiles - 1) / oTiles);
-  const int64_t band = std::max<int64_t>(1, std::min(accRows, (pixels + bandsWanted - 1) / bandsWanted));
-
-  // The input pixel row under output pixel q at offset (kh, kw), or -1.
-  auto inputRow = [&](int64_t q, int64_t kh, int64_t kw) -> int64_t {
+  const unsigned lanes = chip.lanes, planes = chip.mxmPlanes;
+  const int64_t dim = chip.mxmDim;
+  const int64_t cTiles = (C + dim - 1) / dim;
+  auto tileRows = [&](int64_t t) { return std::min(dim, C - t % cTiles * dim); };
+  // The input pixel row under output pixel q at K-tile t's offset, or -1.
+  auto inputRow = [&](int64_t q, int64_t t) -> int64_t {
+    const int64_t kh = t / cTiles / KW, kw = t / cTiles % KW;
     const int64_t n = q / (Ho * Wo), ho = q / Wo % Ho, wo = q % Wo;
     const int64_t hi = ho * stride.h - pad.h + kh * dil.h, wi = wo * stride.w - pad.w + kw * dil.w;
     if (hi < 0 || hi >= H || wi < 0 || wi >= W)
@@ -208,90 +396,59 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
     return (n * H + hi) * W + wi;
   };
 
-  unsigned job = 0;
-  for (int64_t j = 0; j < oTiles; ++j)
-    for (int64_t q0 = 0; q0 < pixels; q0 += band, ++job) {
-      const unsigned p = job % planes;
-      PlaneState &st = mxm.state(p);
-      const int64_t rowsM = std::min(band, pixels - q0);
-      std::vector<int64_t> mmDone(size_t(rowsM), -1); // -1: untouched
-      std::vector<int64_t> xrows(static_cast<size_t>(rowsM));
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          bool any = false;
-          for (int64_t m = 0; m < rowsM; ++m) {
-            xrows[size_t(m)] = inputRow(q0 + m, kh, kw);
-            any |= xrows[size_t(m)] >= 0;
-          }
-          if (!any)
-            continue; // the whole band is in the padding at this offset
-          for (int64_t t = 0; t < cTiles; ++t) {
-            const int64_t rowsK = std::min(dim, C - t * dim);
-            int64_t lastLw = st.lastIw;
-            for (int64_t i = 0; i < rowsK; ++i) {
-              const int64_t wrow = (kh * KW + kw) * C + t * dim + i;
-              WorkTree tree = mxm.loadWeights(p);
-              tree.nodes[0].inputs = {tree.read(Wt.slices(wrow), Wt.address(wrow, j))};
-              auto placed = ctx.placer().place(std::move(tree), Wt.readyAt(wrow, j), lastLw + 1);
-              if (!placed)
-                return cannotPlace(op, ctx);
-              lastLw = placed->rootCycle;
-              ctx.read(Wt, placed->doneCycle);
-            }
-            const int64_t iwCycle = mxm.install(p, lastLw);
-            for (int64_t m = 0; m < rowsM; ++m) {
-              const int64_t xrow = xrows[size_t(m)];
-              if (xrow < 0)
-                continue;
-              WorkTree tree = mxm.matmul(p, m);
-              int x = tree.read(X.slices(xrow), X.address(xrow, t));
-              if (zeroPixelTails && rowsK < int64_t(lanes))
-                x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
-              tree.nodes[0].inputs = {x};
-              const int64_t rootNotBefore =
-                  std::max({iwCycle + iwLatency, st.lastMm + 1,
-                            mmDone[size_t(m)] < 0 ? st.accFree[size_t(m)] : int64_t(0)});
-              auto placed = ctx.placer().place(std::move(tree), X.readyAt(xrow, t), rootNotBefore);
-              if (!placed)
-                return cannotPlace(op, ctx);
-              st.lastMm = std::max(st.lastMm, placed->rootCycle);
-              mmDone[size_t(m)] = placed->rootCycle + mmLatency;
-              ctx.read(X, placed->doneCycle);
-            }
-          }
-        }
-      // Read the accumulator rows out into Y (an untouched row reads 0), in
-      // order: each read searches from the previous one's cycle, not from
-      // its row's last mm (the plane's queue is busy with the band's mm
-      // until the last offset's stream ends, and a search from there would
-      // cost the band's length per row).
-      int64_t lastRead = -1;
-      for (int64_t m = 0; m < rowsM; ++m) {
-        const int64_t yrow = q0 + m;
-        WorkTree tree;
-        tree.write(Y.slices(yrow), Y.address(yrow, j), -1);
-        int value = mxm.accRead(tree, p, m);
-        if (Y.dtype != DType::F32) {
-          Instr cvt;
-          cvt.op = Opcode::Cvt;
-          cvt.dtype = DType::F32;
-          cvt.dtype2 = Y.dtype;
-          value = tree.add(cvt, {value});
-        }
-        tree.nodes[0].inputs = {value};
-        const int64_t ready = std::max({mmDone[size_t(m)], st.accFree[size_t(m)],
-                                        Y.storage->block.writableFrom, lastRead + 1});
-        auto placed = ctx.placer().place(std::move(tree), ready);
-        if (!placed)
-          return cannotPlace(op, ctx);
-        lastRead = placed->firstCycle;
-        st.accFree[size_t(m)] = placed->firstCycle + 1;
-        ctx.written(Y, yrow, j, placed->doneCycle - 1);
-      }
-    }
+  MatmulWork work;
+  work.batches = 1;
+  work.rows = N * Ho * Wo;
+  work.K = KH * KW * cTiles * dim;
+  work.N = O;
+  // Bands of output pixels, one per plane for each tile of output
+  // channels, when a band's mm per install (one per pixel) take as long as
+  // loading the next install's weight rows: each plane then loads every
+  // weight row of its tile of outputs, hidden under its mm. Else (few
+  // pixels, many channels: ResNet-50's late layers) the planes cut the
+  // K-tiles among them, each loading only its own offsets' weights.
+  const bool cutsK = channelsLastConvCutsK(op, chip);
+  if (!cutsK)
+    work.rowBlock = pixelBand(op, chip);
+  // Its weights stored a K-tile to a chunk or whole (Scheduler.cpp,
+  // weightChunkRows) matter when the planes cut its K-tiles.
+  ctx.heuristicsDecided.weightsByKTile |= cutsK && win.kind() == ir::OpKind::Param && !ctx.striped &&
+                                          KH * KW * C > std::min(C, dim);
+  work.weightRow = [&](WorkTree &tree, int64_t, int64_t t, int64_t r, int64_t j, unsigned, int,
+                       std::vector<const TensorView *> &reads) {
+    const int64_t wrow = t / cTiles * C + t % cTiles * dim + r;
+    const int read = tree.read(Wt.slices(wrow), Wt.address(wrow, j));
+    tree.nodes[size_t(read)].notBefore = Wt.readyAt(wrow, j);
+    reads.push_back(&Wt);
+    return read;
+  };
+  work.rowsLoaded = [&](int64_t, int64_t t, int64_t) { return tileRows(t); };
+  work.rowUsed = [&](int64_t, int64_t m, int64_t t) { return inputRow(m, t) >= 0; };
+  work.aVector = [&](WorkTree &tree, int64_t, int64_t m, int64_t t, unsigned p, int,
+                     std::vector<const TensorView *> &reads) {
+    const int64_t xrow = inputRow(m, t), v = t % cTiles;
+    int x = tree.read(X.slices(xrow), X.address(xrow, v));
+    tree.nodes[size_t(x)].notBefore = X.readyAt(xrow, v);
+    reads.push_back(&X);
+    if (zeroPixelTails && tileRows(t) < int64_t(lanes))
+      x = zeroTail(tree, x, unsigned(tileRows(t)), p, planes, lanes);
+    return x;
+  };
+  work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
+    if (Y.dtype == DType::F32)
+      return value;
+    Instr cvt;
+    cvt.op = Opcode::Cvt;
+    cvt.dtype = DType::F32;
+    cvt.dtype2 = Y.dtype;
+    return tree.add(cvt, {value});
+  };
+  auto spans = runMatmul(op, ctx, work, Y);
+  if (!spans)
+    return spans.takeError();
   // The input reaches the output through an mm at least; the weights are
   // parameters, installed whenever their plane is free.
-  ctx.notePath(op, mmLatency);
+  ctx.notePath(op, spans->pathFromA());
   return llvm::Error::success();
 }
 

@@ -402,7 +402,10 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   // plane then holds one job's partial sums while it multiplies the next,
   // so its consecutive jobs accumulate into rows of their own
   // (mxm_acc_rows allowing).
-  const int64_t blocks = (mPerBatch + accRows - 1) / accRows;
+  // Rows per job: up to the accumulator rows, or fewer when the work says
+  // (a convolution's bands of output pixels, one per plane).
+  const int64_t blockRows = work.rowBlock > 0 ? std::min(work.rowBlock, accRows) : accRows;
+  const int64_t blocks = (mPerBatch + blockRows - 1) / blockRows;
   const int64_t jobs = batches * nt * blocks, P = mxm.count();
   const int64_t cut = planeShare(jobs, kt, P).cut;
   // A piece: rows r0..r0+rows-1 of K-tile t (all of them but in a
@@ -484,15 +487,15 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
     if (longest(balanced) < longest(partsOf))
       partsOf = std::move(balanced);
   }
-  const int64_t accBlock = std::min(accRows, mPerBatch);
+  const int64_t accBlock = std::min(blockRows, mPerBatch);
   unsigned job = 0;
   std::vector<const TensorView *> reads;
   MatmulSpans spans;
   spans.planes.resize(mxm.count());
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t j = 0; j < nt; ++j)
-      for (int64_t m0 = 0; m0 < mPerBatch; m0 += accRows, ++job) {
-        int64_t mRows = std::min(accRows, mPerBatch - m0);
+      for (int64_t m0 = 0; m0 < mPerBatch; m0 += blockRows, ++job) {
+        int64_t mRows = std::min(blockRows, mPerBatch - m0);
         const std::vector<Part> &parts = partsOf[job];
         spans.cutJobs |= parts.size() > 1;
         // The order the rows go through the planes and out of the
@@ -513,7 +516,6 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           const unsigned p = parts[q].plane;
           mmDone.emplace_back(size_t(mRows), -1);
           PlaneState &st = mxm.state(p);
-          bool firstPass = true;
           for (const Piece &piece : parts[q].tiles)
             for (int wp = 0; wp < work.bPieces; ++wp) {
               const int64_t t = piece.t;
@@ -549,6 +551,8 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
                                 : order;
               for (int64_t m : passOrder)
                 for (int ap = 0; ap < aPieces; ++ap) {
+                  if (work.rowUsed && !work.rowUsed(b, m0 + m, t))
+                    continue;
                   WorkTree tree = mxm.matmul(p, acc0 + m);
                   reads.clear();
                   int a = work.aVector(tree, b, m0 + m, t, p, ap, reads);
@@ -557,7 +561,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
                                 chip.lanes);
                   tree.nodes[0].inputs = {a};
                   int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
-                                                    firstPass ? st.accFree[size_t(acc0 + m)] : 0});
+                                                    mmDone[q][size_t(m)] < 0 ? st.accFree[size_t(acc0 + m)] : 0});
                   std::optional<Placement> placed = ctx.placer().place(std::move(tree), 0, rootNotBefore);
                   if (!placed)
                     return cannotPlace(op, ctx);
@@ -568,7 +572,6 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
                   for (const TensorView *v : reads)
                     ctx.read(*v, pl.doneCycle);
                 }
-              firstPass = false;
             }
         }
         // Read the accumulators out into C (in turns: as the rows are done).
@@ -585,8 +588,9 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
         }
         for (int64_t m : outOrder) {
           int64_t crow = b * mPerBatch + m0 + m;
+          const int64_t yrow = work.cRow ? work.cRow(crow) : crow;
           WorkTree tree;
-          tree.write(C.slices(crow), C.address(crow, j), -1);
+          tree.write(C.slices(yrow), C.address(yrow, j), -1);
           std::vector<int> accs;
           std::vector<size_t> accPart;
           for (size_t q = 0; q < parts.size(); ++q)
@@ -594,6 +598,13 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
               accs.push_back(mxm.accRead(tree, parts[q].plane, acc0 + m));
               accPart.push_back(q);
             }
+          if (accs.empty()) {
+            // No mm touched the row (work.rowUsed): its cleared
+            // accumulator reads 0, once the row's last reader has read it.
+            accs.push_back(mxm.accRead(tree, parts[0].plane, acc0 + m));
+            accPart.push_back(0);
+            mmDone[0][size_t(m)] = mxm.state(parts[0].plane).accFree[size_t(acc0 + m)];
+          }
           int value = accs[0];
           for (size_t q = 1; q < accs.size(); ++q) {
             Instr add;
@@ -617,7 +628,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           // cycle may be an epilogue's read of a bias, before them).
           for (size_t q : accPart)
             mxm.state(parts[q].plane).accFree[size_t(acc0 + m)] = pl.rootCycle + 1;
-          ctx.written(C, crow, j, pl.doneCycle - 1);
+          ctx.written(C, yrow, j, pl.doneCycle - 1);
           for (const TensorView *v : reads)
             ctx.read(*v, pl.doneCycle);
         }
