@@ -181,6 +181,32 @@ namespace {
 std::string locationText(const ir::Location &loc) { return loc.known() ? loc.str() : "no source"; }
 } // namespace
 
+void printSchedulePlan(const CompiledProgram &compiled, llvm::raw_ostream &os) {
+  for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
+    const scheduler::Plan &plan = b.schedule.plan;
+    os << "entry " << b.entry << ", bucket " << backend::bucketLabel(b.dims) << "\n";
+    os << "  knobs: " << llvm::join(plan.knobs, " ") << "\n";
+    os << "  heuristics: "
+       << (plan.heuristics.empty() ? std::string("none") : llvm::join(plan.heuristics, ",")) << "\n";
+    for (const auto &[set, cycles] : plan.tried) {
+      os << "    tried " << set << ": ";
+      if (cycles < 0)
+        os << "failed";
+      else
+        os << cycles << " cycles";
+      os << "\n";
+    }
+    os << "  parameters: " << plan.parameters << "\n";
+    const bool chips = !b.schedule.chips.empty();
+    for (const scheduler::PlanStep &step : plan.steps) {
+      os << "  ";
+      if (chips)
+        os << "chip " << step.chip << ": ";
+      os << step.op << " " << step.type << " at " << locationText(step.loc) << ": " << step.what << "\n";
+    }
+  }
+}
+
 void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
                          llvm::raw_ostream &os, bool ops) {
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {

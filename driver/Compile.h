@@ -68,6 +68,11 @@ std::string describePartitionChoice(const PartitionChoice &choice);
 /// `lpuc --report`: per entry and bucket, the predicted cycles and time,
 /// per-unit utilisation, SRAM use, and the lower bound with the ratio;
 /// with `ops` (--report-ops) also each op's cycles (Schedule::ops).
+/// lpuc --emit=plan: per entry and bucket the scheduler's choices
+/// (scheduler::Plan): the knobs, the sets of placement heuristics tried
+/// with their cycles and the one kept, the parameters' storage, and each
+/// op's and value's choices with its source location.
+void printSchedulePlan(const CompiledProgram &compiled, llvm::raw_ostream &os);
 void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
                          llvm::raw_ostream &os, bool ops = false);
 void printScheduleReportJson(const CompiledProgram &compiled,

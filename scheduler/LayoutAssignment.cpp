@@ -142,20 +142,18 @@ llvm::Error storedView(const ir::Op &op, LoweringContext &ctx) {
 
 } // namespace
 
-/// At most this many slices for one channels-last value's chunks.
-constexpr int64_t kMaxChunkSlices = 16;
-
-LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescription &chip) {
+LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescription &chip,
+                               const TuningKnobs &knobs, const std::set<const ir::Op *> &declared) {
   // Channels-last, a value larger than a slice is stored in chunks of
   // rows, each in slices of its own (C pads to whole vectors per pixel):
-  // at most kMaxChunkSlices slices.
+  // at most knobs.maxChunkSlices slices.
   auto fits = [&](const ir::Op &op) {
     const std::vector<int64_t> &s = op.type().shape;
     if (s.size() == 3)
       return true; // [C, 1, 1]: one row
     int64_t vecs = s[0] * s[2] * s[3] * ((s[1] + chip.lanes - 1) / chip.lanes);
     int64_t chunks = (vecs + chip.memVectors - 1) / chip.memVectors;
-    return chunks * tensor::dtypeSize(op.type().dtype) <= kMaxChunkSlices;
+    return chunks * tensor::dtypeSize(op.type().dtype) <= knobs.maxChunkSlices;
   };
   // A declared operand a channels-last op may read through a copy.
   auto copyable = [&](const ir::Op &op) {
@@ -180,7 +178,9 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
       weights.insert(&op);
     // A parameter only channels-last ops read (a bias [1, C, 1, 1] or
     // [C, 1, 1] a broadcast repeats, an addend [1, C, H, W]) is laid out so.
-    if (((kind == K::Conv2d && convCandidate(op) && !rowsFarCheaperThanChannelsLast(op, chip)) ||
+    if (declared.count(&op))
+      continue;
+    if (((kind == K::Conv2d && convCandidate(op) && !rowsFarCheaperThanChannelsLast(op, chip, knobs.rowsLayoutAdvantage)) ||
          kind == K::Input || kind == K::Constant ||
          kind == K::Param || isPool(kind) || channelReshape(op) || channelBroadcast(op) ||
          ir::isElementwise(kind)) &&

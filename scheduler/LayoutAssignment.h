@@ -16,6 +16,7 @@
 #include "scheduler/Lowering.h"
 
 #include <map>
+#include <set>
 #include <memory>
 #include <vector>
 
@@ -47,7 +48,10 @@ inline const std::vector<uint8_t> kTransposed = {1, 0};
 /// [O, C, KH, KW] stored [KH, KW, C, O].
 inline const std::vector<uint8_t> kConvWeightOrder = {2, 3, 1, 0};
 
-LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescription &chip);
+/// `declared`: inputs that must keep the declared order (values another
+/// chip sends stored so); a channels-last op reads them through a copy.
+LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescription &chip,
+                               const TuningKnobs &knobs, const std::set<const ir::Op *> &declared = {});
 
 /// Lowers `op` with `lower`; a channels-last op reading a value of
 /// `layouts.relayout` reads its channels-last copy (made on first use).
@@ -68,9 +72,10 @@ bool aliasesOperand(const ir::Op &op, const LayoutAssignment &layouts, unsigned 
 /// a wide kernel, a wide image (ResNet-50's stem, 3 channels of 7x7:
 /// each channels-last `mm` fills 3 of 320 weight rows). It keeps the
 /// declared order even though its users then read it through a
-/// transpose. By how much it must win: kRowsLayoutAdvantage.
-bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const backend::ChipDescription &chip);
-inline constexpr int64_t kRowsLayoutAdvantage = 4;
+/// transpose. By how much it must win: `advantage`
+/// (TuningKnobs::rowsLayoutAdvantage).
+bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const backend::ChipDescription &chip,
+                                    int64_t advantage);
 
 // Lowerings of the channels-last forms (lower/Conv.cpp, lower/Pool.cpp).
 llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx);

@@ -260,7 +260,7 @@ bool LoweringContext::materialized(const ir::Op *op) const {
   for (const ir::Op *u : it->second)
     for (const ir::Op *operand : u->operands())
       uses += operand == op;
-  return uses > 1 && inlineNodes(op) > kMaxRecomputedNodes;
+  return uses > 1 && inlineNodes(op) > knobs.maxRecomputedNodes;
 }
 
 int64_t LoweringContext::inlineNodes(const ir::Op *op) const {
@@ -363,9 +363,10 @@ llvm::Expected<TensorView> LoweringContext::scratch(const ir::Op &op, ir::DType 
 
 SramAllocator::Accept LoweringContext::offMapSlices() const {
   const unsigned half = chip_.memSlices / 2;
-  return [half](const std::vector<uint16_t> &slices, int64_t) {
+  const int64_t kept = knobs.mapSlices;
+  return [half, kept](const std::vector<uint16_t> &slices, int64_t) {
     for (uint16_t s : slices)
-      if (s % half >= half - kMapSlices)
+      if (int64_t(s % half) >= int64_t(half) - kept)
         return false;
     return true;
   };

@@ -143,7 +143,7 @@ public:
   /// Whether `op`'s value lives in SRAM (has a view). Elementwise ops inside
   /// a fusion group whose every user is in the group do not: their users
   /// recompute them in their own vector trees (unless the value is used
-  /// more than once and its tree is larger than kMaxRecomputedNodes).
+  /// more than once and its tree is larger than knobs.maxRecomputedNodes).
   bool materialized(const ir::Op *op) const;
   /// A convert that widens f16 to f32 (exactly) whose every user is
   /// elementwise, a reduction over the last axis or over leading axes
@@ -154,7 +154,6 @@ public:
   bool widenedOnRead(const ir::Op *op) const;
   /// The most instructions a value used more than once inside its fusion
   /// group may take to recompute in each use (else it is materialized).
-  static constexpr int64_t kMaxRecomputedNodes = 8;
   const TensorView &view(const ir::Op *op) const { return views_.at(op); }
   bool hasView(const ir::Op *op) const { return views_.count(op); }
   void setView(const ir::Op *op, TensorView view) { views_[op] = std::move(view); }
@@ -253,23 +252,30 @@ public:
 
   /// The run's tensors are striped as the parameters are (SRAM nearly full
   /// of stripes, docs/scheduler.md "Striped SRAM"): cut into chunks over
-  /// a hemisphere's slice groups but kMapSlices, so that each takes a thin
+  /// a hemisphere's slice groups but knobs.mapSlices, so that each takes a thin
   /// layer of the room left on top of the stripes; small ones stay whole.
   bool striped = false;
   /// The placement heuristics this schedule uses (Scheduler.h).
   PlacementHeuristics heuristics;
+  /// The numeric tuning knobs (Knobs.def).
+  TuningKnobs knobs;
+  /// The plan's steps (Schedule::plan), as lowerings make their choices.
+  std::vector<std::pair<const ir::Op *, std::string>> decisions;
+  void decide(const ir::Op &op, std::string what) { decisions.push_back({&op, std::move(what)}); }
   /// Which heuristics decided anything, set or not (a set that differs
   /// from this one only in others gives the same schedule).
   mutable PlacementHeuristics heuristicsDecided{false, false, false, false, false};
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
-    return striped && vectors >= 64 ? (chip_.memSlices / 2 - kMapSlices) / tensor::dtypeSize(dtype) : 1;
+    if (!striped || vectors < 64)
+      return 1;
+    const int64_t groups = (int64_t(chip_.memSlices / 2) - knobs.mapSlices) / int64_t(tensor::dtypeSize(dtype));
+    return std::max<int64_t>(1, groups);
   }
-  /// Striped, the last slices of each hemisphere are kept from the run's
-  /// tensors, for the lane maps and other constants that must sit near
-  /// their data but off its slices in space never written: two stripes
-  /// would otherwise cover a whole hemisphere between them.
-  static constexpr unsigned kMapSlices = 8;
+  // Striped, the last knobs.mapSlices slices of each hemisphere are kept
+  // from the run's tensors, for the lane maps and other constants that
+  // must sit near their data but off its slices in space never written:
+  // two stripes would otherwise cover a whole hemisphere between them.
   SramAllocator::Accept offMapSlices() const;
 
   /// SRAM for a lowering's intermediate vectors, [rows, cols] of `dtype`,

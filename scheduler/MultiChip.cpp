@@ -332,6 +332,16 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
     merged.chips.push_back(f);
     for (OpTiming &t : s.ops)
       merged.ops.push_back(std::move(t));
+    if (merged.plan.knobs.empty()) {
+      merged.plan.parameters = s.plan.parameters;
+      merged.plan.heuristics = s.plan.heuristics;
+      merged.plan.tried = s.plan.tried;
+      merged.plan.knobs = s.plan.knobs;
+    }
+    for (PlanStep &p : s.plan.steps) {
+      p.chip = onChip[c];
+      merged.plan.steps.push_back(std::move(p));
+    }
   }
   return merged;
 }
@@ -610,7 +620,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
   }
   for (unsigned c = 0; c < used; ++c) {
     parts.push_back(chipFunction(fn, c, crossings, /*keepSends=*/true));
-    auto legalized = legalizedForScheduling(*parts.back(), chip);
+    auto legalized = legalizedForScheduling(*parts.back(), chip, options.knobs);
     if (!legalized)
       return legalized.takeError();
     legal.push_back(std::move(*legalized));
@@ -659,7 +669,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
           mine.mailbox = &mailbox;
           bool packedAny = false;
           auto schedule = scheduleOnce(legal[c] ? *legal[c] : *parts[c], chip, storage, packedAny,
-                                       heuristics, decided[i], &mine);
+                                       heuristics, decided[i], &mine, options.knobs);
           mailbox.close(c);
           run.packed[i] = packedAny;
           run.results[i].emplace(std::move(schedule));
@@ -802,7 +812,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
       for (const SharedGroup &pattern : patterns)
         before.push_back(&pattern.arrivals);
       const std::optional<PatternFit> fit = closestPattern(arrivals, before);
-      if (fit && sharesPattern(fit->skew, patterns[fit->pattern].span, patterns.size())) {
+      if (fit && sharesPattern(fit->skew, patterns[fit->pattern].span, patterns.size(), options.knobs)) {
         const SharedGroup &pattern = patterns[fit->pattern];
         std::vector<std::optional<Schedule>> moved;
         for (size_t k = 0; k < group.size(); ++k) {

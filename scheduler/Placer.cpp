@@ -356,7 +356,7 @@ std::optional<Placement> Placer::place(WorkTree tree, int64_t notBefore, int64_t
     std::optional<int> clash = portClash(timed);
     if (!clash)
       break;
-    if (*clash < 0 || detours == kPortDetours || !detour(tree, *clash)) {
+    if (*clash < 0 || detours == portDetours || !detour(tree, *clash)) {
       failure_ = Failure::PortTwice;
       return std::nullopt;
     }

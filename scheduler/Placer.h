@@ -124,8 +124,8 @@ public:
 
   /// The most VXM copies place() puts in front of reads that need their
   /// slice's port at one offset with another access (each moves its read
-  /// a cycle earlier) before it gives up on the tree.
-  static constexpr unsigned kPortDetours = 8;
+  /// a cycle earlier) before it gives up on the tree (knobs.portDetours).
+  unsigned portDetours = 8;
 
 private:
   struct Timed;

@@ -47,6 +47,30 @@ struct OpTiming {
   int64_t firstRowBound = -1, lastRowBound = -1;
 };
 
+/// One choice the scheduler made for an op or a value (lpuc --emit=plan,
+/// docs/scheduler.md "The plan"): how it is stored or lowered.
+struct PlanStep {
+  std::string op;   // the IR mnemonic
+  std::string type; // the result type as the IR prints it
+  ir::Location loc;
+  unsigned chip = 0; // in a multi-chip schedule
+  std::string what;
+};
+
+/// The choices behind a schedule, in one place: the knobs' values, the
+/// sets of placement heuristics scheduled and the one kept, how the
+/// parameters are stored, and each op's and value's own choices in the
+/// order they were made.
+struct Plan {
+  std::string parameters; // rows, packed or striped (ParamStorage)
+  std::vector<std::string> heuristics; // the set kept, by name
+  /// Every set scheduled (names joined by ',', or "none") and its cycles,
+  /// in the order tried (-1: it failed).
+  std::vector<std::pair<std::string, int64_t>> tried;
+  std::vector<std::string> knobs; // every knob as name=value (knobTable's order)
+  std::vector<PlanStep> steps;
+};
+
 /// A value one chip sends another over a C2C link: its vectors in row-major
 /// order of the stored view, each arriving at the far end in the cycle
 /// given (the first cycle a `recv` may take it).
@@ -96,6 +120,8 @@ struct Schedule {
   std::string lowerBoundReason; // which resource or "critical path"
   /// The fewest cycles any schedule could take (PhysicalBound.h).
   PhysicalBound physical;
+  /// The choices that made it (lpuc --emit=plan).
+  Plan plan;
   /// The ops that placed instructions, in the order they were lowered (an
   /// attention lowered as a whole at its scores counts there).
   std::vector<OpTiming> ops;

@@ -116,6 +116,24 @@ void noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before, c
 
 } // namespace
 
+namespace {
+/// How the plan names a stored order (LayoutAssignment.h).
+std::string storedOrderName(const std::vector<uint8_t> &perm) {
+  if (perm == kChannelsLast)
+    return "channels-last: [N, H, W, C], a pixel's channels to a row";
+  if (perm == kConvWeightOrder)
+    return "as convolution weight rows: [KH, KW, C, O]";
+  if (perm == kPerChannelOrder)
+    return "per channel: [1, 1, C]";
+  if (perm == kTransposed)
+    return "transposed: [D, V]";
+  std::string s = "in the order";
+  for (uint8_t d : perm)
+    s += " " + std::to_string(d);
+  return s;
+}
+} // namespace
+
 /// Whether parameter `op` may be stored packed: its rows leave padding
 /// lanes, it is stored as declared, and its every use reads it through a
 /// lowering that understands packed storage (a matmul's f16 weights, a
@@ -227,13 +245,16 @@ llvm::Error abortedBy(const ChipTraffic::Incoming &in, unsigned chip) {
 llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescription &chip,
                                       ParamStorage storage, bool &packedAny,
                                       const PlacementHeuristics &heuristics,
-                                      PlacementHeuristics &decided, const ChipTraffic *traffic) {
+                                      PlacementHeuristics &decided, const ChipTraffic *traffic,
+                                      const TuningKnobs &knobs) {
   const bool pack = storage != ParamStorage::Rows;
   Schedule schedule;
   Placer placer(chip, schedule);
+  placer.portDetours = unsigned(knobs.portDetours);
   SramAllocator sram(chip);
   LoweringContext ctx(chip, placer, sram);
   ctx.heuristics = heuristics;
+  ctx.knobs = knobs;
   auto noteDecided = llvm::make_scope_exit([&] { decided = ctx.heuristicsDecided; });
   // One of a lockstep group (MultiChip.cpp): sends at the `transfer` ops,
   // recvs at the received inputs, in program order; per link, the first
@@ -241,9 +262,24 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   const bool lockstep = traffic && traffic->mailbox;
   std::map<unsigned, int64_t> linkFree, lastRecv;
   ctx.striped = sram.balance = storage == ParamStorage::Striped;
-  const LayoutAssignment layouts = assignLayouts(fn, chip);
+  // A value another chip sends stored as declared is received so.
+  std::set<const ir::Op *> receivedDeclared;
+  if (traffic)
+    for (const auto &owned : fn.ops())
+      if (owned->kind() == ir::OpKind::Input)
+        for (const ChipTraffic::Incoming &in : traffic->incoming)
+          if (in.perm.empty() && owned->stringAttr("name") == in.name)
+            receivedDeclared.insert(owned.get());
+  const LayoutAssignment layouts = assignLayouts(fn, chip, knobs, receivedDeclared);
   ctx.storedOrder = layouts.order;
   ctx.convRowWeights = layouts.convRows;
+  for (const auto &owned : fn.ops())
+    if (auto it = layouts.order.find(owned.get()); it != layouts.order.end())
+      ctx.decide(*owned, "stored " + storedOrderName(it->second));
+  for (const auto &[operand, copy] : layouts.relayout)
+    ctx.decide(*operand, "read channels-last through a copy, made for its first channels-last reader");
+  for (const auto &[weight, rows] : layouts.convRows)
+    ctx.decide(*weight, "read as " + rows->type().str() + " rows by the rows layout's convolutions (a copy)");
   auto orderOf = [&](const ir::Op &op) {
     auto it = layouts.order.find(&op);
     return it == layouts.order.end() ? std::vector<uint8_t>{} : it->second;
@@ -301,7 +337,12 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     const bool stripe = packed && storage == ParamStorage::Striped;
     const int64_t groups = chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype);
     int64_t chunks = stripe ? groups : 1;
+    if (stripe)
+      ctx.decide(op, "packed and striped over " + std::to_string(chunks) + " slice groups");
+    else if (packed)
+      ctx.decide(op, "packed: no padding lanes between rows");
     if (const int64_t chunkRows = stripe || storedRows != rows ? 0 : weightChunkRows(op, layouts, ctx, chip)) {
+      ctx.decide(op, "weights by K-tile: stored " + std::to_string(chunkRows) + " rows to a chunk of slices");
       // A conv weight's chunks are its K-tiles (the rows per kh, which
       // only a gather's ids need together, do not matter).
       align = orderOf(op) == kConvWeightOrder ? chunkRows : std::lcm(std::max<int64_t>(align, 1), chunkRows);
@@ -556,6 +597,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       const std::map<QueueId, size_t> before = queueLengths(schedule);
       if (auto a = absorbedBy.find(&op); a != absorbedBy.end()) {
         if (&op == a->second->scores) {
+          const AttentionPlan &at = *a->second;
+          ctx.decide(op, "attention lowered whole here: " + std::to_string(at.heads) + " heads of " +
+                             std::to_string(at.dh) + ", " + std::to_string(at.sq) + " x " +
+                             std::to_string(at.sk) + " scores per head and batch");
           sram.wantedBy = firstOperandsReady(op, ctx);
           if (auto e = lowerAttention(*a->second, ctx))
             return e;
@@ -657,15 +702,33 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   unsigned vxmQueues = chip.queues[unsigned(UnitKind::Vxm)];
   bound((schedule.busy[unsigned(UnitKind::Vxm)] + vxmQueues - 1) / vxmQueues, "VXM");
   bound(ctx.criticalPath, "critical path");
+
+  // The plan: the knobs, the heuristics, the storage, and every choice the
+  // layouts and lowerings made, in order.
+  Plan &plan = schedule.plan;
+  plan.parameters = storage == ParamStorage::Rows     ? "rows"
+                    : storage == ParamStorage::Packed ? "packed where it qualifies"
+                                                      : "packed and striped where it qualifies";
+  for (const PlacementHeuristic &h : placementHeuristicTable())
+    if (heuristics.*h.flag)
+      plan.heuristics.push_back(h.name.str());
+  plan.knobs = knobValues(heuristics, knobs);
+  for (auto &[op, what] : ctx.decisions) {
+    std::string name(ir::mnemonic(op->kind()));
+    if (auto named = op->stringAttr(op->kind() == ir::OpKind::Param ? "path" : "name"))
+      name += " '" + *named + "'";
+    plan.steps.push_back(PlanStep{std::move(name), op->type().str(), op->loc(), 0, std::move(what)});
+  }
   return schedule;
 }
 
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
-                                                                     const ChipDescription &chip) {
+                                                                     const ChipDescription &chip,
+                                                                     const TuningKnobs &knobs) {
   // Forms the lowerings take along one axis only, rewritten with layout
   // moves (docs/scheduler.md, "Legalisation"); but a mean over H and W of
   // a channels-last activation, which the global pool takes as it is.
-  const LayoutAssignment layouts = assignLayouts(declared, chip);
+  const LayoutAssignment layouts = assignLayouts(declared, chip, knobs);
   return legalize(declared, [&](const ir::Op &op) { return isGlobalPool(op, layouts); });
 }
 
@@ -714,7 +777,7 @@ std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
 llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const ChipDescription &chip,
                                           const ScheduleOptions &options,
                                           const ChipTraffic *traffic) {
-  auto legal = legalizedForScheduling(declared, chip);
+  auto legal = legalizedForScheduling(declared, chip, options.knobs);
   if (!legal)
     return legal.takeError();
   const ir::Function &fn = *legal ? **legal : declared;
@@ -724,7 +787,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
     bool packedAny = false;
     const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
     PlacementHeuristics decided;
-    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided, traffic);
+    auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided, traffic, options.knobs);
     if (schedule) {
       // The other sets of heuristics, with the storage that fits: the
       // fewest cycles win, the default on a tie (docs/scheduler.md,
@@ -735,8 +798,18 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
       // `options.threads` threads (one per core by default), and the
       // fewest cycles win in the sets' order whatever order they finish
       // in, so the program is the same for any count.
-      if (!options.tune || options.heuristics)
+      auto setName = [](const PlacementHeuristics &h) {
+        std::string names;
+        for (const PlacementHeuristic &p : placementHeuristicTable())
+          if (h.*p.flag)
+            names += (names.empty() ? "" : ",") + p.name.str();
+        return names.empty() ? std::string("none") : names;
+      };
+      std::vector<std::pair<std::string, int64_t>> tried{{setName(first), schedule->cycles}};
+      if (!options.tune || options.heuristics) {
+        schedule->plan.tried = std::move(tried);
         return schedule;
+      }
       const std::vector<PlacementHeuristics> variants = variantsToTry(decided, first);
       std::vector<std::optional<llvm::Expected<Schedule>>> others(variants.size());
       std::atomic<size_t> next{0};
@@ -744,7 +817,8 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
         for (size_t k = next++; k < variants.size(); k = next++) {
           bool packed = false;
           PlacementHeuristics unused;
-          others[k].emplace(scheduleOnce(fn, chip, attempts[i], packed, variants[k], unused, traffic));
+          others[k].emplace(
+              scheduleOnce(fn, chip, attempts[i], packed, variants[k], unused, traffic, options.knobs));
         }
       };
       const unsigned threads =
@@ -756,12 +830,15 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
       work();
       for (std::thread &t : pool)
         t.join();
-      for (std::optional<llvm::Expected<Schedule>> &other : others) {
+      for (size_t k = 0; k < others.size(); ++k) {
+        std::optional<llvm::Expected<Schedule>> &other = others[k];
+        tried.push_back({setName(variants[k]), *other ? (*other)->cycles : -1});
         if (!*other)
           llvm::consumeError(other->takeError());
         else if ((*other)->cycles < schedule->cycles)
           schedule = std::move(**other);
       }
+      schedule->plan.tried = std::move(tried);
       return schedule;
     }
     if (i + 1 == attempts.size() || (attempts[i] == ParamStorage::Packed && !packedAny))
@@ -781,6 +858,65 @@ llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable() {
       {"weights-by-k-tile", &PlacementHeuristics::weightsByKTile},
   };
   return table;
+}
+
+llvm::ArrayRef<Knob> knobTable() {
+  static const std::vector<Knob> table = [] {
+    const PlacementHeuristics defaults;
+    const char *meanings[] = {
+        "epilogues read a producer's value through the reshapes after it that keep its rows",
+        "attention's scores stay off the slices of the scale's constants",
+        "a fold across lanes of many rows keeps odd rows' partials in a second slice group",
+        "a layer norm's sum of squares runs on the MXM, each term as two f16",
+        "a matmul's (or channels-last convolution's) weights cut over planes are stored a K-tile "
+        "to a chunk of slices"};
+    std::vector<Knob> out;
+    size_t i = 0;
+    for (const PlacementHeuristic &h : placementHeuristicTable())
+      out.push_back(Knob{h.name, meanings[i++], h.flag, nullptr,
+                         (defaults.*h.flag) ? 1 : 0, 0, 1});
+#define LPU_KNOB(member, name, dflt, min, max, meaning)                                            \
+  out.push_back(Knob{name, meaning, nullptr, &TuningKnobs::member, dflt, min, max});
+#include "scheduler/Knobs.def"
+#undef LPU_KNOB
+    return out;
+  }();
+  return table;
+}
+
+llvm::Error setKnob(llvm::StringRef spec, TuningKnobs &knobs) {
+  auto [name, value] = spec.split('=');
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+  };
+  if (!spec.contains('='))
+    return fail("--knob wants NAME=VALUE, not '" + spec + "'");
+  for (const Knob &k : knobTable()) {
+    if (k.name != name)
+      continue;
+    if (k.flag)
+      return fail("'" + name + "' is a placement heuristic: --heuristics sets those");
+    int64_t v = 0;
+    if (value.getAsInteger(10, v) || v < k.min || v > k.max)
+      return fail("knob '" + name + "' takes a whole number from " + llvm::Twine(k.min) + " to " +
+                  llvm::Twine(k.max) + ", not '" + value + "'");
+    knobs.*k.number = v;
+    return llvm::Error::success();
+  }
+  std::string list;
+  for (const Knob &k : knobTable())
+    if (k.number)
+      list += (list.empty() ? "" : ", ") + k.name.str();
+  return fail("unknown knob '" + name + "' (known: " + list + ")");
+}
+
+std::vector<std::string> knobValues(const PlacementHeuristics &heuristics, const TuningKnobs &knobs) {
+  std::vector<std::string> out;
+  for (const Knob &k : knobTable())
+    out.push_back(k.name.str() + "=" +
+                  (k.flag ? std::string(heuristics.*k.flag ? "on" : "off")
+                          : std::to_string(knobs.*k.number)));
+  return out;
 }
 
 llvm::Expected<PlacementHeuristics> parsePlacementHeuristics(llvm::ArrayRef<std::string> names) {

@@ -10,8 +10,10 @@
 
 #include <llvm/Support/Error.h>
 
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace lpu::scheduler {
 
@@ -67,8 +69,38 @@ llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable();
 /// error listing the known ones.
 llvm::Expected<PlacementHeuristics> parsePlacementHeuristics(llvm::ArrayRef<std::string> names);
 
+/// The numbers the scheduler tunes by (Knobs.def; docs/scheduler.md,
+/// "Knobs"), as scheduleFunction uses them.
+struct TuningKnobs {
+#define LPU_KNOB(member, name, dflt, min, max, meaning) int64_t member = dflt;
+#include "scheduler/Knobs.def"
+#undef LPU_KNOB
+  bool operator==(const TuningKnobs &) const = default;
+};
+
+/// Every tuning knob once, placement heuristics first (the variant search
+/// searches over those) and then the numbers: its name (lpuc --knob
+/// NAME=VALUE, and --heuristics for the heuristics), what it does, its
+/// default and range, and its member in PlacementHeuristics or TuningKnobs.
+struct Knob {
+  llvm::StringLiteral name;
+  const char *meaning;
+  bool PlacementHeuristics::*flag = nullptr; // a placement heuristic, or
+  int64_t TuningKnobs::*number = nullptr;    // a number
+  int64_t dflt = 0, min = 0, max = 1;
+};
+llvm::ArrayRef<Knob> knobTable();
+/// Sets one numeric knob from `NAME=VALUE`; an unknown name, a placement
+/// heuristic (lpuc --heuristics sets those) or a value out of range is an
+/// error naming the known ones or the range.
+llvm::Error setKnob(llvm::StringRef spec, TuningKnobs &knobs);
+/// Every knob's value as `name=value`, in the table's order.
+std::vector<std::string> knobValues(const PlacementHeuristics &heuristics, const TuningKnobs &knobs);
+
 struct ScheduleOptions {
   ParamPacking packing = ParamPacking::Auto;
+  /// The numeric knobs (the heuristics are below and searched over).
+  TuningKnobs knobs;
   /// Schedule a bucket again with the other sets of placement heuristics
   /// (PlacementHeuristics) when one decided anything, and keep the
   /// fastest; false: the default set only.

@@ -358,10 +358,9 @@ std::optional<PatternFit> closestPattern(const GroupArrivals &arrivals,
   return best;
 }
 
-bool sharesPattern(int64_t skew, int64_t span, size_t patterns) {
-  constexpr int64_t kFloor = 1000, kShare = 50;
-  constexpr size_t kPatterns = 4;
-  return patterns >= kPatterns || skew <= std::max(kFloor, span / kShare);
+bool sharesPattern(int64_t skew, int64_t span, size_t patterns, const TuningKnobs &knobs) {
+  return int64_t(patterns) >= knobs.sharePatterns ||
+         skew <= std::max(knobs.shareSkewFloor, span / knobs.shareSkewShare);
 }
 
 } // namespace lpu::scheduler

@@ -110,7 +110,7 @@ std::optional<PatternFit> closestPattern(const GroupArrivals &arrivals,
 /// skew carried by sharing moves every later group too, so a group fed
 /// out of step with the pattern (a deep model's first layers, fed by other
 /// sources) is scheduled and becomes a pattern itself.
-bool sharesPattern(int64_t skew, int64_t span, size_t patterns);
+bool sharesPattern(int64_t skew, int64_t span, size_t patterns, const TuningKnobs &knobs);
 
 /// How scheduleFunction stores the parameters in an attempt, from the
 /// fastest to read to the one that fits the most (Scheduler.cpp).
@@ -130,7 +130,8 @@ std::vector<PlacementHeuristics> variantsToTry(const PlacementHeuristics &decide
 /// The function scheduleFunction schedules for `declared`: legalized
 /// (null: `declared` as it is).
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
-                                                                     const backend::ChipDescription &chip);
+                                                                     const backend::ChipDescription &chip,
+                                                                     const TuningKnobs &knobs);
 /// One attempt of scheduleFunction (Scheduler.cpp): `fn` legalized, its
 /// parameters stored as `storage` (`packedAny`: whether any was packed),
 /// with the placement heuristics `heuristics` (`decided`: those that
@@ -140,6 +141,7 @@ llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::F
 llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const backend::ChipDescription &chip,
                                       ParamStorage storage, bool &packedAny,
                                       const PlacementHeuristics &heuristics,
-                                      PlacementHeuristics &decided, const ChipTraffic *traffic);
+                                      PlacementHeuristics &decided, const ChipTraffic *traffic,
+                                      const TuningKnobs &knobs);
 
 } // namespace lpu::scheduler

@@ -57,7 +57,8 @@ bool packedRowsPay(const ir::Op &op, const ChipDescription &chip) {
 
 } // namespace
 
-bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const ChipDescription &chip) {
+bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const ChipDescription &chip,
+                                    int64_t advantage) {
   const std::vector<int64_t> &xs = op.operand(0)->type().shape, &ws = op.operand(1)->type().shape,
                              &ys = op.type().shape;
   const int64_t N = xs[0], C = xs[1], O = ws[0], KH = ws[2], KW = ws[3], Ho = ys[2], Wo = ys[3];
@@ -73,7 +74,7 @@ bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const ChipDescription &chi
   // of the image, which one slice's port serves.
   const int64_t kt = (C * KH * KW + dim - 1) / dim;
   const int64_t rows = std::max(N * O * Ho * kt * issue / planes, N * Ho * C * KH * KW);
-  return rows * kRowsLayoutAdvantage < channelsLast;
+  return rows * advantage < channelsLast;
 }
 
 namespace {
@@ -179,6 +180,8 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
     const Batch at = batchOf(crow / Og);
     return (at.n * O + at.g * Og + crow % Og) * Ho + at.ho;
   };
+  ctx.decide(op, "rows layout, packed: " + std::to_string(K) + " contracted rows (c, kh, kw) per output row, " +
+                     std::to_string((K + dim - 1) / dim) + " K-tile(s)");
   auto spans = runMatmul(op, ctx, work, Y);
   if (!spans)
     return spans.takeError();
@@ -215,6 +218,7 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
       packed != ctx.convRowWeights.end() && packedRowsPay(op, chip))
     return lowerConvPackedRows(op, ctx, *packed->second);
 
+  ctx.decide(op, "rows layout, an install per input row: KW contracted rows");
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
   // A weight row's lanes from KW on meet weight-buffer rows that were not
   // loaded (0): a computed weight's padding lanes may be inf (1 / w).
@@ -337,7 +341,13 @@ int64_t pixelBand(const ir::Op &op, const ChipDescription &chip) {
   const std::vector<int64_t> &ys = op.type().shape;
   const int64_t O = ys[1], pixels = ys[0] * ys[2] * ys[3], dim = chip.mxmDim;
   const int64_t oTiles = (O + dim - 1) / dim;
-  const int64_t bands = std::max<int64_t>(1, (int64_t(chip.mxmPlanes) + oTiles - 1) / oTiles);
+  const int64_t perTile = std::max<int64_t>(1, (int64_t(chip.mxmPlanes) + oTiles - 1) / oTiles);
+  // Bands within the accumulator rows, a whole number per plane (25,088
+  // pixels in bands of 4,096 would leave one plane one band of seven).
+  int64_t bands = perTile;
+  const int64_t accRows = std::max<int64_t>(1, chip.mxmAccRows);
+  if ((pixels + bands - 1) / bands > accRows)
+    bands = ((pixels + accRows - 1) / accRows + perTile - 1) / perTile * perTile;
   return (pixels + bands - 1) / bands;
 }
 } // namespace
@@ -410,6 +420,9 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const bool cutsK = channelsLastConvCutsK(op, chip);
   if (!cutsK)
     work.rowBlock = pixelBand(op, chip);
+  ctx.decide(op, cutsK ? "channels-last, K-tiles (kernel offset, 320 channels) cut over the planes"
+                       : "channels-last, a band of " + std::to_string(work.rowBlock) +
+                             " output pixels per plane and output tile");
   // Its weights stored a K-tile to a chunk or whole (Scheduler.cpp,
   // weightChunkRows) matter when the planes cut its K-tiles.
   ctx.heuristicsDecided.weightsByKTile |= cutsK && win.kind() == ir::OpKind::Param && !ctx.striped &&

@@ -35,9 +35,6 @@ using namespace backend;
 
 namespace {
 
-/// Copies of a chunked table's chunk indices per byte-plane parity
-/// (lowerPackedGather).
-constexpr size_t kIndexCopies = 4;
 
 /// Constant maps for the SXM: row k spreads lane k to every lane.
 llvm::Expected<TensorView> spreadMaps(const ir::Op &op, LoweringContext &ctx, const TensorView &ids) {
@@ -353,11 +350,11 @@ llvm::Error lowerPackedGather(const ir::Op &op, LoweringContext &ctx, const Tens
   // trees overlap (each gathers from slices of its own), so one copy per
   // parity paced the op at its slice's read port (BERT-base's word
   // embedding, 22 chunks striped: 8,064 reads a copy). Up to
-  // kIndexCopies per parity, chunk j's in copy j mod their count; a copy
+  // knobs.indexCopies per parity, chunk j's in copy j mod their count; a copy
   // that could only share a slice with another read of the op is dropped,
   // since a tree reading both in one cycle could not be placed.
   std::vector<TensorView> chunkIndex;
-  for (size_t c = 0; chunked && c < copies * kIndexCopies; ++c) {
+  for (size_t c = 0; chunked && c < copies * size_t(ctx.knobs.indexCopies); ++c) {
     auto v = ctx.constant(op, DType::I8, chunks, lanes, chunkIndices(chunks, lanes), apart);
     if (!v)
       return v.takeError();

@@ -487,6 +487,26 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
     if (longest(balanced) < longest(partsOf))
       partsOf = std::move(balanced);
   }
+  {
+    // The plan: how the planes share the jobs.
+    bool balancedParts = false;
+    for (const std::vector<Part> &parts : partsOf)
+      for (const Part &part : parts)
+        for (const Piece &piece : part.tiles)
+          balancedParts |= piece.rows < tileRows(piece.t);
+    std::string how = std::to_string(jobs) + (jobs == 1 ? " job" : " jobs") + " of " + std::to_string(kt) +
+                      " K-tile" + (kt == 1 ? "" : "s") + " (";
+    const int64_t jobRows = std::min(blockRows, mPerBatch);
+    how += std::to_string(jobRows) + (jobRows == 1 ? " row" : " rows") + " each) on " + std::to_string(P) +
+           " planes: ";
+    if (dealt)
+      how += "K-tiles dealt in turn";
+    else if (cut > 1)
+      how += "K cut in " + std::to_string(cut) + (balancedParts ? " ranges of equal rows" : " parts");
+    else
+      how += "whole jobs";
+    ctx.decide(op, std::move(how));
+  }
   const int64_t accBlock = std::min(blockRows, mPerBatch);
   unsigned job = 0;
   std::vector<const TensorView *> reads;

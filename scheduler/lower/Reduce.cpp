@@ -80,8 +80,6 @@ namespace {
 /// row's step reads its data once per bundle, which is what bounds the
 /// throughput over many rows.
 constexpr int64_t kBundle = 4;
-/// The fewest rows whose fold may halve its partials.
-constexpr int64_t kHalvedRows = 64;
 
 struct FoldPlan {
   unsigned spacing = 0;
@@ -187,7 +185,7 @@ llvm::Expected<TensorView> acrossLanes(const ir::Op &op, LoweringContext &ctx, c
   // Halved partials (PlacementHeuristics): only for a fold of many rows
   // whose partials nobody reads after it (its last step writes the
   // result), and not striped (the partials are cut over slice groups then).
-  const bool canHalve = finish && plan.spacing && in.rows >= kHalvedRows && !ctx.striped;
+  const bool canHalve = finish && plan.spacing && in.rows >= ctx.knobs.halvedRows && !ctx.striped;
   ctx.heuristicsDecided.halvedPartials |= canHalve;
   const bool halves = canHalve && ctx.heuristics.halvedPartials;
   auto T = ctx.scratch(op, work, halves ? (in.rows + 1) / 2 : in.rows, lanes);
@@ -508,10 +506,6 @@ using namespace reduce;
 
 namespace {
 
-/// Rows a sum of squares needs for the MXM: fewer fold sooner than a plane
-/// loads its ones (as for softmax's sums).
-constexpr int64_t kMxmSquareRows = 64;
-
 /// Whether a float sum across lanes sums the squares of one value (a layer
 /// norm's variance) over enough rows for the MXM, and the heuristics put
 /// it there (PlacementHeuristics::squaresOnMxm). Every term is >= 0, so
@@ -520,7 +514,7 @@ constexpr int64_t kMxmSquareRows = 64;
 bool sumOfSquares(Combine how, DType work, const ir::Op &src, const TensorView &in,
                   const LoweringContext &ctx) {
   if (how != Combine::Sum || work != DType::F32 || src.kind() != ir::OpKind::Mul ||
-      src.operand(0) != src.operand(1) || in.rows < kMxmSquareRows || in.packed())
+      src.operand(0) != src.operand(1) || in.rows < ctx.knobs.mxmSquareRows || in.packed())
     return false;
   ctx.heuristicsDecided.squaresOnMxm = true;
   return ctx.heuristics.squaresOnMxm;

@@ -15,21 +15,6 @@ namespace lpu::scheduler::reduce {
 
 using namespace backend;
 
-namespace {
-/// Planes a reduction's rows are dealt to: at least two (rows come from a
-/// matmul at one per 4 cycles of its plane, and take an mm per vector
-/// each), one more per kMmsPerPlane mm's of work past that (512 cycles of
-/// a plane at the f16 rate). With 64, BERT-base's layer norms' means (128
-/// rows of three vectors: 384 mm's) took all four planes, and the model
-/// 298,958 cycles; on three, 294,363. softmax.test's cast64 (256 rows of
-/// one mm) goes on two instead of four, 1,391 -> 1,555 cycles. Attention's
-/// sums take the planes its context leaves (SoftmaxHow::sumPlanes): the
-/// transformer did not move. (Before that, 64 had won there: its 256
-/// softmax rows at S=128 went as slowly on two planes as twice the work
-/// on four.)
-constexpr unsigned kMinSumPlanes = 2;
-constexpr int64_t kMmsPerPlane = 128;
-} // namespace
 
 bool exactInF16(const ir::Op &src) {
   if (src.type().dtype == DType::F16)
@@ -47,8 +32,14 @@ llvm::Error sumRowsOnMxm(const ir::Op &op, LoweringContext &ctx, const TensorVie
   const int64_t vpr = segment ? 1 : in.vecsPerRow;
   const int64_t mms = in.rows * vpr * (how.split ? 2 : 1);
   const unsigned most = how.planes ? std::min(how.planes, mxm.count()) : mxm.count();
+  // Planes the rows are dealt to: at least knobs.minSumPlanes (rows come
+  // from a matmul at one per 4 cycles of its plane, and take an mm per
+  // vector each), one more per knobs.mmsPerPlane mm of work past that
+  // (docs/scheduler.md, "Knobs", has the figures). Attention's sums take
+  // the planes its context leaves (SoftmaxHow::sumPlanes).
   const unsigned planes = unsigned(std::min<int64_t>(
-      most, std::max<int64_t>(kMinSumPlanes, (mms + kMmsPerPlane - 1) / kMmsPerPlane)));
+      most, std::max<int64_t>(ctx.knobs.minSumPlanes,
+                              (mms + ctx.knobs.mmsPerPlane - 1) / ctx.knobs.mmsPerPlane)));
   // Weight rows: ones for every lane a row's vector may hold. Lanes past
   // the row's end are zeroed on the way in (they may hold NaN, and
   // NaN * 0 is NaN), so one set of ones serves every vector of a row.

@@ -57,12 +57,11 @@ TensorView inOrder(const TensorView &v, const std::vector<int64_t> &order) {
 // The rows' sums of e, in every lane of the row (or segment): on the MXM
 // against ones, each e as two f16 (`split`) or, for a result rounded to
 // f16, as one (docs/scheduler.md, "Softmax"), for many rows; a few short
-// rows fold faster than a plane loads its ones.
-constexpr int64_t kMxmSumRows = 64;
+// rows fold faster than a plane loads its ones (knobs.mxmSumRows).
 llvm::Expected<TensorView> sumOfExps(const ir::Op &op, LoweringContext &ctx, const TensorView &e,
                                      int64_t segment, bool split, unsigned planes, int64_t *path,
                                      int64_t inputPath) {
-  if (!segment && e.rows < kMxmSumRows)
+  if (!segment && e.rows < ctx.knobs.mxmSumRows)
     return acrossLanes(op, ctx, e, Combine::Sum, DType::F32, nullptr, 0, path);
   auto S = ctx.scratch(op, DType::F32, e.rows, ctx.chip().lanes);
   if (!S)

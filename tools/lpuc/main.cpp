@@ -45,8 +45,10 @@ int main(int argc, char **argv) {
                  "print a stage of the compilation: ast, or types (every instantiated entry "
                  "with the type of every expression), or params (the weights by path), or ir "
                  "(the dataflow IR, one function per entry and bucket), or asm (the compiled "
-                 "program's text form)")
-      ->check(CLI::IsMember({"ast", "types", "params", "ir", "asm"}));
+                 "program's text form), or plan (the scheduler's choices per entry and bucket: "
+                 "knobs, heuristics tried and kept, storage, each op's and value's layout and "
+                 "lowering)")
+      ->check(CLI::IsMember({"ast", "types", "params", "ir", "asm", "plan"}));
   std::string outputFile, chipName = std::string(backend::kDefaultChip);
   bool report = false;
   app.add_option("-o,--output", outputFile,
@@ -84,6 +86,16 @@ int main(int argc, char **argv) {
       ->delimiter(',')
       ->check(CLI::IsMember(heuristicNames))
       ->excludes(noTuneFlag);
+  std::vector<std::string> knobSpecs;
+  app.add_option("--knob", knobSpecs,
+                 "set a numeric tuning knob, NAME=VALUE (repeatable; --emit=plan lists them with "
+                 "their values, docs/scheduler.md \"Knobs\" says what each does)")
+      ->check([](const std::string &spec) -> std::string {
+        scheduler::TuningKnobs knobs;
+        if (llvm::Error e = scheduler::setKnob(spec, knobs))
+          return llvm::toString(std::move(e));
+        return "";
+      });
   unsigned threads = 0;
   app.add_option("--threads", threads,
                  "threads that schedule a bucket's other sets of placement heuristics (default: "
@@ -207,6 +219,8 @@ int main(int argc, char **argv) {
   scheduleOptions.threads = threads;
   if (!heuristics.empty())
     scheduleOptions.heuristics = llvm::cantFail(scheduler::parsePlacementHeuristics(heuristics));
+  for (const std::string &spec : knobSpecs)
+    llvm::cantFail(scheduler::setKnob(spec, scheduleOptions.knobs));
   driver::PipelineOptions pipeline;
   pipeline.schedule = scheduleOptions;
   pipeline.chips.fewest = chipsSpec == "auto";
@@ -232,7 +246,7 @@ int main(int argc, char **argv) {
     pipeline.dumpAfter.push_back(*driver::parsePhase(name));
   // How far the pipeline runs: as far as the output asked for needs.
   using driver::Phase;
-  bool compile = !outputFile.empty() || emit == "asm" || report;
+  bool compile = !outputFile.empty() || emit == "asm" || emit == "plan" || report;
   pipeline.last = compile ? Phase::Emit : emit == "ir" ? Phase::Partition
                   : emit == "ast"                      ? Phase::Parse
                                                        : Phase::Check;
@@ -371,6 +385,8 @@ int main(int argc, char **argv) {
   }
   if (compiled && emit == "asm")
     llvm::outs() << backend::printProgramText(compiled->program);
+  if (compiled && emit == "plan")
+    driver::printSchedulePlan(*compiled, llvm::outs());
   if (compiled && report && statsJson)
     driver::printScheduleReportJson(*compiled, *chip, llvm::outs(), reportOps);
   else if (compiled && report)

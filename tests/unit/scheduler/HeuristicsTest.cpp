@@ -1,5 +1,6 @@
 // The placement heuristics' one table: every name parses to its own switch,
 // "none" to none, an unknown name to an error that lists the known ones.
+// The knobs' table holds them and every numeric knob once, with its default.
 #include "scheduler/Scheduler.h"
 #include "scheduler/Transfers.h"
 
@@ -76,6 +77,43 @@ TEST(HeuristicsTest, UnknownNameListsTheKnown) {
   std::string message = llvm::toString(h.takeError());
   EXPECT_NE(message.find("'bogus'"), std::string::npos) << message;
   EXPECT_NE(message.find("squares-on-mxm"), std::string::npos) << message;
+}
+
+TEST(KnobsTest, TheTableHoldsEveryHeuristicAndNumberOnceWithItsDefault) {
+  const PlacementHeuristics heuristics;
+  const TuningKnobs knobs;
+  std::set<std::string> names;
+  size_t flags = 0;
+  for (const Knob &k : knobTable()) {
+    EXPECT_TRUE(names.insert(k.name.str()).second) << k.name.str();
+    EXPECT_TRUE((k.flag != nullptr) != (k.number != nullptr)) << k.name.str();
+    EXPECT_LE(k.min, k.dflt) << k.name.str();
+    EXPECT_LE(k.dflt, k.max) << k.name.str();
+    if (k.flag) {
+      ++flags;
+      EXPECT_EQ(k.dflt, heuristics.*k.flag ? 1 : 0) << k.name.str();
+    } else {
+      EXPECT_EQ(k.dflt, knobs.*k.number) << k.name.str();
+    }
+  }
+  EXPECT_EQ(flags, placementHeuristicTable().size());
+  EXPECT_EQ(knobValues(heuristics, knobs).size(), knobTable().size());
+}
+
+TEST(KnobsTest, SetKnobSetsOneNumberInItsRange) {
+  TuningKnobs knobs;
+  ASSERT_FALSE(static_cast<bool>(setKnob("rows-layout-advantage=9", knobs)));
+  EXPECT_EQ(knobs.rowsLayoutAdvantage, 9);
+  TuningKnobs others;
+  others.rowsLayoutAdvantage = 9;
+  EXPECT_EQ(knobs, others);
+  for (const char *bad : {"rows-layout-advantage=0", "map-slices=33", "map-slices=x", "nope=1",
+                          "weights-by-k-tile=1", "map-slices"}) {
+    llvm::Error e = setKnob(bad, knobs);
+    EXPECT_TRUE(static_cast<bool>(e)) << bad;
+    llvm::consumeError(std::move(e));
+  }
+  EXPECT_EQ(knobs, others);
 }
 
 } // namespace

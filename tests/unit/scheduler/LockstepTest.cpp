@@ -183,14 +183,14 @@ TEST(LockstepTest, AGroupSharesThePatternItFitsWithTheLeastSkew) {
 
 TEST(LockstepTest, ASkewLargeAgainstThePatternsSpanGetsAScheduleOfItsOwn) {
   // Within 1,000 cycles, or a fiftieth of the span, a group shares.
-  EXPECT_TRUE(sharesPattern(0, 10, 1));
-  EXPECT_TRUE(sharesPattern(1000, 10, 1));
-  EXPECT_FALSE(sharesPattern(1001, 10, 1));
-  EXPECT_TRUE(sharesPattern(20000, 1000000, 1));
-  EXPECT_FALSE(sharesPattern(20001, 1000000, 1));
+  EXPECT_TRUE(sharesPattern(0, 10, 1, TuningKnobs{}));
+  EXPECT_TRUE(sharesPattern(1000, 10, 1, TuningKnobs{}));
+  EXPECT_FALSE(sharesPattern(1001, 10, 1, TuningKnobs{}));
+  EXPECT_TRUE(sharesPattern(20000, 1000000, 1, TuningKnobs{}));
+  EXPECT_FALSE(sharesPattern(20001, 1000000, 1, TuningKnobs{}));
   // A key with four patterns shares the closest whatever its skew.
-  EXPECT_FALSE(sharesPattern(178000, 1670000, 3));
-  EXPECT_TRUE(sharesPattern(178000, 1670000, 4));
+  EXPECT_FALSE(sharesPattern(178000, 1670000, 3, TuningKnobs{}));
+  EXPECT_TRUE(sharesPattern(178000, 1670000, 4, TuningKnobs{}));
 }
 
 } // namespace
