@@ -278,8 +278,6 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       ctx.decide(*owned, "stored " + storedOrderName(it->second));
   for (const auto &[operand, copy] : layouts.relayout)
     ctx.decide(*operand, "read channels-last through a copy, made for its first channels-last reader");
-  for (const auto &[weight, rows] : layouts.convRows)
-    ctx.decide(*weight, "read as " + rows->type().str() + " rows by the rows layout's convolutions (a copy)");
   auto orderOf = [&](const ir::Op &op) {
     auto it = layouts.order.find(&op);
     return it == layouts.order.end() ? std::vector<uint8_t>{} : it->second;

@@ -29,10 +29,7 @@ namespace {
 /// where one install per input row streams one `mm` per (o, ho, c, kh);
 /// it loads KH / stride times the rows. Each install also costs its
 /// latency on the plane.
-struct RowsCost {
-  int64_t packed, perInputRow;
-};
-RowsCost rowsCost(const ir::Op &op, const ChipDescription &chip) {
+bool packedRowsPay(const ir::Op &op, const ChipDescription &chip) {
   const std::vector<int64_t> &xs = op.operand(0)->type().shape, &ws = op.operand(1)->type().shape,
                              &ys = op.type().shape;
   const int64_t N = xs[0], C = xs[1], H = xs[2];
@@ -47,12 +44,7 @@ RowsCost rowsCost(const ir::Op &op, const ChipDescription &chip) {
   const int64_t rowMm = N * O * Ho * Cg * KH, rowLw = N * C * H * KW, rowInstalls = N * C * H;
   const int64_t packed = std::max(packedMm * issue, packedLw) + packedInstalls * iw;
   const int64_t rows = std::max(rowMm * issue, rowLw) + rowInstalls * iw;
-  return {packed, rows};
-}
-
-bool packedRowsPay(const ir::Op &op, const ChipDescription &chip) {
-  RowsCost cost = rowsCost(op, chip);
-  return cost.packed <= cost.perInputRow;
+  return packed <= rows;
 }
 
 } // namespace
@@ -104,12 +96,16 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
   const int64_t groups = op.intAttr("groups").value_or(1), Og = O / groups;
   const unsigned lanes = chip.lanes, dim = chip.mxmDim, planes = chip.mxmPlanes;
   const int64_t K = Cg * KH * KW;
+  ctx.decide(op, "rows layout, packed: " + std::to_string(K) + " contracted rows (c, kh, kw) per output row, " +
+                     std::to_string((K + dim - 1) / dim) + " K-tile(s)");
 
   // The weights as rows of K, made once (a lane move of the declared
   // [O, C/groups, KH, KW]) and kept.
-  if (!ctx.hasView(&rowWeights))
+  if (!ctx.hasView(&rowWeights)) {
+    ctx.decide(win, "read as " + rowWeights.type().str() + " rows by the packed rows layout (a copy)");
     if (auto e = moveLanes(rowWeights, ctx))
       return e;
+  }
   const TensorView &X = ctx.view(&xin), &Wr = ctx.view(&rowWeights);
   // Map rows 0..KW-1: column kw of the window into every output lane; row
   // KW: all zeros (an input row in the padding).
@@ -146,16 +142,11 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
     const bool inside = hi >= 0 && hi < H;
     // A row in the padding: any row of the image through the zeros' map.
     const int64_t xrow = (at.n * C + c) * H + (inside ? hi : 0), mapRow = inside ? kw : KW;
-    Instr d;
-    d.op = Opcode::Distribute;
-    d.dtype = X.dtype;
-    d.unit = p >= planes / 2 ? 1 : 0;
-    const int x = tree.read(X.slices(xrow), X.address(xrow, 0));
-    tree.nodes[size_t(x)].notBefore = X.readyAt(xrow, 0);
-    const int m = tree.read(M.slices(mapRow), M.address(mapRow, 0));
+    const int spread = convmaps::distribute(tree, X, xrow, M, mapRow, p >= planes / 2);
+    tree.nodes[size_t(tree.nodes[size_t(spread)].inputs[0])].notBefore = X.readyAt(xrow, 0);
     reads.push_back(&X);
     reads.push_back(&M);
-    return tree.add(d, {x, m});
+    return spread;
   };
   work.aVector = [&](WorkTree &tree, int64_t b, int64_t m, int64_t t, unsigned, int,
                      std::vector<const TensorView *> &reads) {
@@ -180,8 +171,6 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
     const Batch at = batchOf(crow / Og);
     return (at.n * O + at.g * Og + crow % Og) * Ho + at.ho;
   };
-  ctx.decide(op, "rows layout, packed: " + std::to_string(K) + " contracted rows (c, kh, kw) per output row, " +
-                     std::to_string((K + dim - 1) / dim) + " K-tile(s)");
   auto spans = runMatmul(op, ctx, work, Y);
   if (!spans)
     return spans.takeError();
