@@ -22,6 +22,17 @@ using convmaps::Pair;
 
 namespace {
 
+/// An accumulator row (f32) as a result of `dtype`: converted, unless f32.
+int fromAccumulator(WorkTree &tree, int value, DType dtype) {
+  if (dtype == DType::F32)
+    return value;
+  Instr cvt;
+  cvt.op = Opcode::Cvt;
+  cvt.dtype = DType::F32;
+  cvt.dtype2 = dtype;
+  return tree.add(cvt, {value});
+}
+
 /// Whether the packed rows layout (lowerConvPackedRows) is expected to
 /// keep the MXM planes busy for fewer cycles than one install per input
 /// row: its `mm` count is O * Ho * ceil(C/groups * KH * KW / 320) per
@@ -159,13 +170,7 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
     return read;
   };
   work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
-    if (Y.dtype == DType::F32)
-      return value;
-    Instr cvt;
-    cvt.op = Opcode::Cvt;
-    cvt.dtype = DType::F32;
-    cvt.dtype2 = Y.dtype;
-    return tree.add(cvt, {value});
+    return fromAccumulator(tree, value, Y.dtype);
   };
   work.cRow = [&](int64_t crow) {
     const Batch at = batchOf(crow / Og);
@@ -437,13 +442,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
     return x;
   };
   work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
-    if (Y.dtype == DType::F32)
-      return value;
-    Instr cvt;
-    cvt.op = Opcode::Cvt;
-    cvt.dtype = DType::F32;
-    cvt.dtype2 = Y.dtype;
-    return tree.add(cvt, {value});
+    return fromAccumulator(tree, value, Y.dtype);
   };
   auto spans = runMatmul(op, ctx, work, Y);
   if (!spans)
