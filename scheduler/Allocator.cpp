@@ -89,7 +89,8 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
           return take(std::move(slices), a, vectors, writable, std::move(owner));
         }
       }
-  } else if (chunks <= groups && vectors <= chip_.memVectors) {
+  } else if ((chunks <= groups || (acrossHemispheres && chunks <= 2 * groups)) &&
+             vectors <= chip_.memVectors) {
     // Chunks share one address range: in each hemisphere (the cursor's
     // first), the lowest address at which `chunks` groups are free, taken
     // in cursor order so that successive tensors still spread. Balanced,
@@ -100,10 +101,11 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       int64_t writable;
       unsigned next; // the cursor after it
     };
+    // hemi 2: the groups of both hemispheres (acrossHemispheres).
     auto lowestIn = [&](unsigned hemi) -> std::optional<Found> {
       std::optional<Found> earliest;
       std::vector<uint16_t> all;
-      for (unsigned k = hemi; k < 2 * groups; k += 2)
+      for (unsigned k = hemi % 2; k < 2 * groups; k += hemi == 2 ? 1 : 2)
         for (uint16_t s : groupSlices(k))
           all.push_back(s);
       for (uint32_t a : startsIn(all, bool(accept))) {
@@ -113,7 +115,7 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
         unsigned found = 0;
         for (unsigned g = 0; g < 2 * groups && found < chunks; ++g) {
           unsigned k = (cursor_ + g) % (2 * groups);
-          if (k % 2 != hemi)
+          if (hemi != 2 && k % 2 != hemi)
             continue;
           std::vector<uint16_t> group = groupSlices(k);
           int64_t w = f.writable;
@@ -139,7 +141,9 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
              std::make_pair(std::max(b.writable, wantedBy), b.addr);
     };
     std::optional<Found> best;
-    for (unsigned h = 0; h < 2 && !(best && !balance && best->writable <= wantedBy); ++h) {
+    if (chunks > groups)
+      best = lowestIn(2);
+    for (unsigned h = 0; h < 2 && chunks <= groups && !(best && !balance && best->writable <= wantedBy); ++h) {
       std::optional<Found> f = lowestIn((cursor_ + h) % 2);
       if (f && (!best || better(*f, *best)))
         best = std::move(f);
@@ -149,7 +153,7 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
       return take(std::move(best->slices), best->addr, vectors, best->writable, std::move(owner));
     }
   }
-  if (chunks > groups)
+  if (chunks > (acrossHemispheres ? 2 * groups : groups))
     return refuseAt<Refusal::SramChunksInHemisphere>(owner.loc, owner.what, chunks, vectors,
                                                      chunks * width, groups * width);
   if (vectors > chip_.memVectors)

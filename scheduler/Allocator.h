@@ -58,6 +58,11 @@ public:
   /// cursor's first: stripes across a whole hemisphere then fill both
   /// hemispheres evenly, leaving the same room atop each.
   bool balance = false;
+  /// A block of more chunks than a hemisphere has slice groups may take
+  /// groups of both hemispheres (each chunk still in one: a row's byte
+  /// planes travel together). Only for parameters whose every reader takes
+  /// a row from its own chunk's slices: matmul weights.
+  bool acrossHemispheres = false;
   /// Blocks go as high in a slice as they fit, not as low: constants made
   /// during the run then stay atop the room the run's tensors share.
   bool fromTop = false;

@@ -79,7 +79,7 @@ TensorView::PackedSegment TensorView::segment(int64_t row, int64_t vec, unsigned
 llvm::Expected<std::shared_ptr<Storage>>
 LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, SramOwner owner,
                                  int64_t align, const SramAllocator::Accept &accept, bool packed,
-                                 int64_t minChunks) {
+                                 int64_t minChunks, bool acrossHemispheres) {
   const int64_t vpr = vecsPerRow(cols), slice = chip_.memVectors, lanes = chip_.lanes;
   const unsigned width = tensor::dtypeSize(dtype);
   // Packed chunks start on a vector: their rows are a multiple of `unit`
@@ -160,6 +160,18 @@ LoweringContext::allocateStorage(ir::DType dtype, int64_t rows, int64_t cols, Sr
   for (int64_t want = minChunks - 1; !block && want >= std::max<int64_t>(fewest, 2); --want) {
     split(want);
     retry();
+  }
+  // A stripe no hemisphere holds: one across both, as many chunks as
+  // both have slice groups, then fewer, taller ones.
+  if (!block && acrossHemispheres && !rowTooLong) {
+    sram_.acrossHemispheres = true;
+    for (int64_t want = 2 * groups; !block && want > groups; --want) {
+      int64_t before = chunkRows;
+      split(want);
+      if (chunkRows != before || want == 2 * groups)
+        retry();
+    }
+    sram_.acrossHemispheres = false;
   }
   if (!block)
     return block.takeError();

@@ -187,10 +187,13 @@ public:
   /// (chunk rows a multiple of lanes / gcd(cols, lanes)); else rows.
   /// `minChunks`: cut it into at least that many chunks (when it has the
   /// rows), as a stripe at one address across that many slice groups.
+  /// `acrossHemispheres`: when no hemisphere holds such a stripe, one over
+  /// the slice groups of both (SramAllocator::acrossHemispheres).
   llvm::Expected<std::shared_ptr<Storage>> allocateStorage(ir::DType dtype, int64_t rows, int64_t cols,
                                                            SramOwner owner, int64_t align = 1,
                                                            const SramAllocator::Accept &accept = {},
-                                                           bool packed = false, int64_t minChunks = 1);
+                                                           bool packed = false, int64_t minChunks = 1,
+                                                           bool acrossHemispheres = false);
   /// A view of all of `storage` as [rows, cols].
   static TensorView viewOf(std::shared_ptr<Storage> storage, ir::DType dtype, int64_t rows,
                            int64_t cols);

@@ -165,6 +165,20 @@ bool packable(const ir::Op &op, const LayoutAssignment &layouts, const LoweringC
 }
 
 namespace {
+/// Whether every use of `op` is a matmul's weights (operand 1): the
+/// matmul reads each weight row from its own chunk's slices, so a stripe
+/// may put chunks in both hemispheres.
+bool onlyMatmulWeights(const ir::Op &op, const LoweringContext &ctx) {
+  auto users = ctx.users.find(&op);
+  if (users == ctx.users.end() || users->second.empty())
+    return false;
+  for (const ir::Op *user : users->second)
+    for (size_t i = 0; i < user->operands().size(); ++i)
+      if (user->operand(i) == &op && !(user->kind() == ir::OpKind::Matmul && i == 1))
+        return false;
+  return true;
+}
+
 /// The rows of each chunk a matmul's weight parameter is cut into, or 0 to
 /// store it whole (PlacementHeuristics::weightsByKTile): it has more rows
 /// than a K-tile, its every use is a matmul's weights (operand 1) whose
@@ -261,7 +275,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   // cycle it is free to send and its last recv, across all transfers.
   const bool lockstep = traffic && traffic->mailbox;
   std::map<unsigned, int64_t> linkFree, lastRecv;
-  ctx.striped = sram.balance = storage == ParamStorage::Striped;
+  const bool striping = storage == ParamStorage::Striped || storage == ParamStorage::StripedBySize;
+  ctx.striped = sram.balance = striping;
   // A value another chip sends stored as declared is received so.
   std::set<const ir::Op *> receivedDeclared;
   if (traffic)
@@ -332,7 +347,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     // them, where whole tensors leave a sliver atop most slices that no
     // later tensor fits in (BERT-base: 0.44 of a [768, 768] weight per
     // slice, over 4 MB in all, in SRAM that is 95% parameters).
-    const bool stripe = packed && storage == ParamStorage::Striped;
+    const bool stripe = packed && striping;
     const int64_t groups = chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype);
     int64_t chunks = stripe ? groups : 1;
     if (stripe)
@@ -347,7 +362,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       chunks = std::min(groups, (rows + chunkRows - 1) / chunkRows);
     }
     auto storage = ctx.allocateStorage(op.type().dtype, storedRows, cols, SramOwner{what, op.loc()},
-                                       align, {}, packed, chunks);
+                                       align, {}, packed, chunks, stripe && onlyMatmulWeights(op, ctx));
     if (!storage)
       return storage.takeError();
     // In SRAM before the run: every stored vector is ready at 0.
@@ -383,11 +398,19 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   // Stripes go first: each needs every slice group of a hemisphere free
   // at its address.
   auto striped = [&](const ir::Op *op) {
-    return storage == ParamStorage::Striped && packable(*op, layouts, ctx, chip.lanes);
+    return striping && packable(*op, layouts, ctx, chip.lanes);
+  };
+  // The largest stripes first (the last attempt): one no hemisphere holds
+  // goes across both while they are equally empty, and the others fill
+  // the hemispheres evenly above it.
+  auto bytes = [](const ir::Op *op) {
+    return op->type().numElements() * int64_t(tensor::dtypeSize(op->type().dtype));
   };
   std::stable_sort(leaves.begin(), leaves.end(), [&](const ir::Op *a, const ir::Op *b) {
     if (striped(a) != striped(b))
       return striped(a);
+    if (striped(a) && storage == ParamStorage::StripedBySize)
+      return bytes(a) > bytes(b);
     if (weight(a) != weight(b))
       return weight(a);
     return weight(a) && a->type().numElements() > b->type().numElements();
@@ -704,9 +727,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   // The plan: the knobs, the heuristics, the storage, and every choice the
   // layouts and lowerings made, in order.
   Plan &plan = schedule.plan;
-  plan.parameters = storage == ParamStorage::Rows     ? "rows"
-                    : storage == ParamStorage::Packed ? "packed where it qualifies"
-                                                      : "packed and striped where it qualifies";
+  plan.parameters = storage == ParamStorage::Rows      ? "rows"
+                    : storage == ParamStorage::Packed  ? "packed where it qualifies"
+                    : storage == ParamStorage::Striped ? "packed and striped where it qualifies"
+                                                       : "packed and striped where it qualifies, largest first";
   for (const PlacementHeuristic &h : placementHeuristicTable())
     if (heuristics.*h.flag)
       plan.heuristics.push_back(h.name.str());
@@ -765,11 +789,11 @@ std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
   // striped; the last attempt's error is the one reported.
   switch (packing) {
   case ParamPacking::Never: return {ParamStorage::Rows};
-  case ParamPacking::Always: return {ParamStorage::Packed, ParamStorage::Striped};
-  case ParamPacking::Striped: return {ParamStorage::Striped};
+  case ParamPacking::Always: return {ParamStorage::Packed, ParamStorage::Striped, ParamStorage::StripedBySize};
+  case ParamPacking::Striped: return {ParamStorage::Striped, ParamStorage::StripedBySize};
   case ParamPacking::Auto: break;
   }
-  return {ParamStorage::Rows, ParamStorage::Packed, ParamStorage::Striped};
+  return {ParamStorage::Rows, ParamStorage::Packed, ParamStorage::Striped, ParamStorage::StripedBySize};
 }
 
 llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const ChipDescription &chip,

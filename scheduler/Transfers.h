@@ -114,7 +114,9 @@ bool sharesPattern(int64_t skew, int64_t span, size_t patterns, const TuningKnob
 
 /// How scheduleFunction stores the parameters in an attempt, from the
 /// fastest to read to the one that fits the most (Scheduler.cpp).
-enum class ParamStorage { Rows, Packed, Striped };
+/// How parameters are stored (docs/scheduler.md, "Striped SRAM"):
+/// StripedBySize is Striped with the stripes placed largest first.
+enum class ParamStorage { Rows, Packed, Striped, StripedBySize };
 /// The attempts `packing` makes, in order.
 std::vector<ParamStorage> storageAttempts(ParamPacking packing);
 /// The sets of placement heuristics scheduleFunction tries after the

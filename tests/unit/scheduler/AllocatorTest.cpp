@@ -243,6 +243,37 @@ TEST(SramAllocator, FullIsAnErrorNamingTheLargestLiveTensors) {
   EXPECT_TRUE(seen);
 }
 
+TEST(SramAllocator, StripesAcrossBothHemispheresOnlyWhenAllowed) {
+  auto c = chip();
+  SramAllocator a(c);
+  const unsigned groups = c.memSlices / 2 / 2; // 2-slice groups per hemisphere
+  // More chunks than a hemisphere has groups: refused, naming the
+  // hemisphere, unless the block may go across both.
+  auto refused = a.allocate(2, 100, {"w", {}}, groups + 4);
+  ASSERT_FALSE(bool(refused));
+  llvm::handleAllErrors(refused.takeError(), [&](const ScheduleError &e) {
+    EXPECT_EQ(e.refusal, Refusal::SramChunksInHemisphere);
+  });
+  // One hemisphere 3000 vectors higher than the other: a stripe of every
+  // group of both takes one address above both.
+  ASSERT_TRUE(bool(a.allocate(2, 3000, {"low", {}}, groups)));
+  a.acrossHemispheres = true;
+  auto across = a.allocate(2, 100, {"w", {}}, 2 * groups);
+  a.acrossHemispheres = false;
+  ASSERT_TRUE(bool(across));
+  EXPECT_EQ(across->addr, 3000u);
+  ASSERT_EQ(across->slices.size(), size_t(4 * groups));
+  std::set<bool> sides;
+  for (size_t k = 0; k < across->slices.size(); k += 2) {
+    // Each chunk's two byte planes in one hemisphere.
+    EXPECT_EQ(c.isEastSlice(across->slices[k]), c.isEastSlice(across->slices[k + 1]));
+    sides.insert(c.isEastSlice(across->slices[k]));
+  }
+  EXPECT_EQ(sides.size(), 2u);
+  std::set<uint16_t> distinct(across->slices.begin(), across->slices.end());
+  EXPECT_EQ(distinct.size(), across->slices.size());
+}
+
 TEST(SramAllocator, ABytePlaneLongerThanASliceNeverFits) {
   auto c = chip();
   SramAllocator a(c);
