@@ -54,12 +54,13 @@ HYBRID_CASES = [
     ("llama2-13b 1 layer", "bench/llama.lpu", ["--entry", "llama2_13b_layer"], [("tensor", "8")]),
 ]
 
-# Scale, timing-only: Llama-2-shaped decoders on the fewest nodes that
-# hold them in f16 (hybrid, --chips auto), compiled and then simulated
-# without weights or data: (name, file, lpuc flags)
+# Scale, timing-only: Llama-2-shaped decoders in f16 (hybrid), the 13B on
+# the fewest nodes that hold it (--chips auto), the 70B on a 1,024-chip
+# system, compiled and then simulated without weights or data:
+# (name, file, lpuc flags, --chips)
 SCALE_CASES = [
-    ("llama2-13b S=128", "bench/llama.lpu", ["--entry", "llama2_13b", "--partition", "hybrid"]),
-    ("llama2-70b S=128", "bench/llama.lpu", ["--entry", "llama2_70b", "--partition", "hybrid"]),
+    ("llama2-13b S=128", "bench/llama.lpu", ["--entry", "llama2_13b", "--partition", "hybrid"], "auto"),
+    ("llama2-70b S=128", "bench/llama.lpu", ["--entry", "llama2_70b", "--partition", "hybrid"], "1024"),
 ]
 
 MACS_PER_CYCLE = 102400  # groqchip1: 4 planes of 320 x 320 at a quarter rate in f16
@@ -181,18 +182,18 @@ def timed(cmd, timeout, memory_gb=None):
 
 def scale(args, only):
     print()
-    print(f"# timing-only at scale: lpuc --chips auto, then lpurun --timing-only on every core, "
+    print(f"# timing-only at scale: lpuc --chips as listed, then lpurun --timing-only on every core, "
           f"each within {args.memory_gb:g} GB of address space")
     print(f"{'model':18} {'chips':>5} {'scheduled':>9} {'cycles':>10} {'latency us':>10} "
           f"{'interval':>9} {'compile s':>9} {'peak GB':>7} {'program MB':>10} {'simulate s':>10} "
           f"{'peak GB':>7} {'as predicted':>12}")
     lpurun = os.path.join(os.path.dirname(args.lpuc), "lpurun")
-    for name, path, flags in SCALE_CASES:
+    for name, path, flags, chips in SCALE_CASES:
         if only and not any(o in name for o in only):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             program = os.path.join(tmp, "p.lpx")
-            report, err, wall, rss = run(args.lpuc, path, flags, "auto", args.timeout, ["-o", program],
+            report, err, wall, rss = run(args.lpuc, path, flags, chips, args.timeout, ["-o", program],
                                          args.memory_gb)
             if report is None:
                 print(f"{name:18}  {err}")

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 namespace lpu::ir {
 
@@ -193,6 +194,40 @@ Op *Function::insertBefore(const Op *before, OpKind kind, Type type, std::vector
   std::unique_ptr<Op> op(new Op(kind, std::move(type), std::move(operands), std::move(loc)));
   op->parent_ = this;
   return ops_.insert(it, std::move(op))->get();
+}
+
+void Function::sortTopologically() {
+  const size_t n = ops_.size();
+  std::unordered_map<const Op *, size_t> index;
+  for (size_t i = 0; i < n; ++i)
+    index[ops_[i].get()] = i;
+  // Depth first from each op in order, its operands emitted before it (a
+  // stack rather than recursion: chains are as long as the function).
+  std::vector<std::unique_ptr<Op>> sorted;
+  sorted.reserve(n);
+  std::vector<char> seen(n, 0);
+  std::vector<std::pair<size_t, size_t>> stack; // op, next operand
+  for (size_t i = 0; i < n; ++i) {
+    if (seen[i])
+      continue;
+    seen[i] = 1;
+    stack.push_back({i, 0});
+    while (!stack.empty()) {
+      const size_t k = stack.back().first;
+      const Op &op = *ops_[k];
+      if (stack.back().second < op.operands_.size()) {
+        auto it = index.find(op.operands_[stack.back().second++]);
+        if (it != index.end() && !seen[it->second]) {
+          seen[it->second] = 1;
+          stack.push_back({it->second, 0});
+        }
+        continue;
+      }
+      sorted.push_back(std::move(ops_[k]));
+      stack.pop_back();
+    }
+  }
+  ops_ = std::move(sorted);
 }
 
 void Function::replaceAllUsesWith(Op *from, Op *to) {

@@ -157,6 +157,10 @@ public:
 
   /// Every use of `from` (as an operand of any op) now reads `to`.
   void replaceAllUsesWith(Op *from, Op *to);
+  /// Restores program order after ops were given operands defined later:
+  /// each op moves just after the last of its operands where one comes
+  /// after it; ops otherwise keep their order.
+  void sortTopologically();
   /// Removes every op for which `dead` holds; the caller guarantees none of
   /// the remaining ops uses them.
   void eraseIf(const std::function<bool(const Op &)> &dead);

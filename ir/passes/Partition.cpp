@@ -151,6 +151,8 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
 struct StageCosts {
   std::vector<double> cost;
   std::vector<llvm::SmallVector<const Op *, 2>> params;
+  /// Params some op reads other than as a matmul's weights (operand 1).
+  std::set<const Op *> notOnlyWeights;
 };
 
 StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &costs) {
@@ -158,37 +160,58 @@ StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &co
   for (const Op *op : body) {
     out.cost.push_back(partitionCost(*op, costs));
     llvm::SmallVector<const Op *, 2> params;
-    for (const Op *operand : op->operands())
-      if (operand->kind() == OpKind::Param && !llvm::is_contained(params, operand))
+    for (size_t i = 0; i < op->operands().size(); ++i) {
+      const Op *operand = op->operand(i);
+      if (operand->kind() != OpKind::Param)
+        continue;
+      if (!(op->kind() == OpKind::Matmul && i == 1))
+        out.notOnlyWeights.insert(operand);
+      if (!llvm::is_contained(params, operand))
         params.push_back(operand);
+    }
     out.params.push_back(std::move(params));
   }
   return out;
 }
 
-/// Whether weights of `bytes` fit in `room`: a tensor's byte planes stay
-/// in one hemisphere of the chip (the scheduler's rule), so the weights
-/// must go into two halves of `room`, not merely add up to it (three
-/// 59 MB shards of a Llama-2-70B MLP make 177 MB, under a chip's room,
-/// but no two of them share a half). Largest first, each into the half
-/// with more room left.
-bool fitsInHalves(std::vector<uint64_t> bytes, uint64_t room) {
-  std::sort(bytes.rbegin(), bytes.rend());
+/// A weight's bytes, and whether the scheduler may put its chunks in both
+/// hemispheres (every use a matmul's weights: docs/scheduler.md, "Striped
+/// SRAM").
+struct WeightBytes {
+  uint64_t bytes;
+  bool eitherHalf;
+};
+
+/// Whether weights fit in `room`: a tensor's byte planes stay in one
+/// hemisphere of the chip (the scheduler's rule), so the weights must go
+/// into two halves of `room`, not merely add up to it (three 59 MB shards
+/// of a Llama-2-70B MLP make 177 MB, under a chip's room, but no two of
+/// them share a half), except matmul weights, whose chunks may go to
+/// both. Largest first, each into the half with more room left; then the
+/// matmul weights into what both halves have left.
+bool fitsInHalves(std::vector<WeightBytes> weights, uint64_t room) {
+  std::sort(weights.begin(), weights.end(),
+            [](const WeightBytes &a, const WeightBytes &b) { return a.bytes > b.bytes; });
   uint64_t half[2] = {room / 2, room - room / 2};
-  for (uint64_t b : bytes) {
+  uint64_t either = 0;
+  for (const WeightBytes &w : weights) {
+    if (w.eitherHalf) {
+      either += w.bytes;
+      continue;
+    }
     uint64_t &into = half[0] >= half[1] ? half[0] : half[1];
-    if (b > into)
+    if (w.bytes > into)
       return false;
-    into -= b;
+    into -= w.bytes;
   }
-  return true;
+  return either <= half[0] + half[1];
 }
 
-std::vector<uint64_t> bytesOfEach(const std::set<const Op *> &params) {
-  std::vector<uint64_t> bytes;
+std::vector<WeightBytes> bytesOfEach(const std::set<const Op *> &params, const StageCosts &sc) {
+  std::vector<WeightBytes> weights;
   for (const Op *p : params)
-    bytes.push_back(bytesOf(p->type()));
-  return bytes;
+    weights.push_back({bytesOf(p->type()), !sc.notOnlyWeights.count(p)});
+  return weights;
 }
 
 /// Greedy stages no costlier than `limit`, cut only where legal, each with
@@ -225,7 +248,7 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
       if (!held.count(p))
         extra += bytesOf(p->type());
     }
-    if (!fitsInHalves(bytesOfEach(params), room)) {
+    if (!fitsInHalves(bytesOfEach(params, sc), room)) {
       if (tooBig)
         *tooBig = begin;
       return {};
@@ -233,7 +256,7 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
     std::set<const Op *> together = held;
     together.insert(params.begin(), params.end());
     if (begin > cur.firstOp && ((forced && (*forced)[begin]) || cur.cost + cost > limit ||
-                                !fitsInHalves(bytesOfEach(together), room))) {
+                                !fitsInHalves(bytesOfEach(together, sc), room))) {
       cur.endOp = begin;
       stages.push_back(cur);
       cur = PipelineStage{};
@@ -260,9 +283,13 @@ uint64_t room(const PartitionCosts &costs);
 /// a few more values cross, as few more as lets every block fit.
 /// `stages`: for a hybrid partition's groups, also as few more as let
 /// that many stages be balanced (none over kGroupImbalance times an even
-/// share of the cost). A group's SRAM holds many layers, so the weights
-/// rarely force the slack up, and the fewest crossings may all be before
-/// the first layer (a BERT's attention mask is live in every layer).
+/// share of the cost), or failing that as few more as let the weights fit
+/// in that many stages at all (a Llama-2-70B on 128 nodes: cuts inside the
+/// MLP, where a fourth value crosses), or failing that (and for `stages`
+/// 1, --chips auto) those that give the fewest stages. A group's SRAM
+/// holds many layers, so the weights rarely force the slack up, and the
+/// fewest crossings may all be before the first layer (a BERT's attention
+/// mask is live in every layer).
 std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> &body,
                               const StageCosts &sc, const PartitionCosts &costs,
                               unsigned stages = 1) {
@@ -271,16 +298,28 @@ std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> 
   double total = 0;
   for (double c : sc.cost)
     total += c;
-  std::vector<bool> legal, fits;
+  // `within`: the first whose fewest stages by weight are no more than
+  // `stages`; `least`: the first with the fewest stages of all (what
+  // --chips auto takes, and what an error names when no slack fits
+  // `stages`).
+  std::vector<bool> legal, within, least;
+  size_t leastStages = SIZE_MAX;
   for (int64_t slack = 0; slack <= kMaxSlack; ++slack) {
     legal = legalCuts(body);
     fewestCrossings(fn, body, legal, slack);
-    if (greedyStages(body, sc, legal, HUGE_VAL, room(costs)).empty())
+    const size_t fewest = greedyStages(body, sc, legal, HUGE_VAL, room(costs)).size();
+    if (fewest == 0)
       continue;
-    if (fits.empty())
-      fits = legal;
-    if (costs.chipsPerStage <= 1 || stages <= 1)
+    if (costs.chipsPerStage <= 1)
       return legal;
+    if (fewest < leastStages) {
+      leastStages = fewest;
+      least = legal;
+    }
+    if (stages <= 1)
+      continue;
+    if (within.empty() && fewest <= stages)
+      within = legal;
     std::vector<PipelineStage> even =
         greedyStages(body, sc, legal, kGroupImbalance * total / stages, room(costs));
 
@@ -292,7 +331,9 @@ std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> 
         }))
       return legal;
   }
-  return fits.empty() ? legal : fits;
+  if (!within.empty())
+    return within;
+  return !least.empty() ? least : legal;
 }
 
 uint64_t room(const PartitionCosts &costs) {
@@ -598,6 +639,100 @@ int64_t readingChip(const Op &op) {
   return op.kind() == OpKind::Transfer ? op.intAttr("from").value_or(0) : op.chip();
 }
 
+/// Values a node holds whole on every chip (replicated, or all-gathered:
+/// PartitionOptions::markWhole) and a later node reads: rather than each
+/// chip's whole copy crossing to the chip of its position there (a
+/// [128, 8192] f16 residual: 6,656 vectors over one link, about 140,000
+/// cycles, on every hop), chip u sends rows u of its copy (a balanced
+/// eighth) to the chip of its position, and the later node gathers the
+/// rows over its local links. The rows are the same whichever copy they
+/// come from, so the value is the same, bit for bit. Runs on the chips
+/// the stages gave, before placeOnChips; a value computed from no input
+/// (placeOnChips computes it again where it is read) or one with fewer
+/// rows than chips crosses as before.
+void gatherCrossings(Function &fn, unsigned group) {
+  std::vector<Op *> ops;
+  for (const auto &op : fn.ops())
+    ops.push_back(op.get());
+  const std::map<const Op *, bool> dep = streamed(fn);
+  // The copies of each value in each node: (value, node) -> per position.
+  std::map<std::pair<int64_t, int64_t>, std::vector<Op *>> copies;
+  for (Op *op : ops)
+    if (std::optional<int64_t> id = op->intAttr(kWholeAttr); id && !isLeaf(*op)) {
+      std::vector<Op *> &v = copies[{*id, op->chip() / group}];
+      v.resize(group);
+      v[size_t(op->chip() % group)] = op;
+    }
+  // By value and the node it crosses from: the rows that cross (to the
+  // reading node, from each position), where they land on each reading
+  // chip, and the whole again there.
+  std::map<std::tuple<int64_t, int64_t, int64_t, unsigned>, Op *> pieces; // + reading node, position
+  std::map<std::tuple<int64_t, int64_t, unsigned, int64_t>, Op *> parts;   // + position, reading chip
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Op *> wholes;            // + reading chip
+  auto transfer = [&](Op *before, Op *value, int64_t from, int64_t to) {
+    Op *t = fn.insertBefore(before, OpKind::Transfer, value->type(), {value}, value->loc());
+    t->setAttr("from", from);
+    t->setAttr("to", to);
+    return t;
+  };
+  for (Op *reader : ops) {
+    if (reader->kind() == OpKind::Return)
+      continue;
+    const int64_t r = readingChip(*reader), t = r / group;
+    std::vector<Op *> operands(reader->operands().begin(), reader->operands().end());
+    bool changed = false;
+    for (Op *&operand : operands) {
+      std::optional<int64_t> id = operand->intAttr(kWholeAttr);
+      if (!id || isLeaf(*operand) || !dep.at(operand))
+        continue;
+      const int64_t node = operand->chip() / group;
+      const Type type = operand->type();
+      auto it = copies.find({*id, node});
+      if (node == t || it == copies.end() || type.rank() == 0 || type.shape[0] < int64_t(group) ||
+          llvm::is_contained(it->second, nullptr))
+        continue;
+      Op *&whole = wholes[{*id, node, r}];
+      if (!whole) {
+        std::vector<Op *> rows;
+        for (unsigned u = 0; u < group; ++u) {
+          const int64_t there = t * group + u;
+          Op *&piece = pieces[{*id, node, t, u}];
+          if (!piece) {
+            Op *copy = it->second[u];
+            const int64_t start = type.shape[0] * u / group;
+            const int64_t size = type.shape[0] * (u + 1) / group - start;
+            Type part = type;
+            part.shape[0] = size;
+            std::vector<int64_t> lo(type.rank(), 0), hi(type.shape.begin(), type.shape.end());
+            lo[0] = start;
+            hi[0] = start + size;
+            Op *slice = fn.insertBefore(reader, OpKind::Slice, part, {copy}, copy->loc());
+            slice->setAttr("start", lo);
+            slice->setAttr("limit", hi);
+            slice->setAttr("chip", copy->chip());
+            piece = transfer(reader, slice, copy->chip(), there);
+          }
+          Op *&mine = parts[{*id, node, u, r}];
+          if (!mine)
+            mine = there == r ? piece : transfer(reader, piece, there, r);
+          rows.push_back(mine);
+        }
+        whole = fn.insertBefore(reader, OpKind::Concat, type, rows, operand->loc());
+        whole->setAttr("axis", int64_t(0));
+        whole->setAttr("chip", r);
+      }
+      operand = whole;
+      changed = true;
+    }
+    if (changed)
+      reader->setOperands(std::move(operands));
+  }
+  // A reader may come before some node's copies in the program (the
+  // tensor split made the chips' ops in turn): it moves after them.
+  if (!wholes.empty())
+    fn.sortTopologically();
+}
+
 } // namespace
 
 llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options) {
@@ -635,6 +770,7 @@ llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options) {
   PartitionOptions inGroup = options;
   inGroup.kind = PartitionKind::Tensor;
   inGroup.chips = group;
+  inGroup.markWhole = true;
   if (llvm::Error e = partitionTensor(fn, inGroup))
     return e;
   // The ops the split added (the collectives' slices, transfers, adds and
@@ -668,8 +804,14 @@ llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options) {
   }
   for (const auto &op : fn.ops())
     op->removeAttr(kStageAttr);
-  if (overGroups.chips <= 1 || stages->size() <= 1)
+  auto unmark = [&] {
+    for (const auto &op : fn.ops())
+      op->removeAttr(kWholeAttr);
+  };
+  if (overGroups.chips <= 1 || stages->size() <= 1) {
+    unmark();
     return llvm::Error::success();
+  }
   for (Op *op : body) {
     const int64_t base = stageOf[op] * group;
     if (op->kind() == OpKind::Transfer) {
@@ -679,6 +821,8 @@ llvm::Error partitionHybrid(Function &fn, const PartitionOptions &options) {
       op->setAttr("chip", base + op->chip());
     }
   }
+  gatherCrossings(fn, group);
+  unmark();
   placeOnChips(fn);
   return llvm::Error::success();
 }

@@ -54,7 +54,15 @@ struct PartitionOptions {
   PartitionCosts costs;
   /// The user's pins (PartitionPins.h); each kind reads those it knows.
   std::vector<PartitionPin> pins;
+  /// Tensor: every op that holds the whole of a value on one chip (a
+  /// replicated op, an all-gather's concat) gets kWholeAttr, one number
+  /// per value, so that a later step can find its copies on the other
+  /// chips (partitionHybrid, which removes it).
+  bool markWhole = false;
 };
+
+/// The attribute of PartitionOptions::markWhole.
+inline constexpr const char *kWholeAttr = "hybrid.whole";
 
 /// The analytic cost of `op` in cycles (what the pass balances).
 double partitionCost(const Op &op, const PartitionCosts &costs);

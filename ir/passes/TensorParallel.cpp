@@ -615,7 +615,8 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
 /// Writes the partitioned function (see the file comment).
 class Rewriter {
 public:
-  Rewriter(Function &fn, unsigned chips, const Analysis &a) : fn_(fn), chips_(chips), a_(a) {}
+  Rewriter(Function &fn, unsigned chips, const Analysis &a, bool markWhole)
+      : fn_(fn), chips_(chips), a_(a), markWhole_(markWhole) {}
 
   llvm::Error run() {
     std::vector<Op *> old;
@@ -671,7 +672,21 @@ private:
   }
 
   /// The whole of `op` on chip c.
-  Op *rep(Op *op, unsigned c) {
+  Op *rep(Op *op, unsigned c) { return markedWhole(op, wholeOf(op, c)); }
+
+  /// With markWhole_, `whole` (the whole of `op` on some chip) names `op`
+  /// (kWholeAttr), so that the copies of one value on the chips can be
+  /// found again (partitionHybrid's crossings).
+  Op *markedWhole(const Op *op, Op *whole) {
+    if (markWhole_ && chips_ > 1 && !whole->intAttr(kWholeAttr)) {
+      auto [it, added] = wholeIds_.try_emplace(op, int64_t(wholeIds_.size()));
+      (void)added;
+      whole->setAttr(kWholeAttr, it->second);
+    }
+    return whole;
+  }
+
+  Op *wholeOf(Op *op, unsigned c) {
     Sharding s = shardingOf(op);
     if (s.kind == Sharding::Partial)
       return allReduced(op, c);
@@ -981,6 +996,8 @@ private:
   std::map<std::tuple<const Op *, unsigned, int, int64_t, int64_t>, Op *> slice_;
   std::map<const Op *, Scattered> scattered_;
   std::map<std::pair<const Op *, unsigned>, Op *> gathered_, scatteredShape_;
+  bool markWhole_;
+  std::map<const Op *, int64_t> wholeIds_;
 };
 
 } // namespace
@@ -995,7 +1012,7 @@ llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
                  llvm::Twine(options.chips) +
                  " chips (a matmul by a weight's columns whose split ends in a matmul by "
                  "rows before anything reads it whole); use --partition=pipeline");
-  if (llvm::Error e = Rewriter(fn, options.chips, a).run())
+  if (llvm::Error e = Rewriter(fn, options.chips, a, options.markWhole).run())
     return e;
   // Elementwise groups again, per chip (the all-reduces' sums among them).
   createFuseElementwisePass()->run(fn);

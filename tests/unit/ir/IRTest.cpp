@@ -138,6 +138,30 @@ TEST(FunctionTest, Editing) {
   EXPECT_EQ(fn.ops()[0].get(), w);
 }
 
+TEST(FunctionTest, SortTopologicallyMovesReadersAfterTheirOperands) {
+  Function fn("f");
+  Op *x = fn.append(OpKind::Input, f32({2}), {});
+  Op *a = fn.append(OpKind::Neg, f32({2}), {x});
+  Op *b = fn.append(OpKind::Abs, f32({2}), {x});
+  Op *ret = fn.append(OpKind::Return, Type{}, {a});
+  // c reads b and comes before it; d reads c; a, b and the rest keep
+  // their order.
+  Op *c = fn.insertBefore(b, OpKind::Add, f32({2}), {a, b});
+  Op *d = fn.insertBefore(b, OpKind::Mul, f32({2}), {c, x});
+  ret->setOperands({d});
+  fn.sortTopologically();
+  std::vector<Op *> order;
+  for (const auto &op : fn.ops())
+    order.push_back(op.get());
+  EXPECT_EQ(order, (std::vector<Op *>{x, a, b, c, d, ret}));
+  // An order that is already right stays as it is.
+  fn.sortTopologically();
+  std::vector<Op *> again;
+  for (const auto &op : fn.ops())
+    again.push_back(op.get());
+  EXPECT_EQ(again, order);
+}
+
 TEST(ModuleTest, LookupByNameAndBucket) {
   Module m;
   m.functions.push_back(std::make_unique<Function>("enc", std::vector<std::pair<std::string, int64_t>>{{"S", 128}}));
