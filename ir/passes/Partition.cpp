@@ -285,11 +285,14 @@ uint64_t room(const PartitionCosts &costs);
 /// that many stages be balanced (none over kGroupImbalance times an even
 /// share of the cost), or failing that as few more as let the weights fit
 /// in that many stages at all (a Llama-2-70B on 128 nodes: cuts inside the
-/// MLP, where a fourth value crosses), or failing that (and for `stages`
-/// 1, --chips auto) those that give the fewest stages. A group's SRAM
-/// holds many layers, so the weights rarely force the slack up, and the
-/// fewest crossings may all be before the first layer (a BERT's attention
-/// mask is live in every layer).
+/// MLP, where a fourth value crosses), or failing that those that give
+/// the fewest stages (for the error). With `stages` 1 (--chips auto), the
+/// fewest crossings that fit: more slack can save nodes (the 70B: 121
+/// instead of 161) but fills the chips and cuts layers in more ways
+/// (Llama-2-13B: 144 chips instead of 168, 26% slower, and its compile
+/// past 16 GB). A group's SRAM holds many layers, so the weights rarely
+/// force the slack up, and the fewest crossings may all be before the
+/// first layer (a BERT's attention mask is live in every layer).
 std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> &body,
                               const StageCosts &sc, const PartitionCosts &costs,
                               unsigned stages = 1) {
@@ -299,9 +302,8 @@ std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> 
   for (double c : sc.cost)
     total += c;
   // `within`: the first whose fewest stages by weight are no more than
-  // `stages`; `least`: the first with the fewest stages of all (what
-  // --chips auto takes, and what an error names when no slack fits
-  // `stages`).
+  // `stages`; `least`: the first with the fewest stages of all (what the
+  // error names when no slack fits `stages`).
   std::vector<bool> legal, within, least;
   size_t leastStages = SIZE_MAX;
   for (int64_t slack = 0; slack <= kMaxSlack; ++slack) {
@@ -310,14 +312,12 @@ std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> 
     const size_t fewest = greedyStages(body, sc, legal, HUGE_VAL, room(costs)).size();
     if (fewest == 0)
       continue;
-    if (costs.chipsPerStage <= 1)
+    if (costs.chipsPerStage <= 1 || stages <= 1)
       return legal;
     if (fewest < leastStages) {
       leastStages = fewest;
       least = legal;
     }
-    if (stages <= 1)
-      continue;
     if (within.empty() && fewest <= stages)
       within = legal;
     std::vector<PipelineStage> even =
