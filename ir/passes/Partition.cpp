@@ -287,12 +287,12 @@ uint64_t room(const PartitionCosts &costs);
 /// in that many stages at all (a Llama-2-70B on 128 nodes: cuts inside the
 /// MLP, where a fourth value crosses), or failing that those that give
 /// the fewest stages (for the error). With `stages` 1 (--chips auto), the
-/// fewest crossings that fit: more slack can save nodes (the 70B: 121
-/// instead of 161) but fills the chips and cuts layers in more ways
-/// (Llama-2-13B: 144 chips instead of 168, 26% slower, and its compile
-/// past 16 GB). A group's SRAM holds many layers, so the weights rarely
-/// force the slack up, and the fewest crossings may all be before the
-/// first layer (a BERT's attention mask is live in every layer).
+/// fewest crossings that fit: more slack can save nodes but fills the
+/// chips and cuts layers in more ways, so fewer stages share a schedule
+/// (docs/partitioning.md, "The hybrid partition"). A group's SRAM holds
+/// many layers, so the weights rarely force the slack up, and the fewest
+/// crossings may all be before the first layer (a BERT's attention mask
+/// is live in every layer).
 std::vector<bool> cutsThatFit(const Function &fn, const std::vector<const Op *> &body,
                               const StageCosts &sc, const PartitionCosts &costs,
                               unsigned stages = 1) {
