@@ -16,6 +16,8 @@ packages=(
   libopenblas-dev                       # the reference interpreter's matmul and convolution kernels
   python3-torch                         # an independent reference for model tests, and the CPU baseline in bench/
   ccache                                # shares compiled objects between build trees
+  libonnx-dev libprotobuf-dev           # lpu-import reads ONNX models through their protobuf definitions
+  python3-onnx python3-torchvision      # import tests: models exported from PyTorch, bad models built with onnx.helper
 )
 
 missing=()

@@ -14,13 +14,14 @@ ALLOWED = {
     "backend": {"support"},
     "sim": {"backend", "support"},
     "driver": {"frontend", "ir", "scheduler", "backend", "support"},
+    "import": {"support"},
     "format/engine": set(),
     "format": {"format/engine", "grammar", "frontend"},
     "tools": {"tools", "driver", "frontend", "ir", "interp", "scheduler", "backend", "sim",
-              "format", "format/engine", "grammar", "support"},
+              "format", "format/engine", "grammar", "import", "support"},
 }
 OURS = ["support", "grammar", "frontend", "ir", "interp", "scheduler", "backend", "sim", "driver",
-        "format", "tools"]
+        "import", "format", "tools"]
 include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 generated = {"LPULexer.h", "LPUParser.h", "LPUVisitor.h", "LPUBaseVisitor.h", "LPUFastLexer.h"}
 

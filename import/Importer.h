@@ -1,0 +1,43 @@
+// ONNX graph -> .lpu source text and the weights by parameter path. The
+// source is plain text, one `let` per value; the tool formats it with
+// lpufmt's engine and type-checks it before anything is written.
+#pragma once
+
+#include "import/OnnxGraph.h"
+#include "support/SafeTensors.h"
+
+#include <llvm/Support/Error.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lpu::import {
+
+struct ImportOptions {
+  std::string entryName = "main";
+  std::string modelName = "Imported";
+  /// The ONNX file's name, for the header comment.
+  std::string sourceName;
+  /// Buckets of the symbolic dimensions, by the ONNX name (or its
+  /// sanitized spelling).
+  std::map<std::string, std::vector<int64_t>> buckets;
+};
+
+struct ImportResult {
+  std::string source;                       // unformatted .lpu text
+  std::vector<tensor::NamedTensor> weights; // by parameter path
+  std::vector<std::string> sizeNames;       // the entry's bucketed sizes
+};
+
+/// The whole import, or an error that says everything wrong at once
+/// (every unsupported operator with its nodes) or the first node that
+/// cannot be imported, by name.
+llvm::Expected<ImportResult> importOnnx(const OnnxGraph &graph, const ImportOptions &options);
+
+/// `name` as an identifier of the language: characters outside
+/// [A-Za-z0-9_] become '_', runs of '_' collapse, a leading digit gets a
+/// 'v' before it.
+std::string sanitizeName(const std::string &name);
+
+} // namespace lpu::import

@@ -1,0 +1,326 @@
+// The importer on graphs built in code: shape arithmetic over symbolic
+// sizes, the std.nn patterns and when they are declined, and the errors.
+#include "import/ImporterImpl.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace lpu::import {
+namespace {
+
+using detail::Size;
+
+OnnxValueInfo tensorInfo(const std::string &name, int32_t type,
+                         std::vector<std::variant<int64_t, std::string>> dims) {
+  OnnxValueInfo v;
+  v.name = name;
+  v.type = type;
+  v.hasShape = true;
+  for (auto &d : dims) {
+    OnnxDim dim;
+    if (std::holds_alternative<int64_t>(d))
+      dim.value = std::get<int64_t>(d);
+    else
+      dim.symbol = std::get<std::string>(d);
+    v.dims.push_back(dim);
+  }
+  return v;
+}
+
+OnnxTensor floats(const std::string &name, std::vector<int64_t> dims, std::vector<float> values) {
+  OnnxTensor t;
+  t.name = name;
+  t.type = kOnnxFloat;
+  t.dims = std::move(dims);
+  t.floats = std::move(values);
+  return t;
+}
+
+OnnxTensor ints(const std::string &name, std::vector<int64_t> dims, std::vector<int64_t> values) {
+  OnnxTensor t;
+  t.name = name;
+  t.type = kOnnxInt64;
+  t.dims = std::move(dims);
+  t.ints = std::move(values);
+  return t;
+}
+
+OnnxNode node(const std::string &op, std::vector<std::string> in, std::vector<std::string> out,
+              const std::string &name = "") {
+  OnnxNode n;
+  n.opType = op;
+  n.name = name.empty() ? "/" + op : name;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+OnnxAttribute intsAttr(std::vector<int64_t> v) {
+  OnnxAttribute a;
+  a.kind = OnnxAttribute::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+OnnxAttribute intAttr(int64_t v) {
+  OnnxAttribute a;
+  a.kind = OnnxAttribute::Int;
+  a.i = v;
+  return a;
+}
+
+OnnxAttribute tensorAttr(OnnxTensor t) {
+  OnnxAttribute a;
+  a.kind = OnnxAttribute::Tensor;
+  a.t = std::move(t);
+  return a;
+}
+
+std::string importOk(const OnnxGraph &g, std::map<std::string, std::vector<int64_t>> buckets = {},
+                     ImportResult *out = nullptr) {
+  ImportOptions options;
+  options.buckets = std::move(buckets);
+  auto r = importOnnx(g, options);
+  if (!r) {
+    ADD_FAILURE() << llvm::toString(r.takeError());
+    return "";
+  }
+  if (out)
+    *out = *r;
+  return r->source;
+}
+
+std::string importError(const OnnxGraph &g, std::map<std::string, std::vector<int64_t>> buckets = {}) {
+  ImportOptions options;
+  options.buckets = std::move(buckets);
+  auto r = importOnnx(g, options);
+  if (r) {
+    ADD_FAILURE() << "imported:\n" << r->source;
+    return "";
+  }
+  return llvm::toString(r.takeError());
+}
+
+TEST(SizeTest, MonomialsMultiplyAndDivideExactly) {
+  Size s = Size::symbol("S");
+  Size twelveS = detail::mulSize(Size::of(12), s);
+  EXPECT_EQ(twelveS.text(), "12 * S");
+  auto back = detail::divSize(twelveS, Size::of(4));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->text(), "3 * S");
+  EXPECT_EQ(detail::divSize(twelveS, s)->text(), "12");
+  EXPECT_FALSE(detail::divSize(twelveS, Size::of(5)));
+  EXPECT_FALSE(detail::divSize(twelveS, Size::symbol("B")));
+  EXPECT_EQ(detail::addSize(s, Size::of(-1)).text(), "S - 1");
+}
+
+TEST(ImporterTest, ReshapeResolvesZeroAndMinusOneOverSymbolicSizes) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(1), std::string("seq"), int64_t(64)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {ints("shape", {4}, {0, -1, 4, 16})};
+  g.nodes = {node("Reshape", {"x", "shape"}, {"y"})};
+  std::string src = importOk(g, {{"seq", {8, 16}}});
+  EXPECT_NE(src.find("fn forward<seq>(x: f16[1, seq, 64]) -> f32[1, seq, 4, 16]"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("reshape(x, [1, seq, 4, 16])"), std::string::npos) << src;
+  EXPECT_NE(src.find("Imported.forward<seq in {8, 16}>"), std::string::npos) << src;
+}
+
+TEST(ImporterTest, ShapeArithmeticFoldsAtImport) {
+  // y = reshape(x, [S * 2, 32]) with the target computed from Shape(x).
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(1), std::string("S"), int64_t(64)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {ints("one", {}, {1}), ints("two", {}, {2}), ints("axes", {1}, {0}),
+                    ints("width", {1}, {32})};
+  g.nodes = {node("Shape", {"x"}, {"shape"}), node("Gather", {"shape", "one"}, {"s"}),
+             node("Mul", {"s", "two"}, {"s2"}), node("Unsqueeze", {"s2", "axes"}, {"s2v"}),
+             node("Concat", {"s2v", "width"}, {"target"}),
+             node("Reshape", {"x", "target"}, {"y"})};
+  g.nodes[4].attributes["axis"] = intAttr(0);
+  std::string src = importOk(g, {{"S", {4}}});
+  EXPECT_NE(src.find("reshape(x, [2 * S, 32])"), std::string::npos) << src;
+  // Nothing but the reshape is computed at run time.
+  EXPECT_EQ(src.find("gather"), std::string::npos) << src;
+}
+
+TEST(ImporterTest, RuntimeShapeIsADataDependentError) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(4), int64_t(4)}),
+              tensorInfo("shape", kOnnxInt64, {int64_t(2)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Reshape", {"x", "shape"}, {"y"}, "reshape_it")};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("reshape_it"), std::string::npos) << e;
+  EXPECT_NE(e.find("data-dependent shape"), std::string::npos) << e;
+}
+
+TEST(ImporterTest, EveryUnsupportedOperatorIsListedAtOnce) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(4)})};
+  g.outputs = {tensorInfo("z", kOnnxFloat, {})};
+  g.nodes = {node("Hardmax", {"x"}, {"a"}, "h1"), node("Foo", {"a"}, {"b"}, "f1"),
+             node("Hardmax", {"b"}, {"c"}, "h2"), node("NonZero", {"c"}, {"z"}, "nz")};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("unsupported operator 'Hardmax' (2 nodes: h1, h2)"), std::string::npos) << e;
+  EXPECT_NE(e.find("unsupported operator 'Foo' (1 node: f1)"), std::string::npos) << e;
+  EXPECT_NE(e.find("operator 'NonZero' (1 node: nz) gives a data-dependent shape"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ImporterTest, GemmBecomesLinearWithItsWeightTransposed) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(3)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  // ONNX's B is [N, K] = [2, 3] with transB.
+  g.initializers = {floats("fc.weight", {2, 3}, {1, 2, 3, 4, 5, 6}),
+                    floats("fc.bias", {2}, {0.5f, -0.5f})};
+  g.nodes = {node("Gemm", {"x", "fc.weight", "fc.bias"}, {"y"}, "/fc/Gemm")};
+  g.nodes[0].attributes["transB"] = intAttr(1);
+  ImportResult r;
+  std::string src = importOk(g, {}, &r);
+  EXPECT_NE(src.find("param fc: nn.Linear<3, 2>"), std::string::npos) << src;
+  EXPECT_NE(src.find("import std.nn"), std::string::npos) << src;
+  ASSERT_EQ(r.weights.size(), 2u);
+  EXPECT_EQ(r.weights[0].first, "fc.w");
+  EXPECT_EQ(r.weights[0].second.shape(), llvm::ArrayRef<int64_t>({3, 2}));
+  // w[k][n] = B[n][k]
+  EXPECT_EQ(r.weights[0].second.toFloats(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(r.weights[1].first, "fc.b");
+}
+
+TEST(ImporterTest, MatMulAddBecomesLinearOnlyWithAVectorBias) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(1), std::string("S"), int64_t(2)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {floats("onnx::MatMul_7", {2, 2}, {1, 0, 0, 1}),
+                    floats("proj.bias", {2}, {1, 1})};
+  g.nodes = {node("MatMul", {"x", "onnx::MatMul_7"}, {"m"}, "/proj/MatMul"),
+             node("Add", {"proj.bias", "m"}, {"y"}, "/proj/Add")};
+  std::string src = importOk(g, {{"S", {3}}});
+  EXPECT_NE(src.find("param proj: nn.Linear<2, 2> // onnx::MatMul_7, proj.bias"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("proj(x)"), std::string::npos) << src;
+
+  // A bias of another shape: a plain matmul and an add.
+  g.initializers[1] = floats("proj.bias", {1, 1, 2}, {1, 1});
+  src = importOk(g, {{"S", {3}}});
+  EXPECT_EQ(src.find("nn.Linear"), std::string::npos) << src;
+  EXPECT_NE(src.find("x @ "), std::string::npos) << src;
+}
+
+TEST(ImporterTest, ErfGeluBecomesTheBuiltIn) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(8)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {floats("sqrt2", {}, {1.4142135f}), floats("one", {}, {1.f}),
+                    floats("half", {}, {0.5f})};
+  g.nodes = {node("Div", {"x", "sqrt2"}, {"d"}), node("Erf", {"d"}, {"e"}),
+             node("Add", {"e", "one"}, {"p"}), node("Mul", {"x", "p"}, {"m"}),
+             node("Mul", {"m", "half"}, {"y"}, "/Mul_1")};
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("gelu(x)"), std::string::npos) << src;
+  EXPECT_EQ(src.find("erf"), std::string::npos) << src;
+
+  // Another constant: not GELU, and Erf alone is not supported.
+  g.initializers[0] = floats("sqrt2", {}, {2.f});
+  std::string e = importError(g);
+  EXPECT_NE(e.find("unsupported operator 'Erf'"), std::string::npos) << e;
+}
+
+TEST(ImporterTest, AttentionWithAnotherScaleIsWrittenOpByOp) {
+  // softmax(q k^T / c) v over [1, 2, 4, 8] heads: nn.attention only when
+  // c is sqrt(8).
+  auto graph = [](float c) {
+    OnnxGraph g;
+    g.opset = 13;
+    for (const char *n : {"q", "k", "v"})
+      g.inputs.push_back(
+          tensorInfo(n, kOnnxFloat, {int64_t(1), int64_t(2), int64_t(4), int64_t(8)}));
+    g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+    g.initializers = {floats("c", {}, {c})};
+    g.nodes = {node("Transpose", {"k"}, {"kt"}), node("MatMul", {"q", "kt"}, {"s"}),
+               node("Div", {"s", "c"}, {"sc"}), node("Softmax", {"sc"}, {"p"}),
+               node("MatMul", {"p", "v"}, {"y"}, "/MatMul_1")};
+    g.nodes[0].attributes["perm"] = intsAttr({0, 1, 3, 2});
+    g.nodes[3].attributes["axis"] = intAttr(-1);
+    return g;
+  };
+  std::string fused = importOk(graph(std::sqrt(8.f)));
+  EXPECT_NE(fused.find("nn.attention(q, k, v)"), std::string::npos) << fused;
+  std::string plain = importOk(graph(3.f));
+  EXPECT_EQ(plain.find("nn.attention"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("softmax(f32("), std::string::npos) << plain;
+  EXPECT_NE(plain.find("transpose(k, [0, 1, 3, 2])"), std::string::npos) << plain;
+}
+
+TEST(ImporterTest, ConvWindowsTheLanguageCannotExpressAreRefused) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(1), int64_t(2), int64_t(8), int64_t(8)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {floats("w", {4, 2, 3, 3}, std::vector<float>(72, 0.1f))};
+  g.nodes = {node("Conv", {"x", "w"}, {"y"}, "conv0")};
+  g.nodes[0].attributes["pads"] = intsAttr({0, 0, 1, 1});
+  std::string e = importError(g);
+  EXPECT_NE(e.find("conv0"), std::string::npos) << e;
+  EXPECT_NE(e.find("pads"), std::string::npos) << e;
+
+  // Symmetric padding and no bias: the built-in with a weight parameter.
+  g.nodes[0].attributes["pads"] = intsAttr({1, 1, 1, 1});
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("conv2d(x, w_w, padding = 1)"), std::string::npos) << src;
+}
+
+TEST(ImporterTest, InputsAndBucketsAreChecked) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {std::string("batch"), int64_t(4)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Relu", {"x"}, {"y"})};
+  EXPECT_NE(importError(g).find("--bucket batch="), std::string::npos);
+  EXPECT_NE(importError(g, {{"batch", {1}}, {"seq", {2}}}).find("'seq'"), std::string::npos);
+  g.inputs[0].type = kOnnxDouble;
+  EXPECT_NE(importError(g, {{"batch", {1}}}).find("dtype double"), std::string::npos);
+}
+
+TEST(ImporterTest, SliceNormalisesNegativeBoundsAndRefusesSteps) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(10)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {ints("starts", {1}, {-4}), ints("ends", {1}, {INT64_MAX}),
+                    ints("axes", {1}, {1})};
+  g.nodes = {node("Slice", {"x", "starts", "ends", "axes"}, {"y"})};
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("x[:, 6:10]"), std::string::npos) << src;
+  g.initializers.push_back(ints("steps", {1}, {2}));
+  g.nodes[0].inputs.push_back("steps");
+  EXPECT_NE(importError(g).find("step 2"), std::string::npos);
+}
+
+TEST(ImporterTest, ConstantNodesFeedLiterals) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(3)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Constant", {}, {"c"}), node("Mul", {"x", "c"}, {"y"})};
+  g.nodes[0].attributes["value"] = tensorAttr(floats("", {}, {-0.25f}));
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("x * (-0.25)"), std::string::npos) << src;
+}
+
+} // namespace
+} // namespace lpu::import

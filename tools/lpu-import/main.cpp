@@ -1,0 +1,191 @@
+// lpu-import: an ONNX model -> readable .lpu source and .safetensors
+// weights. A thin driver: the translation is import/, the layout lpufmt's
+// engine, the check the compiler's own front end. All or nothing: both
+// files are written only once the source formats and type-checks.
+#include "driver/LoadModel.h"
+#include "format/Languages.h"
+#include "frontend/Checker.h"
+#include "import/Importer.h"
+#include "import/OnnxGraph.h"
+#include "tools/common/ToolSupport.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace lpu;
+constexpr const char *kTool = "lpu-import";
+
+/// Writes `contents` next to `path` under a temporary name; the caller
+/// renames it into place.
+llvm::Expected<std::string> writeTemporary(const std::string &path, llvm::StringRef contents) {
+  llvm::SmallString<256> temp;
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temp))
+    return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
+                                   ec.message().c_str());
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << contents;
+  os.close();
+  if (os.has_error()) {
+    std::error_code ec = os.error();
+    os.clear_error();
+    llvm::sys::fs::remove(temp);
+    return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
+                                   ec.message().c_str());
+  }
+  return std::string(temp.str());
+}
+
+/// "resnet50" -> "Resnet50": the model's name.
+std::string modelNameFor(const std::string &entry) {
+  std::string name;
+  bool upper = true;
+  for (char c : entry) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    name.push_back(upper ? char(std::toupper(static_cast<unsigned char>(c))) : c);
+    upper = false;
+  }
+  if (name.empty() || !std::isalpha(static_cast<unsigned char>(name[0])))
+    name = "Model" + name;
+  return name == entry ? name + "Model" : name;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"lpu-import: imports an ONNX model as .lpu source and .safetensors weights"};
+  tools::addCommonOptions(app, kTool);
+  std::string input, output, weights, entry, modelName;
+  std::vector<std::string> buckets;
+  app.add_option("model", input, "the ONNX model (.onnx)")->required();
+  app.add_option("-o,--output", output, "the .lpu source to write")->required();
+  app.add_option("--weights", weights,
+                 "the .safetensors file of the weights (default: the output with the extension "
+                 ".safetensors)");
+  app.add_option("--entry", entry, "the entry's name (default: the output's file name)");
+  app.add_option("--model", modelName, "the model's name (default: the entry's, capitalised)");
+  app.add_option("--bucket", buckets,
+                 "the sizes to compile a symbolic dimension of the inputs for, DIM=N[,N...] "
+                 "(repeatable; every symbolic dimension needs one)");
+  if (int code = tools::parseCommandLine(app, argc, argv, kTool); code >= 0)
+    return code;
+
+  import::ImportOptions options;
+  for (const std::string &b : buckets) {
+    auto [dim, list] = llvm::StringRef(b).split('=');
+    llvm::SmallVector<llvm::StringRef, 4> parts;
+    list.split(parts, ',', -1, false);
+    std::vector<int64_t> sizes;
+    bool ok = !dim.empty() && !parts.empty();
+    for (llvm::StringRef p : parts) {
+      int64_t v = 0;
+      ok &= !p.trim().getAsInteger(10, v) && v > 0;
+      sizes.push_back(v);
+    }
+    if (!ok) {
+      tools::reportToolError(kTool, "--bucket '" + b + "': expected DIM=N[,N...] with sizes above 0");
+      return tools::kExitUsageError;
+    }
+    options.buckets[dim.str()] = sizes;
+  }
+  if (llvm::sys::fs::is_directory(input) || !llvm::sys::fs::exists(input)) {
+    tools::reportToolError(kTool, "cannot read '" + input + "': " +
+                                      (llvm::sys::fs::exists(input) ? "is a directory"
+                                                                    : "no such file"));
+    return tools::kExitUsageError;
+  }
+  std::string stem = llvm::sys::path::stem(output).str();
+  options.entryName = entry.empty() ? import::sanitizeName(stem) : entry;
+  if (import::sanitizeName(options.entryName) != options.entryName) {
+    tools::reportToolError(kTool, "--entry '" + options.entryName + "' is no identifier");
+    return tools::kExitUsageError;
+  }
+  options.modelName = modelName.empty() ? modelNameFor(options.entryName) : modelName;
+  options.sourceName = llvm::sys::path::filename(input).str();
+  if (weights.empty()) {
+    llvm::SmallString<256> w(output);
+    llvm::sys::path::replace_extension(w, "safetensors");
+    weights = w.str().str();
+  }
+
+  auto graph = import::readOnnxModel(input);
+  if (!graph) {
+    tools::reportToolError(kTool, llvm::toString(graph.takeError()));
+    return tools::kExitInputError;
+  }
+  auto result = import::importOnnx(*graph, options);
+  if (!result) {
+    tools::reportToolError(kTool, input + ": " + llvm::toString(result.takeError()));
+    return tools::kExitInputError;
+  }
+
+  const format::Language *lpu = format::languageByName("lpu");
+  format::FormatResult formatted = format::formatSource(*lpu, result->source, {});
+  if (formatted.status != format::FormatResult::Formatted) {
+    tools::reportToolError(kTool, "internal error: the imported source does not format" +
+                                      (formatted.details.empty() ? std::string()
+                                                                 : ": " + formatted.details) +
+                                      "\n" + result->source);
+    return tools::kExitInputError;
+  }
+
+  auto sourceTemp = writeTemporary(output, formatted.output);
+  if (!sourceTemp) {
+    tools::reportToolError(kTool, llvm::toString(sourceTemp.takeError()));
+    return tools::kExitUsageError;
+  }
+  // The compiler's own front end checks what was written, every bucket.
+  driver::LoadModelOptions load;
+  std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&main));
+  load.importPaths = defaultStdlibPaths(llvm::sys::path::parent_path(exe));
+  load.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  auto module = driver::compileFileToIR(*sourceTemp, load, diagStream);
+  if (!module) {
+    llvm::consumeError(module.takeError());
+    llvm::sys::fs::remove(*sourceTemp);
+    tools::reportToolError(kTool, "internal error: the imported source does not compile:\n" +
+                                      diagStream.str());
+    return tools::kExitInputError;
+  }
+
+  auto image = tensor::serializeSafeTensors(result->weights,
+                                            {{"source", options.sourceName}});
+  if (!image) {
+    llvm::sys::fs::remove(*sourceTemp);
+    tools::reportToolError(kTool, llvm::toString(image.takeError()));
+    return tools::kExitInputError;
+  }
+  auto weightsTemp = writeTemporary(weights, *image);
+  if (!weightsTemp) {
+    llvm::sys::fs::remove(*sourceTemp);
+    tools::reportToolError(kTool, llvm::toString(weightsTemp.takeError()));
+    return tools::kExitUsageError;
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(*weightsTemp, weights)) {
+    llvm::sys::fs::remove(*sourceTemp);
+    llvm::sys::fs::remove(*weightsTemp);
+    tools::reportToolError(kTool, "cannot write '" + weights + "': " + ec.message());
+    return tools::kExitUsageError;
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(*sourceTemp, output)) {
+    llvm::sys::fs::remove(*sourceTemp);
+    llvm::sys::fs::remove(weights);
+    tools::reportToolError(kTool, "cannot write '" + output + "': " + ec.message());
+    return tools::kExitUsageError;
+  }
+  return tools::kExitSuccess;
+}
