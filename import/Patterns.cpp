@@ -1,6 +1,7 @@
 // Node groups that become one std.nn layer or one built-in, so that the
 // imported source reads like a hand-written one and gets the scheduler's
-// fused lowerings: Linear (MatMul + Add of a bias), GELU's erf form, layer
+// fused lowerings: Linear (MatMul + Add of a bias), ConvNorm (a convolution
+// without bias and the batch norm after it), GELU's erf form, layer
 // normalisation written out (before opset 17), and self-attention. A group
 // is taken only when its inner values have no other readers; its root (the
 // last node) emits it, and the other nodes are skipped. A root that finds
@@ -140,6 +141,67 @@ void findLinear(Importer &im, const OnnxNode &mm) {
     shape.back() = Size::of(w->dims[1]);
     std::string out = im.emit(*add, name + "(" + (*x)->ref + ")", name + "_out");
     im.defineRuntime(add->outputs[0], out, tensor::DType::F16, shape);
+    return true;
+  });
+}
+
+// --- ConvNorm: a convolution without bias, then batch norm -------------------
+
+void findConvNorm(Importer &im, const OnnxNode &conv) {
+  if (conv.inputs.size() > 2 && !conv.inputs[2].empty())
+    return;
+  const OnnxTensor *w = initializer(im, conv.inputs.size() > 1 ? conv.inputs[1] : "");
+  if (!w || w->dims.size() != 4 || w->dims[2] != w->dims[3] || !isOnnxFloat(w->type) ||
+      conv.intAttr("group", 1) != 1)
+    return;
+  const OnnxNode *bn = reader(im, conv.outputs[0]);
+  if (!bn || bn->opType != "BatchNormalization" || bn->inputs.size() < 5 ||
+      std::fabs(bn->floatAttr("epsilon", 1e-5f) - 1e-5f) > 1e-9f)
+    return;
+  std::vector<const OnnxTensor *> stats;
+  for (size_t i = 1; i < 5; ++i) {
+    const OnnxTensor *t = initializer(im, bn->inputs[i]);
+    if (!t || t->dims != std::vector<int64_t>{w->dims[0]})
+      return;
+    stats.push_back(t);
+  }
+  registerGroup(im, {&conv}, bn, [&im, &conv, bn, w, stats]() -> llvm::Expected<bool> {
+    auto x = im.value(conv.inputs[0]);
+    if (!x)
+      return x.takeError();
+    auto dilations = conv.intsAttr("dilations").value_or(std::vector<int64_t>{1, 1});
+    auto strides = conv.intsAttr("strides").value_or(std::vector<int64_t>{1, 1});
+    auto pads = conv.intsAttr("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+    std::string autoPad = conv.attribute("auto_pad") ? conv.attribute("auto_pad")->s : "";
+    const Value &xv = **x;
+    if (!xv.runtime || xv.shape.size() != 4 || !xv.shape[1].value() ||
+        *xv.shape[1].value() != w->dims[1] || !xv.shape[2].value() || !xv.shape[3].value() ||
+        (!autoPad.empty() && autoPad != "NOTSET") || dilations != std::vector<int64_t>{1, 1} ||
+        strides.size() != 2 || strides[0] != strides[1] || pads.size() != 4 ||
+        !std::all_of(pads.begin(), pads.end(), [&](int64_t p) { return p == pads[0]; }))
+      return false;
+    int64_t c = w->dims[1], o = w->dims[0], k = w->dims[2], stride = strides[0], pad = pads[0];
+    std::string args = llvm::formatv("{0}, {1}, {2}", c, o, k).str();
+    if (stride != 1 || pad != 0)
+      args += llvm::formatv(", {0}, {1}", stride, pad).str();
+    auto tensorOf = [&](const OnnxTensor *t) {
+      return im.toTensor(Const{t->type, t->dims, {}, {}, t, t->name});
+    };
+    std::string name = im.addParam(
+        im.layerName(conv, w->name), "nn.ConvNorm<" + args + ">",
+        w->name + ", " + stats[0]->name + ", " + stats[1]->name + ", " + stats[2]->name + ", " +
+            stats[3]->name,
+        {{"w", tensorOf(w)},
+         {"bn.gamma", tensorOf(stats[0])},
+         {"bn.beta", tensorOf(stats[1])},
+         {"bn.running_mean", tensorOf(stats[2])},
+         {"bn.running_var", tensorOf(stats[3])}});
+    im.useStdNn();
+    auto out = [&](int64_t n) { return (n + 2 * pad - k) / stride + 1; };
+    std::vector<Size> shape = {xv.shape[0], Size::of(o), Size::of(out(*xv.shape[2].value())),
+                               Size::of(out(*xv.shape[3].value()))};
+    std::string local = im.emit(*bn, name + "(" + xv.ref + ")", name + "_out");
+    im.defineRuntime(bn->outputs[0], local, tensor::DType::F16, shape);
     return true;
   });
 }
@@ -349,6 +411,8 @@ void findPatterns(Importer &im) {
   for (const OnnxNode &n : im.graph.nodes) {
     if (n.opType == "MatMul")
       findLinear(im, n);
+    else if (n.opType == "Conv")
+      findConvNorm(im, n);
     else if (n.opType == "Erf")
       findGelu(im, n);
     else if (n.opType == "Div")

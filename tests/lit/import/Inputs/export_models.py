@@ -3,7 +3,7 @@ tests; nothing is downloaded.
 
 usage: export_models.py KIND OUTDIR [--f16-error]
 
-KIND is one of mlp, cnn, cnn_bn, resnet50, bert, bert_small. Writes to
+KIND is one of mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small. Writes to
 OUTDIR (created if need be):
   KIND.onnx                     the model (torch.onnx.export);
   KIND.CASE.NAME.npy            each input of each case, in the type the
@@ -199,6 +199,10 @@ def spec(kind):
                 {"training": torch.onnx.TrainingMode.PRESERVE, "do_constant_folding": False})
     if kind == "resnet50":
         return (resnet50, 13, {"image": ("f", [1, 3, 224, 224])}, "logits", {}, [("N=1", {})], static)
+    if kind == "resnet50_bn":
+        # The batch norms kept, as in cnn_bn: nn.BatchNorm2d in the import.
+        return (resnet50, 13, {"image": ("f", [1, 3, 224, 224])}, "logits", {}, [("N=1", {})],
+                {"training": torch.onnx.TrainingMode.PRESERVE, "do_constant_folding": False})
     if kind == "bert":
         return (lambda: Encoder(30522, 512, 12, 768, 12, 3072), 17,
                 {"input_ids": ("i", [1, "S"], 30522)}, "last_hidden_state", {"S": 1},
@@ -208,7 +212,7 @@ def spec(kind):
                 {"input_ids": ("i", [1, "S"], 100)}, "last_hidden_state", {"S": 1},
                 [("S=16", {"S": 16}), ("S=32", {"S": 32})], static)
     sys.exit(f"export_models.py: unknown KIND '{kind}' "
-             "(mlp, cnn, cnn_bn, resnet50, bert, bert_small)")
+             "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small)")
 
 
 def make_input(rng, desc, sizes):
