@@ -867,6 +867,13 @@ llvm::Error opExpand(Importer &im, const OnnxNode &node) {
 // --- elementwise -------------------------------------------------------------
 
 llvm::Error opUnary(Importer &im, const OnnxNode &node) {
+  if (node.opType == "Identity" || node.opType == "Dropout") {
+    TRY(x, im.input(node, 0));
+    if (node.outputs.size() > 1 && !node.outputs[1].empty() && im.uses.count(node.outputs[1]))
+      return im.nodeError(node, "its mask output is used; only inference (no mask) is supported");
+    im.alias(node.outputs[0], *x);
+    return llvm::Error::success();
+  }
   if (allConst(im, node))
     return foldElementwise(im, node);
   TRY(x, im.input(node, 0));
@@ -880,10 +887,7 @@ llvm::Error opUnary(Importer &im, const OnnxNode &node) {
     expr = "-" + x->ref;
   else if (op == "Not")
     expr = "!" + x->ref;
-  else if (op == "Identity" || op == "Dropout") {
-    im.alias(node.outputs[0], *x);
-    return llvm::Error::success();
-  } else if (op == "Gelu")
+  else if (op == "Gelu")
     expr = (node.attribute("approximate") && node.attribute("approximate")->s == "tanh"
                 ? "gelu_tanh("
                 : "gelu(") +

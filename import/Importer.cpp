@@ -208,19 +208,29 @@ static std::pair<std::string, std::string> splitNodeName(const std::string &name
 }
 
 std::string Importer::localName(const OnnxNode &node, const std::string &hint) {
+  auto fresh = [&](const std::string &base) {
+    std::string b = sanitizeName(base);
+    return freshName(reserved_.count(b) ? b + "_out" : b);
+  };
   if (!hint.empty())
-    return freshName(hint);
+    return fresh(hint);
   auto [scope, op] = splitNodeName(node.name);
   std::string lowered = llvm::StringRef(op).lower();
   if (scope.empty())
-    return freshName(lowered);
+    return fresh(lowered);
   std::string s = sanitizeName(scope);
-  if (!taken_.count(s))
+  if (!taken_.count(s) && !reserved_.count(s))
     return freshName(s);
-  return freshName(s + "_" + lowered);
+  return fresh(s + "_" + lowered);
 }
 
 std::string Importer::layerName(const OnnxNode &node, const std::string &initializer) {
+  // The node's scope first ("/layer1/layer1.0/conv1/Conv" -> layer1.0.conv1):
+  // it names the module that ran, even where the exporter shared one
+  // initializer among several (identical layers, deduplicated).
+  auto [scope, op] = splitNodeName(node.name);
+  if (!scope.empty())
+    return sanitizeName(scope);
   llvm::StringRef init(initializer);
   if (!init.empty() && !init.startswith("onnx::")) {
     size_t dot = init.rfind('.');
@@ -228,8 +238,7 @@ std::string Importer::layerName(const OnnxNode &node, const std::string &initial
       return sanitizeName(init.substr(0, dot).str());
     return sanitizeName(initializer);
   }
-  auto [scope, op] = splitNodeName(node.name);
-  return sanitizeName(scope.empty() ? llvm::StringRef(op).lower() : scope);
+  return sanitizeName(llvm::StringRef(op).lower());
 }
 
 llvm::Error Importer::nodeError(const OnnxNode &node, const llvm::Twine &message) const {
@@ -242,7 +251,7 @@ llvm::Expected<Value *> Importer::value(const std::string &name) {
   if (it == values_.end())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the graph reads '" + name + "', which nothing defines");
-  return &it->second;
+  return it->second.get();
 }
 
 llvm::Expected<Value *> Importer::input(const OnnxNode &node, size_t i) {
@@ -277,7 +286,7 @@ void Importer::defineConst(const std::string &name, Const c) {
   v.c = std::move(c);
   if (v.c.origin.empty())
     v.c.origin = name;
-  values_[name] = std::move(v);
+  values_[name] = std::make_shared<Value>(std::move(v));
 }
 
 void Importer::defineRuntime(const std::string &name, const std::string &ref, tensor::DType dtype,
@@ -287,10 +296,25 @@ void Importer::defineRuntime(const std::string &name, const std::string &ref, te
   v.ref = ref;
   v.dtype = dtype;
   v.shape = std::move(shape);
-  values_[name] = std::move(v);
+  values_[name] = std::make_shared<Value>(std::move(v));
 }
 
-void Importer::alias(const std::string &name, const Value &v) { values_[name] = v; }
+void Importer::alias(const std::string &name, const Value &v) {
+  for (auto &[key, value] : values_)
+    if (value.get() == &v) {
+      values_[name] = value;
+      return;
+    }
+  values_[name] = std::make_shared<Value>(v);
+}
+
+std::string Importer::throughIdentity(const std::string &name) const {
+  std::string n = name;
+  for (const OnnxNode *p = producerOf(n); p && p->opType == "Identity" && !p->inputs.empty();
+       p = producerOf(n))
+    n = p->inputs[0];
+  return n;
+}
 
 static std::optional<tensor::DType> lpuDType(int32_t onnxType) {
   switch (onnxType) {
@@ -553,6 +577,14 @@ llvm::Expected<ImportResult> Importer::run() {
   if (llvm::Error e = declareInputs())
     return e;
   findPatterns(*this);
+  // Layers take their module's name before any local can.
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const OnnxNode &n = graph.nodes[i];
+    static const std::set<std::string> layers = {"Gemm", "Conv", "BatchNormalization",
+                                                 "LayerNormalization", "Gather"};
+    if ((layers.count(n.opType) || patternRoots.count(i)) && !splitNodeName(n.name).first.empty())
+      reserveLayerName(layerName(n, ""));
+  }
   if (llvm::Error e = checkOperators())
     return e;
   for (size_t i = 0; i < graph.nodes.size(); ++i)

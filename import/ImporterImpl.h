@@ -7,6 +7,7 @@
 #include "support/DType.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -100,7 +101,11 @@ public:
   void defineConst(const std::string &name, Const c);
   void defineRuntime(const std::string &name, const std::string &ref, tensor::DType dtype,
                      std::vector<Size> shape);
+  /// `name` is the same value as `v` (one of the values defined before).
   void alias(const std::string &name, const Value &v);
+  /// `name` with Identity nodes looked through: what an initializer's
+  /// readers see when the exporter shared it among layers.
+  std::string throughIdentity(const std::string &name) const;
 
   /// An expression for `v` as an operand: its local, a literal for a
   /// one-element constant (`literalOk`), or a parameter made from the
@@ -117,6 +122,8 @@ public:
   /// naming, as "layer1.0.conv1"), or after `hint`.
   std::string localName(const OnnxNode &node, const std::string &hint = "");
   std::string freshName(const std::string &base);
+  /// A layer's name is kept for its parameter: no local takes it.
+  void reserveLayerName(const std::string &name) { reserved_.insert(name); }
 
   /// Declares `param NAME: TYPE` with a comment naming the ONNX originals
   /// and records its tensors (paths relative to NAME: "" for a plain
@@ -150,8 +157,10 @@ private:
   llvm::Error convertNode(size_t index);
   llvm::Expected<ImportResult> finish();
 
-  std::unordered_map<std::string, Value> values_;
-  std::set<std::string> taken_;
+  // Shared, so that an Identity of a constant is the same value (one
+  // parameter, however many names the graph gives it).
+  std::unordered_map<std::string, std::shared_ptr<Value>> values_;
+  std::set<std::string> taken_, reserved_;
   std::vector<std::string> sizeNames_;
   struct ParamDecl {
     std::string name, type, comment;

@@ -29,7 +29,8 @@ bool singleUse(Importer &im, const std::string &value) {
   return it != im.uses.end() && it->second == 1;
 }
 
-const OnnxTensor *initializer(Importer &im, const std::string &name) {
+const OnnxTensor *initializer(Importer &im, const std::string &value) {
+  std::string name = im.throughIdentity(value);
   for (const OnnxTensor &t : im.graph.initializers)
     if (t.name == name)
       return &t;
@@ -37,7 +38,8 @@ const OnnxTensor *initializer(Importer &im, const std::string &name) {
 }
 
 /// A one-element constant's value, from an initializer or a Constant node.
-std::optional<double> scalar(Importer &im, const std::string &name) {
+std::optional<double> scalar(Importer &im, const std::string &value) {
+  std::string name = im.throughIdentity(value);
   if (const OnnxTensor *t = initializer(im, name)) {
     if (t->numElements() != 1)
       return std::nullopt;
@@ -269,9 +271,15 @@ void findGelu(Importer &im, const OnnxNode &erf) {
 
 // --- layer norm written out (torch before opset 17) ---------------------------
 
+/// One axis; that it is the last is checked at import, when ranks are known.
 bool lastAxis(const OnnxNode &reduce) {
   auto axes = reduce.intsAttr("axes");
-  return axes && axes->size() == 1 && (*axes)[0] == -1;
+  return axes && axes->size() == 1;
+}
+
+bool reducesLast(const OnnxNode &reduce, size_t rank) {
+  auto axes = reduce.intsAttr("axes");
+  return axes && axes->size() == 1 && ((*axes)[0] == -1 || (*axes)[0] == int64_t(rank) - 1);
 }
 
 void findLayerNorm(Importer &im, const OnnxNode &div) {
@@ -322,12 +330,14 @@ void findLayerNorm(Importer &im, const OnnxNode &div) {
   std::string x = sub->inputs[0];
   float e = float(*eps);
   registerGroup(im, {rm1, sub, pow, rm2, addEps, sqrt, &div, mul}, add,
-                [&im, add, x, gamma, beta, e]() -> llvm::Expected<bool> {
+                [&im, add, x, gamma, beta, e, rm1, rm2]() -> llvm::Expected<bool> {
                   auto v = im.value(x);
                   if (!v)
                     return v.takeError();
                   if (!(*v)->runtime || (*v)->shape.empty() || !(*v)->shape.back().value() ||
-                      *(*v)->shape.back().value() != gamma->numElements())
+                      *(*v)->shape.back().value() != gamma->numElements() ||
+                      !reducesLast(*rm1, (*v)->shape.size()) ||
+                      !reducesLast(*rm2, (*v)->shape.size()))
                     return false;
                   Const g{gamma->type, gamma->dims, {}, {}, gamma, gamma->name};
                   Const b{beta->type, beta->dims, {}, {}, beta, beta->name};

@@ -3,7 +3,8 @@ tests; nothing is downloaded.
 
 usage: export_models.py KIND OUTDIR [--f16-error]
 
-KIND is one of mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small. Writes to
+KIND is one of mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small,
+torch_encoder. Writes to
 OUTDIR (created if need be):
   KIND.onnx                     the model (torch.onnx.export);
   KIND.CASE.NAME.npy            each input of each case, in the type the
@@ -207,12 +208,24 @@ def spec(kind):
         return (lambda: Encoder(30522, 512, 12, 768, 12, 3072), 17,
                 {"input_ids": ("i", [1, "S"], 30522)}, "last_hidden_state", {"S": 1},
                 [("S=64", {"S": 64}), ("S=128", {"S": 128})], static)
+    if kind == "torch_encoder":
+        # torch.nn's own nn.TransformerEncoder (batch first, GELU, post-LN),
+        # whose export goes through F.multi_head_attention_forward: a fused
+        # in-projection sliced three ways, [S, B * H, E] heads, layer norms
+        # written out at opset 14, and its two identical layers' weights
+        # shared by the exporter through Identity nodes.
+        def encoder():
+            layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                               batch_first=True, activation="gelu")
+            return nn.TransformerEncoder(layer, num_layers=2)
+        return (encoder, 14, {"x": ("f", [1, "S", 64])}, "y", {"S": 1},
+                [("S=16", {"S": 16}), ("S=24", {"S": 24})], static)
     if kind == "bert_small":
         return (lambda: Encoder(100, 64, 2, 64, 4, 256), 13,
                 {"input_ids": ("i", [1, "S"], 100)}, "last_hidden_state", {"S": 1},
                 [("S=16", {"S": 16}), ("S=32", {"S": 32})], static)
     sys.exit(f"export_models.py: unknown KIND '{kind}' "
-             "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small)")
+             "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small, torch_encoder)")
 
 
 def make_input(rng, desc, sizes):
