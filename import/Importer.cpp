@@ -200,7 +200,7 @@ static std::pair<std::string, std::string> splitNodeName(const std::string &name
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     llvm::StringRef p = parts[i];
     // torch repeats a parent in its children's names: "layer1/layer1.0".
-    if (i + 2 < parts.size() && parts[i + 1].startswith(p))
+    if (i + 2 < parts.size() && parts[i + 1].startswith((p + ".").str()))
       continue;
     scope.push_back(p.str());
   }

@@ -4,7 +4,7 @@ tests; nothing is downloaded.
 usage: export_models.py KIND OUTDIR [--f16-error]
 
 KIND is one of mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small,
-torch_encoder. Writes to
+bert_masked, torch_encoder. Writes to
 OUTDIR (created if need be):
   KIND.onnx                     the model (torch.onnx.export);
   KIND.CASE.NAME.npy            each input of each case, in the type the
@@ -162,6 +162,37 @@ class Encoder(nn.Module):
         return x
 
 
+class MaskedBert(nn.Module):
+    """A Hugging Face-style BERT layer: token, segment and position
+    embeddings, an additive attention mask from a 0/1 input, post-LN with
+    epsilon 1e-12, and a tanh pooler over the first token."""
+
+    def __init__(self, vocab=100, d=64, h=4, f=256, positions=64):
+        super().__init__()
+        self.tok, self.typ, self.pos = nn.Embedding(vocab, d), nn.Embedding(2, d), nn.Embedding(positions, d)
+        self.register_buffer("position_ids", torch.arange(positions).expand((1, -1)))
+        self.h = h
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-12), nn.LayerNorm(d, eps=1e-12)
+        self.up, self.down, self.pool = nn.Linear(d, f), nn.Linear(f, d), nn.Linear(d, d)
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        b, s = input_ids.shape
+        x = self.tok(input_ids) + self.typ(token_type_ids) + self.pos(self.position_ids[:, :s])
+        mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        e = x.shape[-1] // self.h
+
+        def heads(t):
+            return t.view(b, s, self.h, e).permute(0, 2, 1, 3)
+
+        scores = torch.matmul(heads(self.q(x)), heads(self.k(x)).transpose(-1, -2)) / e ** 0.5
+        p = torch.softmax(scores + mask, dim=-1)
+        c = torch.matmul(p, heads(self.v(x))).permute(0, 2, 1, 3).reshape(b, s, -1)
+        y = self.ln1(x + self.o(c))
+        y = self.ln2(y + self.down(nn.functional.gelu(self.up(y))))
+        return torch.tanh(self.pool(y[:, 0]))
+
+
 def resnet50():
     import torchvision
     m = torchvision.models.resnet50(weights=None)
@@ -208,6 +239,11 @@ def spec(kind):
         return (lambda: Encoder(30522, 512, 12, 768, 12, 3072), 17,
                 {"input_ids": ("i", [1, "S"], 30522)}, "last_hidden_state", {"S": 1},
                 [("S=64", {"S": 64}), ("S=128", {"S": 128})], static)
+    if kind == "bert_masked":
+        return (MaskedBert, 13, {"input_ids": ("i", [1, "S"], 100),
+                                 "token_type_ids": ("i", [1, "S"], 2),
+                                 "attention_mask": ("i", [1, "S"], 2)},
+                "pooled", {"S": 1}, [("S=16", {"S": 16}), ("S=40", {"S": 40})], static)
     if kind == "torch_encoder":
         # torch.nn's own nn.TransformerEncoder (batch first, GELU, post-LN),
         # whose export goes through F.multi_head_attention_forward: a fused
@@ -225,7 +261,8 @@ def spec(kind):
                 {"input_ids": ("i", [1, "S"], 100)}, "last_hidden_state", {"S": 1},
                 [("S=16", {"S": 16}), ("S=32", {"S": 32})], static)
     sys.exit(f"export_models.py: unknown KIND '{kind}' "
-             "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small, torch_encoder)")
+             "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small, bert_masked, "
+             "torch_encoder)")
 
 
 def make_input(rng, desc, sizes):
