@@ -5,7 +5,6 @@
 #include "support/Tensor.h"
 
 #include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/FormatVariadic.h>
 
 #include <cmath>
 #include <functional>
@@ -37,7 +36,7 @@ std::optional<int64_t> normAxis(int64_t axis, size_t rank) {
 llvm::Expected<int64_t> axisOf(Importer &im, const OnnxNode &node, int64_t axis, size_t rank) {
   auto a = normAxis(axis, rank);
   if (!a)
-    return im.nodeError(node, llvm::formatv("axis {0} is outside rank {1}", axis, rank).str());
+    return im.nodeError(node, "axis " + std::to_string(axis) + " is outside rank " + std::to_string(rank));
   return *a;
 }
 
@@ -121,6 +120,25 @@ llvm::Error define(Importer &im, const OnnxNode &node, const std::string &expr, 
 
 // --- folding -----------------------------------------------------------------
 
+/// Whether a constant of `dims` may be built at import.
+bool foldable(const std::vector<int64_t> &dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxFoldedElements)
+      return false;
+  return true;
+}
+
+llvm::Error tooLarge(Importer &im, const OnnxNode &node, const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return im.nodeError(node, "computes a constant of shape " + text +
+                                "], more than lpu-import folds (" +
+                                std::to_string(kMaxFoldedElements) + " elements)");
+}
+
+
 /// Elementwise folding of constants (shape arithmetic, scales).
 llvm::Error foldElementwise(Importer &im, const OnnxNode &node) {
   std::vector<const Const *> in;
@@ -140,6 +158,8 @@ llvm::Error foldElementwise(Importer &im, const OnnxNode &node) {
     TRY(shape, broadcast(im, node, a, b));
     dims = numericDims(shape);
   }
+  if (!foldable(dims))
+    return tooLarge(im, node, dims);
   Const out;
   out.dims = dims;
   const std::string &op = node.opType;
@@ -301,8 +321,15 @@ llvm::Expected<std::optional<std::vector<int64_t>>> axesOf(Importer &im, const O
 
 // --- shape operators ---------------------------------------------------------
 
+Size product(const std::vector<Size> &shape, size_t from, size_t to);
+
 /// Gives `out` the shape `shape`: an alias when it is the input's.
 llvm::Error reshapeTo(Importer &im, const OnnxNode &node, Value &x, std::vector<Size> shape) {
+  Size from = product(im.shapeOf(x), 0, im.shapeOf(x).size());
+  Size to = product(shape, 0, shape.size());
+  if (from.opaque.empty() && to.opaque.empty() && from != to)
+    return im.nodeError(node, "reshapes " + shapeText(im.shapeOf(x)) + " (" + from.text() +
+                                  " elements) to " + shapeText(shape) + " (" + to.text() + ")");
   if (!x.runtime) {
     std::vector<int64_t> dims = numericDims(shape);
     for (int64_t d : dims)
@@ -519,6 +546,8 @@ llvm::Error opConstantOfShape(Importer &im, const OnnxNode &node) {
     shape.push_back(shapeC->intAt(i));
   std::vector<int64_t> dims = numericDims(shape);
   if (std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; })) {
+    if (!foldable(dims))
+      return tooLarge(im, node, dims);
     Const c;
     c.type = type;
     c.dims = dims;
@@ -548,6 +577,9 @@ llvm::Error opRange(Importer &im, const OnnxNode &node) {
     return im.nodeError(node, "a floating-point range is not supported");
   Size s = start->intAt(0), l = limit->intAt(0), d = delta->intAt(0);
   if (s.value() && l.value() && d.value() && *d.value() != 0) {
+    double count = std::ceil((double(*l.value()) - double(*s.value())) / double(*d.value()));
+    if (count > double(kMaxFoldedElements))
+      return tooLarge(im, node, {int64_t(count)});
     Const c;
     c.type = start->type;
     for (int64_t v = *s.value(); *d.value() > 0 ? v < *l.value() : v > *l.value(); v += *d.value())
@@ -576,6 +608,14 @@ llvm::Error opConcat(Importer &im, const OnnxNode &node) {
   if (constant) {
     // Mostly 1-D shape lists: concatenate along `axis` in general.
     std::vector<int64_t> dims = in[0]->c.dims;
+    for (Value *v : in) {
+      std::vector<int64_t> d = v->c.dims;
+      if (d.size() != dims.size() || v->c.isFloat() != in[0]->c.isFloat())
+        return im.nodeError(node, "concatenates constants of different ranks or types");
+      for (size_t k = 0; k < d.size(); ++k)
+        if (int64_t(k) != axis && d[k] != dims[k])
+          return im.nodeError(node, "concatenates constants whose shapes differ off the axis");
+    }
     int64_t total = 0;
     for (Value *v : in)
       total += v->c.dims[axis];
@@ -604,6 +644,13 @@ llvm::Error opConcat(Importer &im, const OnnxNode &node) {
   std::vector<std::string> parts;
   Size total = Size::of(0);
   for (Value *v : in) {
+    std::vector<Size> vs = im.shapeOf(*v);
+    bool same = vs.size() == shape.size();
+    for (size_t k = 0; same && k < vs.size(); ++k)
+      same = int64_t(k) == axis || vs[k] == shape[k];
+    if (!same)
+      return im.nodeError(node, "concatenates " + shapeText(shape) + " and " + shapeText(vs) +
+                                    " along axis " + std::to_string(axis));
     TRY(e, im.operand(*v, false));
     parts.push_back(e);
     total = addSize(total, im.shapeOf(*v)[axis]);
@@ -757,6 +804,13 @@ llvm::Error opSplit(Importer &im, const OnnxNode &node) {
                                     std::to_string(parts) + " equal parts");
     sizes.assign(parts, *dim.value() / int64_t(parts));
   }
+  int64_t total = 0;
+  for (int64_t n : sizes)
+    total = n > 0 ? total + n : -1;
+  if (sizes.size() != parts || total < 0 || (dim.value() && *dim.value() != total) ||
+      (!dim.value() && parts > 1))
+    return im.nodeError(node, "splits " + dim.text() + " into " + intList(sizes) + " for " +
+                                  std::to_string(parts) + " outputs");
   int64_t at = 0;
   for (size_t i = 0; i < parts && i < sizes.size(); ++i) {
     std::vector<std::pair<Size, Size>> ranges;
@@ -784,7 +838,13 @@ llvm::Error opGather(Importer &im, const OnnxNode &node) {
     for (size_t i = axis + 1; i < dd.size(); ++i)
       inner *= dd[i];
     int64_t nIds = ids->c.numElements();
+    if (!foldable(od))
+      return tooLarge(im, node, od);
     TRY(idv, numbersOf(im, node, ids->c, "indices"));
+    for (int64_t v : idv)
+      if (v < -dd[axis] || v >= dd[axis])
+        return im.nodeError(node, "index " + std::to_string(v) + " is outside an axis of " +
+                                      std::to_string(dd[axis]));
     Const c = gatherConst(data->c, od, [&](int64_t flat) {
       int64_t in = flat % inner, rest = flat / inner;
       int64_t k = rest % nIds, outer = rest / nIds;
@@ -828,7 +888,7 @@ llvm::Error opGather(Importer &im, const OnnxNode &node) {
     // An embedding table: nn.Embedding<V, D>.
     std::string name = im.addParam(
         im.layerName(node, data->c.origin),
-        llvm::formatv("nn.Embedding<{0}, {1}>", data->c.dims[0], data->c.dims[1]).str(),
+        "nn.Embedding<" + joinNumbers({data->c.dims[0], data->c.dims[1]}) + ">",
         data->c.origin, {{"table", im.toTensor(data->c)}});
     data->paramRef = name + ".table";
     im.useStdNn();
@@ -850,6 +910,8 @@ llvm::Error opExpand(Importer &im, const OnnxNode &node) {
   if (!x->runtime && x->c.numElements() == 1) {
     std::vector<int64_t> dims = numericDims(shape);
     if (std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; })) {
+      if (!foldable(dims))
+        return tooLarge(im, node, dims);
       Const c = gatherConst(x->c, dims, [](int64_t) { return int64_t(0); });
       im.defineConst(node.outputs[0], std::move(c));
       return llvm::Error::success();
@@ -1046,14 +1108,14 @@ llvm::Error opGemm(Importer &im, const OnnxNode &node) {
   bool biasVector = c && !c->runtime && c->c.dims.size() == 1 && c->c.dims[0] == n;
   if (alpha == 1 && beta == 1 && biasVector) {
     std::string name = im.addParam(
-        im.layerName(node, c->c.origin), llvm::formatv("nn.Linear<{0}, {1}>", k, n).str(),
+        im.layerName(node, c->c.origin), "nn.Linear<" + joinNumbers({k, n}) + ">",
         b->c.origin + ", " + c->c.origin + (transB ? " (weight transposed)" : ""),
         {{"w", weightKN(im, b->c, transB)}, {"b", im.toTensor(c->c)}});
     im.useStdNn();
     return define(im, node, name + "(" + x + ")", DType::F16, shape, 0, name + "_out");
   }
   std::string w = im.addParam(im.layerName(node, b->c.origin) + "_w",
-                              llvm::formatv("f16[{0}, {1}]", k, n).str(),
+                              "f16[" + joinNumbers({k, n}) + "]",
                               b->c.origin + (transB ? " (transposed)" : ""),
                               {{"", weightKN(im, b->c, transB)}});
   std::string expr = x + " @ " + w;
@@ -1135,7 +1197,7 @@ llvm::Error opConv(Importer &im, const OnnxNode &node) {
   TRY(b, im.input(node, 2));
   if (!x->runtime)
     return im.nodeError(node, "a convolution of a constant is not supported");
-  if (wc->dims.size() != 4)
+  if (wc->dims.size() != 4 || x->shape.size() != 4)
     return im.nodeError(node, "only 2-D convolutions (NCHW) are supported");
   auto kernel = node.intsAttr("kernel_shape").value_or(
       std::vector<int64_t>{wc->dims[2], wc->dims[3]});
@@ -1149,9 +1211,9 @@ llvm::Error opConv(Importer &im, const OnnxNode &node) {
   bool bias = b && !b->runtime && b->c.dims.size() == 1 && b->c.dims[0] == o;
   std::string layer = im.layerName(node, wc->origin);
   if (bias && w.kh == w.kw && w.dilation == 1 && groups == 1) {
-    std::string args = llvm::formatv("{0}, {1}, {2}", c, o, w.kh).str();
+    std::string args = joinNumbers({c, o, w.kh});
     if (w.stride != 1 || w.pad != 0)
-      args += llvm::formatv(", {0}, {1}", w.stride, w.pad).str();
+      args += ", " + joinNumbers({w.stride, w.pad});
     std::string name = im.addParam(layer, "nn.Conv2d<" + args + ">",
                                    wc->origin + ", " + b->c.origin,
                                    {{"w", im.toTensor(*wc)}, {"b", im.toTensor(b->c)}});
@@ -1159,9 +1221,7 @@ llvm::Error opConv(Importer &im, const OnnxNode &node) {
     return define(im, node, name + "(" + x->ref + ")", DType::F16, shape, 0, name + "_out");
   }
   std::string wname = im.addParam(layer + "_w",
-                                  llvm::formatv("f16[{0}, {1}, {2}, {3}]", o, wc->dims[1],
-                                                w.kh, w.kw)
-                                      .str(),
+                                  "f16[" + joinNumbers({o, wc->dims[1], w.kh, w.kw}) + "]",
                                   wc->origin, {{"", im.toTensor(*wc)}});
   std::string expr = "conv2d(" + x->ref + ", " + wname;
   if (w.stride != 1)
@@ -1444,10 +1504,37 @@ const std::map<std::string, Handler> &handlers() {
 
 bool isSupportedOperator(const std::string &opType) { return handlers().count(opType) != 0; }
 
+/// The inputs an operator cannot do without (optional ones after them).
+size_t requiredInputs(const std::string &op) {
+  static const std::map<std::string, size_t> counts = {
+      {"Constant", 0},   {"Range", 3},     {"Where", 3},      {"BatchNormalization", 5},
+      {"Add", 2},        {"Sub", 2},       {"Mul", 2},        {"Div", 2},
+      {"Pow", 2},        {"Max", 2},       {"Min", 2},        {"Equal", 2},
+      {"Less", 2},       {"Greater", 2},   {"LessOrEqual", 2}, {"GreaterOrEqual", 2},
+      {"And", 2},        {"Or", 2},        {"MatMul", 2},     {"Gemm", 2},
+      {"Conv", 2},       {"Reshape", 2},   {"Gather", 2},     {"Expand", 2},
+      {"LayerNormalization", 2}};
+  auto it = counts.find(op);
+  return it == counts.end() ? 1 : it->second;
+}
+
 llvm::Error convertOperator(Importer &im, const OnnxNode &node) {
   auto it = handlers().find(node.opType);
   if (it == handlers().end())
     return im.nodeError(node, "unsupported operator");
+  size_t need = requiredInputs(node.opType);
+  bool binary = need == 2 && node.opType != "MatMul" && node.opType != "Gemm" &&
+                node.opType != "Conv" && node.opType != "Reshape" && node.opType != "Gather" &&
+                node.opType != "Expand" && node.opType != "LayerNormalization";
+  if (node.inputs.size() < need || (binary && node.inputs.size() != 2))
+    return im.nodeError(node, "has " + std::to_string(node.inputs.size()) +
+                                  (node.inputs.size() == 1 ? " input, " : " inputs, ") +
+                                  (binary ? "not 2" : "fewer than " + std::to_string(need)));
+  for (size_t i = 0; i < need; ++i)
+    if (node.inputs[i].empty())
+      return im.nodeError(node, "input " + std::to_string(i) + " is missing");
+  if (node.outputs.empty() || node.outputs[0].empty())
+    return im.nodeError(node, "has no output");
   for (size_t i = 0; i < node.inputs.size(); ++i)
     if (!node.inputs[i].empty() && !im.has(node.inputs[i]))
       return im.nodeError(node, "reads '" + node.inputs[i] + "', which nothing defines before it");

@@ -3,7 +3,6 @@
 #include "support/Tensor.h"
 
 #include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
 #include <cctype>
@@ -36,6 +35,13 @@ namespace detail {
 
 // --- sizes -------------------------------------------------------------------
 
+std::string joinNumbers(std::initializer_list<int64_t> numbers) {
+  std::string out;
+  for (int64_t n : numbers)
+    out += (out.empty() ? "" : ", ") + std::to_string(n);
+  return out;
+}
+
 std::string Size::text() const {
   if (!opaque.empty())
     return opaque;
@@ -63,7 +69,11 @@ Size mulSize(const Size &a, const Size &b) {
     return s;
   }
   Size s;
-  s.coeff = a.coeff * b.coeff;
+  if (__builtin_mul_overflow(a.coeff, b.coeff, &s.coeff)) {
+    s.coeff = 1;
+    s.opaque = "(" + a.text() + ") * (" + b.text() + ")"; // beyond int64: the checker refuses it
+    return s;
+  }
   s.syms = a.syms;
   s.syms.insert(s.syms.end(), b.syms.begin(), b.syms.end());
   std::sort(s.syms.begin(), s.syms.end());
@@ -90,8 +100,9 @@ std::optional<Size> divSize(const Size &a, const Size &b) {
 }
 
 Size addSize(const Size &a, const Size &b) {
-  if (a.isConst() && b.isConst())
-    return Size::of(a.coeff + b.coeff);
+  int64_t sum = 0;
+  if (a.isConst() && b.isConst() && !__builtin_add_overflow(a.coeff, b.coeff, &sum))
+    return Size::of(sum);
   if (b.isConst() && b.coeff == 0)
     return a;
   if (a.isConst() && a.coeff == 0)
@@ -116,7 +127,8 @@ std::string shapeText(const std::vector<Size> &shape) {
 int64_t Const::numElements() const {
   int64_t n = 1;
   for (int64_t d : dims)
-    n *= d;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return -1;
   return n;
 }
 
@@ -455,8 +467,7 @@ llvm::Error Importer::checkOperators() {
     std::string list = llvm::join(shown, ", ");
     if (nodes.size() > shown.size())
       list += ", ...";
-    return llvm::formatv("{0} node{1}: {2}", nodes.size(), nodes.size() == 1 ? "" : "s", list)
-        .str();
+    return std::to_string(nodes.size()) + (nodes.size() == 1 ? " node: " : " nodes: ") + list;
   };
   std::string msg;
   for (auto &[op, nodes] : dataDependent)
@@ -502,10 +513,9 @@ llvm::Error Importer::declareInputs() {
       if (dim.symbol.empty())
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(),
-            llvm::formatv("input '{0}': dimension {1} has neither a size nor a name; export it "
-                          "with a fixed size or a named dynamic axis",
-                          in.name, d)
-                .str());
+            "input '" + in.name + "': dimension " + std::to_string(d) +
+                " has neither a size nor a name; export it with a fixed size or a named "
+                "dynamic axis");
       auto it = symbolNames.find(dim.symbol);
       if (it == symbolNames.end()) {
         std::string name = freshName(dim.symbol);
@@ -571,9 +581,8 @@ llvm::Expected<ImportResult> Importer::run() {
   if (graph.outputs.size() != 1)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        llvm::formatv("the model has {0} outputs; an lpu entry returns one tensor",
-                      graph.outputs.size())
-            .str());
+        "the model has " + std::to_string(graph.outputs.size()) +
+            " outputs; an lpu entry returns one tensor");
   if (llvm::Error e = declareInputs())
     return e;
   findPatterns(*this);

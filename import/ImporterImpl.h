@@ -46,10 +46,17 @@ struct Size {
   bool operator!=(const Size &o) const { return !(*this == o); }
 };
 
+/// "1, 2, 3": numbers as a list in the source.
+std::string joinNumbers(std::initializer_list<int64_t> numbers);
+
 Size mulSize(const Size &a, const Size &b);
 std::optional<Size> divSize(const Size &a, const Size &b);
 Size addSize(const Size &a, const Size &b);
 std::string shapeText(const std::vector<Size> &shape);
+
+/// The most elements a constant computed at import may have (a Range or a
+/// ConstantOfShape past it is refused rather than built).
+inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 
 /// A value known at import: an initializer, a Constant, or folded from
 /// them and from shapes. Floating types hold floats; integer and bool

@@ -11,13 +11,18 @@
 
 #include "support/Tensor.h"
 
-#include <llvm/Support/FormatVariadic.h>
 
 #include <cmath>
 
 namespace lpu::import::detail {
 
 namespace {
+
+/// Input `i` of `n`, or "" when the node has fewer (a malformed graph).
+const std::string &arg(const OnnxNode &n, size_t i) {
+  static const std::string none;
+  return i < n.inputs.size() ? n.inputs.at(i) : none;
+}
 
 const OnnxNode *only(Importer &im, const std::string &value, const char *opType) {
   const OnnxNode *n = im.producerOf(value);
@@ -66,10 +71,10 @@ size_t indexOf(Importer &im, const OnnxNode *n) { return size_t(n - im.graph.nod
 std::optional<std::string> other(const OnnxNode &n, const std::string &one) {
   if (n.inputs.size() != 2)
     return std::nullopt;
-  if (n.inputs[0] == one)
-    return n.inputs[1];
-  if (n.inputs[1] == one)
-    return n.inputs[0];
+  if (arg(n, 0) == one)
+    return arg(n, 1);
+  if (arg(n, 1) == one)
+    return arg(n, 0);
   return std::nullopt;
 }
 
@@ -116,8 +121,8 @@ void registerGroup(Importer &im, std::vector<const OnnxNode *> members, const On
 // --- Linear: MatMul(x, W) + b ------------------------------------------------
 
 void findLinear(Importer &im, const OnnxNode &mm) {
-  const OnnxTensor *w = initializer(im, mm.inputs.size() == 2 ? mm.inputs[1] : "");
-  if (!w || w->dims.size() != 2 || !isOnnxFloat(w->type) || initializer(im, mm.inputs[0]))
+  const OnnxTensor *w = initializer(im, mm.inputs.size() == 2 ? arg(mm, 1) : "");
+  if (!w || w->dims.size() != 2 || !isOnnxFloat(w->type) || initializer(im, arg(mm, 0)))
     return;
   const OnnxNode *add = reader(im, mm.outputs[0]);
   if (!add || add->opType != "Add")
@@ -127,7 +132,7 @@ void findLinear(Importer &im, const OnnxNode &mm) {
   if (!b || b->dims.size() != 1 || b->dims[0] != w->dims[1] || !isOnnxFloat(b->type))
     return;
   registerGroup(im, {&mm}, add, [&im, &mm, add, w, b]() -> llvm::Expected<bool> {
-    auto x = im.value(mm.inputs[0]);
+    auto x = im.value(arg(mm, 0));
     if (!x)
       return x.takeError();
     if (!(*x)->runtime || (*x)->shape.empty() || !(*x)->shape.back().value() ||
@@ -135,7 +140,7 @@ void findLinear(Importer &im, const OnnxNode &mm) {
       return false;
     std::string name = im.addParam(
         im.layerName(*add, b->name),
-        llvm::formatv("nn.Linear<{0}, {1}>", w->dims[0], w->dims[1]).str(), w->name + ", " + b->name,
+        "nn.Linear<" + joinNumbers({w->dims[0], w->dims[1]}) + ">", w->name + ", " + b->name,
         {{"w", im.toTensor(Const{w->type, w->dims, {}, {}, w, w->name})},
          {"b", im.toTensor(Const{b->type, b->dims, {}, {}, b, b->name})}});
     im.useStdNn();
@@ -150,9 +155,9 @@ void findLinear(Importer &im, const OnnxNode &mm) {
 // --- ConvNorm: a convolution without bias, then batch norm -------------------
 
 void findConvNorm(Importer &im, const OnnxNode &conv) {
-  if (conv.inputs.size() > 2 && !conv.inputs[2].empty())
+  if (conv.inputs.size() > 2 && !arg(conv, 2).empty())
     return;
-  const OnnxTensor *w = initializer(im, conv.inputs.size() > 1 ? conv.inputs[1] : "");
+  const OnnxTensor *w = initializer(im, conv.inputs.size() > 1 ? arg(conv, 1) : "");
   if (!w || w->dims.size() != 4 || w->dims[2] != w->dims[3] || !isOnnxFloat(w->type) ||
       conv.intAttr("group", 1) != 1)
     return;
@@ -162,13 +167,13 @@ void findConvNorm(Importer &im, const OnnxNode &conv) {
     return;
   std::vector<const OnnxTensor *> stats;
   for (size_t i = 1; i < 5; ++i) {
-    const OnnxTensor *t = initializer(im, bn->inputs[i]);
+    const OnnxTensor *t = initializer(im, arg(*bn, i));
     if (!t || t->dims != std::vector<int64_t>{w->dims[0]})
       return;
     stats.push_back(t);
   }
   registerGroup(im, {&conv}, bn, [&im, &conv, bn, w, stats]() -> llvm::Expected<bool> {
-    auto x = im.value(conv.inputs[0]);
+    auto x = im.value(arg(conv, 0));
     if (!x)
       return x.takeError();
     auto dilations = conv.intsAttr("dilations").value_or(std::vector<int64_t>{1, 1});
@@ -183,9 +188,9 @@ void findConvNorm(Importer &im, const OnnxNode &conv) {
         !std::all_of(pads.begin(), pads.end(), [&](int64_t p) { return p == pads[0]; }))
       return false;
     int64_t c = w->dims[1], o = w->dims[0], k = w->dims[2], stride = strides[0], pad = pads[0];
-    std::string args = llvm::formatv("{0}, {1}, {2}", c, o, k).str();
+    std::string args = joinNumbers({c, o, k});
     if (stride != 1 || pad != 0)
-      args += llvm::formatv(", {0}, {1}", stride, pad).str();
+      args += ", " + joinNumbers({stride, pad});
     auto tensorOf = [&](const OnnxTensor *t) {
       return im.toTensor(Const{t->type, t->dims, {}, {}, t, t->name});
     };
@@ -211,16 +216,16 @@ void findConvNorm(Importer &im, const OnnxNode &conv) {
 // --- GELU: x * 0.5 * (1 + erf(x / sqrt(2))) ---------------------------------
 
 void findGelu(Importer &im, const OnnxNode &erf) {
-  const OnnxNode *scaled = im.producerOf(erf.inputs[0]);
-  if (!scaled || !singleUse(im, erf.inputs[0]))
+  const OnnxNode *scaled = im.producerOf(arg(erf, 0));
+  if (!scaled || !singleUse(im, arg(erf, 0)))
     return;
   std::string x;
-  if (scaled->opType == "Div" && near(scalar(im, scaled->inputs[1]), std::sqrt(2.0)))
-    x = scaled->inputs[0];
+  if (scaled->opType == "Div" && near(scalar(im, arg(*scaled, 1)), std::sqrt(2.0)))
+    x = arg(*scaled, 0);
   else if (scaled->opType == "Mul") {
     for (int k = 0; k < 2; ++k)
-      if (near(scalar(im, scaled->inputs[k]), std::sqrt(0.5)))
-        x = scaled->inputs[1 - k];
+      if (near(scalar(im, arg(*scaled, k)), std::sqrt(0.5)))
+        x = arg(*scaled, 1 - k);
   }
   if (x.empty())
     return;
@@ -284,30 +289,30 @@ bool reducesLast(const OnnxNode &reduce, size_t rank) {
 
 void findLayerNorm(Importer &im, const OnnxNode &div) {
   // div = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)
-  const OnnxNode *sub = only(im, div.inputs[0], "Sub");
-  const OnnxNode *sqrt = only(im, div.inputs[1], "Sqrt");
+  const OnnxNode *sub = only(im, arg(div, 0), "Sub");
+  const OnnxNode *sqrt = only(im, arg(div, 1), "Sqrt");
   if (!sub || !sqrt)
     return;
-  const OnnxNode *rm1 = only(im, sub->inputs[1], "ReduceMean");
-  if (!rm1 || rm1->inputs[0] != sub->inputs[0] || !lastAxis(*rm1))
+  const OnnxNode *rm1 = only(im, arg(*sub, 1), "ReduceMean");
+  if (!rm1 || arg(*rm1, 0) != arg(*sub, 0) || !lastAxis(*rm1))
     return;
-  const OnnxNode *addEps = only(im, sqrt->inputs[0], "Add");
+  const OnnxNode *addEps = only(im, arg(*sqrt, 0), "Add");
   if (!addEps)
     return;
   const OnnxNode *rm2 = nullptr;
   std::optional<double> eps;
   for (int k = 0; k < 2; ++k)
-    if (const OnnxNode *r = only(im, addEps->inputs[k], "ReduceMean")) {
+    if (const OnnxNode *r = only(im, arg(*addEps, k), "ReduceMean")) {
       rm2 = r;
-      eps = scalar(im, addEps->inputs[1 - k]);
+      eps = scalar(im, arg(*addEps, 1 - k));
     }
   if (!rm2 || !eps || !lastAxis(*rm2))
     return;
-  const OnnxNode *pow = im.producerOf(rm2->inputs[0]);
-  if (!pow || pow->inputs[0] != sub->outputs[0])
+  const OnnxNode *pow = im.producerOf(arg(*rm2, 0));
+  if (!pow || arg(*pow, 0) != sub->outputs[0])
     return;
-  if (!((pow->opType == "Pow" && near(scalar(im, pow->inputs[1]), 2.0)) ||
-        (pow->opType == "Mul" && pow->inputs[1] == sub->outputs[0])))
+  if (!((pow->opType == "Pow" && near(scalar(im, arg(*pow, 1)), 2.0)) ||
+        (pow->opType == "Mul" && arg(*pow, 1) == sub->outputs[0])))
     return;
   // sub is read by pow (once or twice) and div only.
   int subUses = im.uses[sub->outputs[0]];
@@ -327,7 +332,7 @@ void findLayerNorm(Importer &im, const OnnxNode &div) {
   const OnnxTensor *beta = betaName ? initializer(im, *betaName) : nullptr;
   if (!gamma || !beta || gamma->numElements() != beta->numElements())
     return;
-  std::string x = sub->inputs[0];
+  std::string x = arg(*sub, 0);
   float e = float(*eps);
   registerGroup(im, {rm1, sub, pow, rm2, addEps, sqrt, &div, mul}, add,
                 [&im, add, x, gamma, beta, e, rm1, rm2]() -> llvm::Expected<bool> {
@@ -351,20 +356,20 @@ void findLayerNorm(Importer &im, const OnnxNode &div) {
 
 void findAttention(Importer &im, const OnnxNode &softmax) {
   const OnnxNode *pv = reader(im, softmax.outputs[0]);
-  if (!pv || pv->opType != "MatMul" || pv->inputs[0] != softmax.outputs[0])
+  if (!pv || pv->opType != "MatMul" || arg(*pv, 0) != softmax.outputs[0])
     return;
   int64_t axis = softmax.intAttr("axis", -1);
   if (axis != -1 && axis != 3)
     return;
-  const OnnxNode *scale = im.producerOf(softmax.inputs[0]);
+  const OnnxNode *scale = im.producerOf(arg(softmax, 0));
   if (!scale || (scale->opType != "Div" && scale->opType != "Mul") ||
-      !singleUse(im, softmax.inputs[0]))
+      !singleUse(im, arg(softmax, 0)))
     return;
-  const OnnxNode *qk = only(im, scale->inputs[0], "MatMul");
-  if (!qk || !singleUse(im, scale->inputs[0]))
+  const OnnxNode *qk = only(im, arg(*scale, 0), "MatMul");
+  if (!qk || !singleUse(im, arg(*scale, 0)))
     return;
-  const OnnxNode *kt = only(im, qk->inputs[1], "Transpose");
-  if (!kt || !singleUse(im, qk->inputs[1]))
+  const OnnxNode *kt = only(im, arg(*qk, 1), "Transpose");
+  if (!kt || !singleUse(im, arg(*qk, 1)))
     return;
   auto perm = kt->intsAttr("perm");
   bool fromHeads = perm && *perm == std::vector<int64_t>{0, 1, 3, 2};
@@ -377,15 +382,15 @@ void findAttention(Importer &im, const OnnxNode &softmax) {
       [&im, pv, qk, kt, scale, fromRows, divide]() -> llvm::Expected<bool> {
         // The scale is often computed from shapes (sqrt of a dimension):
         // folded by now.
-        auto factor = im.value(scale->inputs[1]);
+        auto factor = im.value(arg(*scale, 1));
         if (!factor)
           return factor.takeError();
         if ((*factor)->runtime || (*factor)->c.numElements() != 1 || !(*factor)->c.isFloat())
           return false;
         double f = (*factor)->c.floatAt(0);
-        auto q = im.value(qk->inputs[0]);
-        auto k = im.value(kt->inputs[0]);
-        auto v = im.value(pv->inputs[1]);
+        auto q = im.value(arg(*qk, 0));
+        auto k = im.value(arg(*kt, 0));
+        auto v = im.value(arg(*pv, 1));
         if (!q || !k || !v) {
           llvm::consumeError(q.takeError());
           llvm::consumeError(k.takeError());
@@ -419,6 +424,8 @@ void findAttention(Importer &im, const OnnxNode &softmax) {
 
 void findPatterns(Importer &im) {
   for (const OnnxNode &n : im.graph.nodes) {
+    if (n.outputs.empty() || n.outputs[0].empty())
+      continue; // refused when it is converted
     if (n.opType == "MatMul")
       findLinear(im, n);
     else if (n.opType == "Conv")

@@ -322,5 +322,34 @@ TEST(ImporterTest, ConstantNodesFeedLiterals) {
   EXPECT_NE(src.find("x * (-0.25)"), std::string::npos) << src;
 }
 
+TEST(ImporterTest, MalformedGraphsAreErrorsNotCrashes) {
+  // Nodes short of inputs, where the patterns look for a layer norm and an
+  // attention (they read inputs by position) and where the handlers do.
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(4)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Div", {"x"}, {"d"}, "lonely_div"), node("Softmax", {"d"}, {"y"})};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("'lonely_div' (Div): has 1 input, not 2"), std::string::npos) << e;
+
+  g.nodes = {node("Add", {"x", "x", "x"}, {"y"}, "three")};
+  EXPECT_NE(importError(g).find("has 3 inputs, not 2"), std::string::npos);
+
+  // A reshape to another element count.
+  g.initializers = {ints("shape", {2}, {3, 3})};
+  g.nodes = {node("Reshape", {"x", "shape"}, {"y"}, "bad_reshape")};
+  e = importError(g);
+  EXPECT_NE(e.find("reshapes [2, 4] (8 elements) to [3, 3] (9)"), std::string::npos) << e;
+
+  // A constant too large to build at import.
+  g.initializers = {ints("zero", {}, {0}), ints("big", {}, {int64_t(1) << 40}),
+                    ints("one", {}, {1})};
+  g.nodes = {node("Range", {"zero", "big", "one"}, {"r"}, "huge"),
+             node("Relu", {"x"}, {"y"})};
+  e = importError(g);
+  EXPECT_NE(e.find("'huge' (Range): computes a constant of shape"), std::string::npos) << e;
+}
+
 } // namespace
 } // namespace lpu::import
