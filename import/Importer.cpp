@@ -521,6 +521,7 @@ llvm::Error Importer::declareInputs() {
         std::string name = freshName(dim.symbol);
         it = symbolNames.emplace(dim.symbol, name).first;
         sizeNames_.push_back(name);
+        sizeSymbols_[name] = dim.symbol;
       }
       shape.push_back(Size::symbol(it->second));
     }
@@ -646,16 +647,12 @@ llvm::Expected<ImportResult> Importer::finish() {
      << options.modelName << ".forward";
   if (!sizeNames_.empty()) {
     std::vector<std::string> sets;
-    std::map<std::string, std::string> bySymbol;
-    for (const OnnxValueInfo &in : graph.inputs)
-      for (const OnnxDim &d : in.dims)
-        if (!d.value && !d.symbol.empty())
-          bySymbol[sanitizeName(d.symbol)] = d.symbol;
     for (const std::string &name : sizeNames_) {
+      // declareInputs made sure that a bucket names each size, by its ONNX
+      // symbol or by the size's own name.
       const std::vector<int64_t> *sizes = nullptr;
       for (auto &[key, s] : options.buckets)
-        if (key == name || (bySymbol.count(name) && key == bySymbol[name]) ||
-            sanitizeName(key) == name)
+        if (key == name || key == sizeSymbols_.at(name))
           sizes = &s;
       std::vector<std::string> texts;
       for (int64_t s : *sizes)

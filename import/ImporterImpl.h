@@ -7,6 +7,7 @@
 #include "support/DType.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -169,6 +170,7 @@ private:
   std::unordered_map<std::string, std::shared_ptr<Value>> values_;
   std::set<std::string> taken_, reserved_;
   std::vector<std::string> sizeNames_;
+  std::map<std::string, std::string> sizeSymbols_; // size name -> ONNX symbol
   struct ParamDecl {
     std::string name, type, comment;
   };

@@ -296,6 +296,21 @@ TEST(ImporterTest, InputsAndBucketsAreChecked) {
   EXPECT_NE(importError(g, {{"batch", {1}}}).find("dtype double"), std::string::npos);
 }
 
+TEST(ImporterTest, SymbolicDimensionsNamedLikeBuiltInsGetSizesOfTheirOwn) {
+  // A dimension called "max" cannot be a size named max (a built-in): it
+  // becomes max_1, and --bucket still names it by its ONNX name.
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {std::string("max"), std::string("seq.len")})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Relu", {"x"}, {"y"})};
+  std::string src = importOk(g, {{"max", {2}}, {"seq_len", {4, 8}}});
+  EXPECT_NE(src.find("fn forward<max_1, seq_len>(x: f16[max_1, seq_len])"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("Imported.forward<max_1 in {2}, seq_len in {4, 8}>"), std::string::npos)
+      << src;
+}
+
 TEST(ImporterTest, SliceNormalisesNegativeBoundsAndRefusesSteps) {
   OnnxGraph g;
   g.opset = 13;
