@@ -179,6 +179,19 @@ static const char *const kReserved[] = {
     // the module alias and the fn
     "nn", "forward"};
 
+} // namespace detail
+
+bool isFreeIdentifier(const std::string &name) {
+  if (name.empty() || sanitizeName(name) != name)
+    return false;
+  for (const char *r : detail::kReserved)
+    if (name == r)
+      return false;
+  return true;
+}
+
+namespace detail {
+
 Importer::Importer(const OnnxGraph &graph, const ImportOptions &options)
     : graph(graph), options(options) {
   for (const char *r : kReserved)

@@ -40,4 +40,8 @@ llvm::Expected<ImportResult> importOnnx(const OnnxGraph &graph, const ImportOpti
 /// 'v' before it.
 std::string sanitizeName(const std::string &name);
 
+/// Whether `name` can name an entry or a model: an identifier that is no
+/// keyword, dtype or built-in of the language.
+bool isFreeIdentifier(const std::string &name);
+
 } // namespace lpu::import

@@ -107,12 +107,27 @@ int main(int argc, char **argv) {
     return tools::kExitUsageError;
   }
   std::string stem = llvm::sys::path::stem(output).str();
-  options.entryName = entry.empty() ? import::sanitizeName(stem) : entry;
-  if (import::sanitizeName(options.entryName) != options.entryName) {
-    tools::reportToolError(kTool, "--entry '" + options.entryName + "' is no identifier");
-    return tools::kExitUsageError;
+  options.entryName = entry;
+  if (entry.empty()) {
+    // After the file's name, unless the language keeps that name.
+    options.entryName = import::sanitizeName(stem);
+    if (!import::isFreeIdentifier(options.entryName))
+      options.entryName += "_entry";
   }
   options.modelName = modelName.empty() ? modelNameFor(options.entryName) : modelName;
+  for (auto [flag, name] : {std::pair<const char *, const std::string *>{"--entry", &options.entryName},
+                            {"--model", &options.modelName}})
+    if (!import::isFreeIdentifier(*name)) {
+      tools::reportToolError(kTool, std::string(flag) + " '" + *name +
+                                        "' is no identifier, or one the language keeps (a "
+                                        "keyword, a dtype or a built-in)");
+      return tools::kExitUsageError;
+    }
+  if (options.entryName == options.modelName) {
+    tools::reportToolError(kTool, "the entry and the model cannot both be named '" +
+                                      options.entryName + "'");
+    return tools::kExitUsageError;
+  }
   options.sourceName = llvm::sys::path::filename(input).str();
   if (weights.empty()) {
     llvm::SmallString<256> w(output);
