@@ -1,5 +1,6 @@
 #include "tools/common/ToolSupport.h"
 
+#include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
@@ -55,6 +56,27 @@ void reportToolError(llvm::StringRef tool, const llvm::Twine &message) {
   llvm::errs() << tool << ": ";
   llvm::WithColor::error(llvm::errs(), "", /*DisableColors=*/std::getenv("NO_COLOR") != nullptr)
       << message << "\n";
+}
+
+llvm::Expected<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::StringRef contents,
+                                                 llvm::StringRef tag) {
+  llvm::SmallString<256> temp;
+  int fd = -1;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + "." + tag + "-%%%%%%", fd, temp))
+    return llvm::createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
+                                   ec.message().c_str());
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << contents;
+  os.close();
+  if (os.has_error()) {
+    std::error_code ec = os.error();
+    os.clear_error();
+    llvm::sys::fs::remove(temp);
+    return llvm::createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
+                                   ec.message().c_str());
+  }
+  return std::string(temp.str());
 }
 
 } // namespace lpu::tools

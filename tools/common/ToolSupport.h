@@ -34,6 +34,13 @@ int parseCommandLine(CLI::App &app, int argc, char **argv, llvm::StringRef tool)
 /// not found, permission denied, is a directory.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readInputFile(llvm::StringRef path);
 
+/// Writes `contents` to a new file beside `path` (`PATH.TAG-XXXXXX`, so that
+/// a rename into place stays on one file system) and returns its name; the
+/// caller renames it over `path` or removes it. Nothing is left behind on
+/// an error, which names `path`.
+llvm::Expected<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::StringRef contents,
+                                                 llvm::StringRef tag);
+
 /// Prints "TOOL: error: MESSAGE" to stderr (coloured when stderr is a
 /// terminal and NO_COLOR is unset).
 void reportToolError(llvm::StringRef tool, const llvm::Twine &message);

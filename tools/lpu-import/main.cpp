@@ -24,27 +24,6 @@ namespace {
 using namespace lpu;
 constexpr const char *kTool = "lpu-import";
 
-/// Writes `contents` next to `path` under a temporary name; the caller
-/// renames it into place.
-llvm::Expected<std::string> writeTemporary(const std::string &path, llvm::StringRef contents) {
-  llvm::SmallString<256> temp;
-  int fd = -1;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temp))
-    return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
-                                   ec.message().c_str());
-  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-  os << contents;
-  os.close();
-  if (os.has_error()) {
-    std::error_code ec = os.error();
-    os.clear_error();
-    llvm::sys::fs::remove(temp);
-    return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
-                                   ec.message().c_str());
-  }
-  return std::string(temp.str());
-}
-
 /// "resnet50" -> "Resnet50": the model's name.
 std::string modelNameFor(const std::string &entry) {
   std::string name;
@@ -156,7 +135,7 @@ int main(int argc, char **argv) {
     return tools::kExitInputError;
   }
 
-  auto sourceTemp = writeTemporary(output, formatted.output);
+  auto sourceTemp = tools::writeTemporaryBeside(output, formatted.output, "tmp");
   if (!sourceTemp) {
     tools::reportToolError(kTool, llvm::toString(sourceTemp.takeError()));
     return tools::kExitUsageError;
@@ -184,7 +163,7 @@ int main(int argc, char **argv) {
     tools::reportToolError(kTool, llvm::toString(image.takeError()));
     return tools::kExitInputError;
   }
-  auto weightsTemp = writeTemporary(weights, *image);
+  auto weightsTemp = tools::writeTemporaryBeside(weights, *image, "tmp");
   if (!weightsTemp) {
     llvm::sys::fs::remove(*sourceTemp);
     tools::reportToolError(kTool, llvm::toString(weightsTemp.takeError()));

@@ -41,27 +41,13 @@ bool colorsWanted() { return !std::getenv("NO_COLOR") && llvm::errs().has_colors
 /// Replaces `path` by `contents` through a temporary file in the same
 /// folder and a rename, so that a reader never sees a half-written file.
 llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef contents) {
-  llvm::SmallString<256> temp;
-  int fd = -1;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".lpufmt-%%%%%%", fd, temp))
-    return llvm::createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
-                                   ec.message().c_str());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << contents;
-    os.close();
-    if (os.has_error()) {
-      std::error_code ec = os.error();
-      os.clear_error();
-      llvm::sys::fs::remove(temp);
-      return llvm::createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
-                                     ec.message().c_str());
-    }
-  }
+  auto temp = tools::writeTemporaryBeside(path, contents, "lpufmt");
+  if (!temp)
+    return temp.takeError();
   if (auto perms = llvm::sys::fs::getPermissions(path))
-    llvm::sys::fs::setPermissions(temp, *perms);
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
+    llvm::sys::fs::setPermissions(*temp, *perms);
+  if (std::error_code ec = llvm::sys::fs::rename(*temp, path)) {
+    llvm::sys::fs::remove(*temp);
     return llvm::createStringError(ec, "cannot replace '%s': %s", path.str().c_str(),
                                    ec.message().c_str());
   }
