@@ -679,7 +679,6 @@ llvm::Expected<ImportResult> Importer::finish() {
   ImportResult r;
   r.source = os.str();
   r.weights = std::move(weights_);
-  r.sizeNames = sizeNames_;
   return r;
 }
 

@@ -27,7 +27,6 @@ struct ImportOptions {
 struct ImportResult {
   std::string source;                       // unformatted .lpu text
   std::vector<tensor::NamedTensor> weights; // by parameter path
-  std::vector<std::string> sizeNames;       // the entry's bucketed sizes
 };
 
 /// The whole import, or an error that says everything wrong at once

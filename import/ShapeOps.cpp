@@ -99,10 +99,7 @@ llvm::Error foldElementwise(Importer &im, const OnnxNode &node) {
         return im.nodeError(node, "cannot subtract the symbolic size " + b.text());
     } else if (op == "Div") {
       if (x && y && *y != 0) {
-        int64_t q = *x / *y;
-        if ((*x % *y != 0) && ((*x < 0) != (*y < 0)))
-          --q; // ONNX integer division floors like NumPy? it truncates; keep C's
-        out.ints.push_back(Size::of(*x / *y));
+        out.ints.push_back(Size::of(*x / *y)); // truncating, as ONNX's integer Div
       } else if (auto d = divSize(a, b))
         out.ints.push_back(*d);
       else
