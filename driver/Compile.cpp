@@ -17,10 +17,6 @@
 
 namespace lpu::driver {
 
-namespace {
-
-/// Issue cycles over cycles x queues: the fraction of the unit kind's
-/// issue slots the schedule uses.
 /// Issue cycles over cycles x queues, pooled over the chips a multi-chip
 /// schedule uses.
 double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescription &chip,
@@ -28,6 +24,10 @@ double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescript
   double queues = double(chip.queues[unit]) * double(std::max<size_t>(1, s.chips.size()));
   return s.cycles && queues ? double(s.busy[unit]) / (double(s.cycles) * queues) : 0.0;
 }
+
+std::string locationText(const ir::Location &loc) { return loc.known() ? loc.str() : "no source"; }
+
+namespace {
 
 /// The cycles a chip's links are busy sending its bytes.
 int64_t linkCycles(const scheduler::ChipFigures &f, const backend::ChipDescription &chip) {
@@ -177,10 +177,6 @@ std::string describePartitionChoice(const PartitionChoice &choice) {
   return out + ")";
 }
 
-namespace {
-std::string locationText(const ir::Location &loc) { return loc.known() ? loc.str() : "no source"; }
-} // namespace
-
 void printSchedulePlan(const CompiledProgram &compiled, llvm::raw_ostream &os) {
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
     const scheduler::Plan &plan = b.schedule.plan;
@@ -279,78 +275,85 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
   }
 }
 
+llvm::json::Object reportFigures(const CompiledProgram::BucketInfo &b,
+                                 const backend::ChipDescription &chip) {
+  const scheduler::Schedule &s = b.schedule;
+  llvm::json::Object dims;
+  for (const backend::BucketDim &d : b.dims)
+    dims[d.name] = d.value;
+  llvm::json::Object busy, utilisation;
+  for (unsigned u = 0; u < backend::kNumUnitKinds; ++u) {
+    llvm::StringRef unit = backend::unitKindName(backend::UnitKind(u));
+    busy[unit] = s.busy[u];
+    utilisation[unit] = unitUtilisation(s, chip, u);
+  }
+  llvm::json::Object bucket{
+      {"entry", b.entry},
+      {"bucket", std::move(dims)},
+      {"cycles", s.cycles},
+      {"time_us", double(s.cycles) / chip.clockMHz},
+      {"busy_cycles", std::move(busy)},
+      {"utilisation", std::move(utilisation)},
+      {"sram_bytes", int64_t(s.sramBytes)},
+      {"lower_bound", s.lowerBound},
+      {"lower_bound_reason", s.lowerBoundReason},
+      {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0},
+      {"physical_bound", s.physical.cycles},
+      {"physical_resource", s.physical.resource},
+      {"physical_ratio", s.physical.cycles ? double(s.cycles) / double(s.physical.cycles) : 0.0},
+      {"physical_terms", llvm::json::Object{{"mxm", s.physical.mxm},
+                                            {"weight_loads", s.physical.weights},
+                                            {"sram_ports", s.physical.sram},
+                                            {"vxm", s.physical.vxm},
+                                            {"sxm", s.physical.sxm},
+                                            {"links", s.physical.links},
+                                            {"chain", s.physical.chain}}}};
+  if (!s.chips.empty()) {
+    llvm::json::Array chips;
+    for (const scheduler::ChipFigures &f : s.chips)
+      chips.push_back(llvm::json::Object{{"chip", int64_t(f.chip)},
+                                         {"first_cycle", f.firstCycle},
+                                         {"cycles", f.cycles},
+                                         {"sram_bytes", int64_t(f.sramBytes)},
+                                         {"link_bytes_sent", int64_t(f.linkBytesSent)},
+                                         {"link_busy_cycles", linkCycles(f, chip)},
+                                         {"lower_bound", f.lowerBound},
+                                         {"lower_bound_reason", f.lowerBoundReason}});
+    bucket["topology"] = s.topology;
+    bucket["chips"] = std::move(chips);
+    if (s.lockstep) {
+      bucket["lockstep"] = true;
+      bucket["lockstep_groups"] = int64_t(s.groups);
+    }
+    if (!s.lockstep || s.groups > 1)
+      bucket["pipelined_interval"] = longestSpan(s);
+    bucket["scheduled_chips"] = int64_t(s.distinctChips);
+  }
+  if (b.partition) {
+    llvm::json::Array candidates;
+    for (const PartitionChoice::Candidate &c : ranked(*b.partition)) {
+      llvm::json::Object o{{"kind", c.kind}};
+      if (c.ok())
+        o["cycles"] = c.cycles;
+      else {
+        o["error"] = c.error;
+        o["message"] = c.message;
+      }
+      candidates.push_back(std::move(o));
+    }
+    bucket["partition"] = b.partition->chosen;
+    bucket["partition_auto"] = std::move(candidates);
+  }
+  return bucket;
+}
+
 void printScheduleReportJson(const CompiledProgram &compiled,
                              const backend::ChipDescription &chip, llvm::raw_ostream &os,
                              bool ops) {
   llvm::json::Array buckets;
   for (const CompiledProgram::BucketInfo &b : compiled.buckets) {
     const scheduler::Schedule &s = b.schedule;
-    llvm::json::Object dims;
-    for (const backend::BucketDim &d : b.dims)
-      dims[d.name] = d.value;
-    llvm::json::Object busy, utilisation;
-    for (unsigned u = 0; u < backend::kNumUnitKinds; ++u) {
-      llvm::StringRef unit = backend::unitKindName(backend::UnitKind(u));
-      busy[unit] = s.busy[u];
-      utilisation[unit] = unitUtilisation(s, chip, u);
-    }
-    llvm::json::Object bucket{
-        {"entry", b.entry},
-        {"bucket", std::move(dims)},
-        {"cycles", s.cycles},
-        {"time_us", double(s.cycles) / chip.clockMHz},
-        {"busy_cycles", std::move(busy)},
-        {"utilisation", std::move(utilisation)},
-        {"sram_bytes", int64_t(s.sramBytes)},
-        {"lower_bound", s.lowerBound},
-        {"lower_bound_reason", s.lowerBoundReason},
-        {"ratio", s.lowerBound ? double(s.cycles) / double(s.lowerBound) : 0.0},
-        {"physical_bound", s.physical.cycles},
-        {"physical_resource", s.physical.resource},
-        {"physical_ratio", s.physical.cycles ? double(s.cycles) / double(s.physical.cycles) : 0.0},
-        {"physical_terms", llvm::json::Object{{"mxm", s.physical.mxm},
-                                              {"weight_loads", s.physical.weights},
-                                              {"sram_ports", s.physical.sram},
-                                              {"vxm", s.physical.vxm},
-                                              {"sxm", s.physical.sxm},
-                                              {"links", s.physical.links},
-                                              {"chain", s.physical.chain}}}};
-    if (!s.chips.empty()) {
-      llvm::json::Array chips;
-      for (const scheduler::ChipFigures &f : s.chips)
-        chips.push_back(llvm::json::Object{{"chip", int64_t(f.chip)},
-                                           {"first_cycle", f.firstCycle},
-                                           {"cycles", f.cycles},
-                                           {"sram_bytes", int64_t(f.sramBytes)},
-                                           {"link_bytes_sent", int64_t(f.linkBytesSent)},
-                                           {"link_busy_cycles", linkCycles(f, chip)},
-                                           {"lower_bound", f.lowerBound},
-                                           {"lower_bound_reason", f.lowerBoundReason}});
-      bucket["topology"] = s.topology;
-      bucket["chips"] = std::move(chips);
-      if (s.lockstep) {
-        bucket["lockstep"] = true;
-        bucket["lockstep_groups"] = int64_t(s.groups);
-      }
-      if (!s.lockstep || s.groups > 1)
-        bucket["pipelined_interval"] = longestSpan(s);
-      bucket["scheduled_chips"] = int64_t(s.distinctChips);
-    }
-    if (b.partition) {
-      llvm::json::Array candidates;
-      for (const PartitionChoice::Candidate &c : ranked(*b.partition)) {
-        llvm::json::Object o{{"kind", c.kind}};
-        if (c.ok())
-          o["cycles"] = c.cycles;
-        else {
-          o["error"] = c.error;
-          o["message"] = c.message;
-        }
-        candidates.push_back(std::move(o));
-      }
-      bucket["partition"] = b.partition->chosen;
-      bucket["partition_auto"] = std::move(candidates);
-    }
+    llvm::json::Object bucket = reportFigures(b, chip);
     if (ops) {
       llvm::json::Array opTimings;
       for (const scheduler::OpTiming &t : s.ops) {

@@ -8,6 +8,7 @@
 #include "scheduler/Schedule.h"
 #include "scheduler/Scheduler.h"
 
+#include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <optional>
@@ -73,6 +74,16 @@ std::string describePartitionChoice(const PartitionChoice &choice);
 /// with their cycles and the one kept, the parameters' storage, and each
 /// op's and value's choices with its source location.
 void printSchedulePlan(const CompiledProgram &compiled, llvm::raw_ostream &os);
+/// Issue cycles over cycles x queues of unit kind `unit`, pooled over a
+/// multi-chip schedule's chips.
+double unitUtilisation(const scheduler::Schedule &s, const backend::ChipDescription &chip,
+                       unsigned unit);
+/// "file:line:col", or "no source".
+std::string locationText(const ir::Location &loc);
+/// One bucket's figures as `lpuc --report --json` prints them (without
+/// "ops").
+llvm::json::Object reportFigures(const CompiledProgram::BucketInfo &bucket,
+                                 const backend::ChipDescription &chip);
 void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDescription &chip,
                          llvm::raw_ostream &os, bool ops = false);
 void printScheduleReportJson(const CompiledProgram &compiled,

@@ -27,7 +27,7 @@ bool SramAllocator::isFree(const std::vector<uint16_t> &slices, uint32_t a, uint
 SramBlock SramAllocator::take(std::vector<uint16_t> slices, uint32_t a, uint32_t vectors,
                               int64_t writable, SramOwner owner) {
   SramBlock block{std::move(slices), a, vectors, writable, int(blocks_.size())};
-  blocks_.push_back({block, std::move(owner), std::numeric_limits<int64_t>::max()});
+  blocks_.push_back({block, std::move(owner), std::numeric_limits<int64_t>::max(), wantedBy});
   for (uint16_t s : block.slices)
     bySlice_[s].push_back(block.id);
   liveBytes_ += uint64_t(vectors) * block.slices.size() * chip_.lanes;
@@ -176,6 +176,22 @@ llvm::Expected<SramBlock> SramAllocator::allocate(unsigned width, uint32_t vecto
                                             uint64_t(vectors) * width * chunks * chip_.lanes,
                                             width, uint64_t(vectors) * chunks, liveBytes_,
                                             chip_.sramBytes());
+}
+
+std::vector<SramLife> SramAllocator::lives(int64_t end) const {
+  std::vector<SramLife> out;
+  out.reserve(blocks_.size());
+  for (const Live &l : blocks_) {
+    SramLife life;
+    life.from = l.block.writableFrom;
+    if (l.wanted != std::numeric_limits<int64_t>::max())
+      life.from = std::max(life.from, l.wanted);
+    life.to = l.freeAfter == std::numeric_limits<int64_t>::max() ? end : l.freeAfter;
+    life.from = std::min(life.from, life.to);
+    life.bytes = l.bytes() * chip_.lanes;
+    out.push_back(life);
+  }
+  return out;
 }
 
 void SramAllocator::release(int id, int64_t lastRead) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "backend/ChipDescription.h"
+#include "scheduler/Schedule.h"
 #include "ir/IR.h"
 
 #include <llvm/Support/Error.h>
@@ -53,6 +54,8 @@ public:
 
   /// The most bytes live at once so far.
   uint64_t peakBytes() const { return peakBytes_; }
+  /// Every block's life so far; blocks never released live until `end`.
+  std::vector<SramLife> lives(int64_t end) const;
 
   /// Chunked blocks go to the hemisphere where they sit lowest, not to the
   /// cursor's first: stripes across a whole hemisphere then fill both
@@ -84,6 +87,7 @@ private:
     SramBlock block;
     SramOwner owner;
     int64_t freeAfter; // max while live
+    int64_t wanted;    // wantedBy when it was allocated
     uint64_t bytes() const { return uint64_t(block.vectors) * block.slices.size(); }
   };
   const backend::ChipDescription &chip_;

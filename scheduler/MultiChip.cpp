@@ -222,6 +222,10 @@ std::optional<Schedule> shifted(Schedule &from, unsigned fromChip, const ChipTra
       }
   }
   s.cycles += delta;
+  for (SramLife &l : s.sram) {
+    l.from += delta;
+    l.to += delta;
+  }
   for (OpTiming &t : s.ops) {
     t.firstCycle += delta;
     t.lastCycle += delta;
@@ -330,8 +334,17 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
     for (const LinkTransfer &t : s.sent)
       f.linkBytesSent += t.bytes;
     merged.chips.push_back(f);
-    for (OpTiming &t : s.ops)
+    const uint32_t base = uint32_t(merged.ops.size());
+    for (OpTiming &t : s.ops) {
+      t.chip = onChip[c];
+      for (uint32_t &i : t.inputs)
+        i += base;
       merged.ops.push_back(std::move(t));
+    }
+    for (SramLife l : s.sram) {
+      l.chip = onChip[c];
+      merged.sram.push_back(l);
+    }
     if (merged.plan.knobs.empty()) {
       merged.plan.parameters = s.plan.parameters;
       merged.plan.heuristics = s.plan.heuristics;

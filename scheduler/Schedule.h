@@ -38,6 +38,15 @@ struct QueueId {
 /// epilogue's root's, an attention's merged heads'; -1: none), with the
 /// earliest the critical path allows for those two rows: the gap between
 /// the two is what the schedule lost there against the lower bound.
+/// The instructions one op placed on one queue: indices [begin, end) of
+/// the queue's list in Schedule::queues (a lowering appends to a queue's
+/// list, so an op's instructions on it are one run of indices).
+struct QueueRange {
+  backend::UnitKind unit = backend::UnitKind::Mem;
+  unsigned index = 0;
+  uint32_t begin = 0, end = 0;
+};
+
 struct OpTiming {
   std::string op;   // the IR mnemonic
   std::string type; // the result type as the IR prints it
@@ -45,6 +54,26 @@ struct OpTiming {
   int64_t firstCycle = 0, lastCycle = 0;
   int64_t firstRowReady = -1, lastRowReady = -1;
   int64_t firstRowBound = -1, lastRowBound = -1;
+  /// The chip whose queues it placed on (a multi-chip schedule).
+  unsigned chip = 0;
+  /// The transfer (its IR id) whose vectors it sent or received; -1: none.
+  int64_t sends = -1, receives = -1;
+  /// Its instructions, queue by queue (lpuc --report-html's timeline).
+  std::vector<QueueRange> ranges;
+  /// The ops (indices into Schedule::ops) whose results it reads, looked
+  /// up through the ops that placed nothing (views, values computed in
+  /// their readers' trees): the edges of the schedule's critical path.
+  std::vector<uint32_t> inputs;
+};
+
+/// One SRAM block's life: its bytes count from `from` (the later of the
+/// cycle its space became free and the cycle the work that allocated it
+/// could start) to `to` (its last read; the schedule's end for parameters
+/// and other blocks never freed).
+struct SramLife {
+  int64_t from = 0, to = 0;
+  uint64_t bytes = 0;
+  unsigned chip = 0;
 };
 
 /// One choice the scheduler made for an op or a value (lpuc --emit=plan,
@@ -125,6 +154,8 @@ struct Schedule {
   /// The ops that placed instructions, in the order they were lowered (an
   /// attention lowered as a whole at its scores counts there).
   std::vector<OpTiming> ops;
+  /// Every SRAM block's life (lpuc --report-html's SRAM over time).
+  std::vector<SramLife> sram;
   /// What this chip sends (a multi-chip function's chips, before merging).
   std::vector<LinkTransfer> sent;
   /// Per chip, for a multi-chip schedule (empty for one chip), and the

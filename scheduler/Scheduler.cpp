@@ -81,20 +81,44 @@ std::map<QueueId, size_t> queueLengths(const Schedule &schedule) {
 /// every queue, and its rows' readiness when it has rows of its own.
 /// `result`: the op whose rows the lowering wrote (`op`, an epilogue's
 /// root, an attention's merged heads).
-void noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before, const ir::Op &op,
-                  const ir::Op &result, const LoweringContext &ctx) {
+/// The timings (indices into Schedule::ops) of the ops whose results `v`
+/// is: its own, or through an op that placed nothing (a view, a value
+/// computed in its readers' trees), its operands'.
+void producersOf(const ir::Op *v, const std::map<const ir::Op *, uint32_t> &timed,
+                 std::set<const ir::Op *> &seen, std::vector<uint32_t> &out) {
+  if (!seen.insert(v).second)
+    return;
+  if (auto it = timed.find(v); it != timed.end()) {
+    if (llvm::find(out, it->second) == out.end())
+      out.push_back(it->second);
+    return;
+  }
+  for (const ir::Op *operand : v->operands())
+    producersOf(operand, timed, seen, out);
+}
+
+OpTiming *noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before,
+                       const ir::Op &op, const ir::Op &result, const LoweringContext &ctx,
+                       std::map<const ir::Op *, uint32_t> &timed) {
   OpTiming t;
   bool any = false;
   for (const auto &[q, list] : schedule.queues) {
     auto it = before.find(q);
-    for (size_t i = it == before.end() ? 0 : it->second; i < list.size(); ++i) {
+    const size_t from = it == before.end() ? 0 : it->second;
+    if (from < list.size())
+      t.ranges.push_back({q.unit, q.index, uint32_t(from), uint32_t(list.size())});
+    for (size_t i = from; i < list.size(); ++i) {
       t.firstCycle = any ? std::min(t.firstCycle, list[i].cycle) : list[i].cycle;
       t.lastCycle = any ? std::max(t.lastCycle, list[i].cycle) : list[i].cycle;
       any = true;
     }
   }
   if (!any)
-    return;
+    return nullptr;
+  std::set<const ir::Op *> seen{&op};
+  for (const ir::Op *operand : op.operands())
+    producersOf(operand, timed, seen, t.inputs);
+  timed[&op] = timed[&result] = uint32_t(schedule.ops.size());
   t.op = ir::mnemonic(op.kind()).str();
   t.type = op.type().str();
   t.loc = op.loc();
@@ -112,6 +136,7 @@ void noteOpTiming(Schedule &schedule, const std::map<QueueId, size_t> &before, c
     t.lastRowBound = ctx.pathOfRows(result, v.rows);
   }
   schedule.ops.push_back(std::move(t));
+  return &schedule.ops.back();
 }
 
 } // namespace
@@ -301,6 +326,23 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   std::map<const ir::Op *, size_t> index;
   for (const auto &op : fn.ops())
     index[op.get()] = index.size();
+  // The op whose timing (Schedule::ops) each lowered result is in.
+  std::map<const ir::Op *, uint32_t> timed;
+  // A transfer's sends or recvs as an op of their own ("send", "recv"),
+  // with the transfer they are.
+  auto noteTransfer = [&](bool send) -> AroundTransfer {
+    return [&, send](const ir::Op &op, int64_t id,
+                      const std::function<llvm::Error()> &place) -> llvm::Error {
+      const std::map<QueueId, size_t> before = queueLengths(schedule);
+      if (llvm::Error e = place())
+        return e;
+      if (OpTiming *t = noteOpTiming(schedule, before, op, op, ctx, timed)) {
+        t->op = send ? "send" : "recv";
+        (send ? t->sends : t->receives) = id;
+      }
+      return llvm::Error::success();
+    };
+  };
   for (const auto &op : fn.ops())
     for (const ir::Op *operand : op->operands())
       ctx.users[operand].push_back(op.get());
@@ -480,7 +522,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
 
   // Values from other chips: each vector written as it arrives.
   if (traffic && !lockstep)
-    if (auto e = receiveAll(fn, *traffic, ctx))
+    if (auto e = receiveAll(fn, *traffic, ctx, noteTransfer(false)))
       return e;
 
   // Attentions lowered as a whole where their scores are: the ops they
@@ -539,7 +581,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       const std::map<QueueId, size_t> before = queueLengths(schedule);
       if (auto e = receiveOne(op, arrived, traffic->chip, lastRecv, ctx))
         return e;
-      noteOpTiming(schedule, before, op, op, ctx);
+      if (OpTiming *t = noteOpTiming(schedule, before, op, op, ctx, timed))
+        t->receives = in->id;
       break;
     }
     case ir::OpKind::Param:
@@ -576,11 +619,16 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       if (copied && !view.storage->persistent)
         sram.release(view.storage->block.id, view.storage->lastUse());
       schedule.sent.push_back(*sent);
+      const int64_t id = sent->id;
       traffic->mailbox->publish(std::move(*sent));
-      noteOpTiming(schedule, before, op, op, ctx);
+      if (OpTiming *t = noteOpTiming(schedule, before, op, op, ctx, timed))
+        t->sends = id;
       break;
     }
     case ir::OpKind::Return: {
+      // Outputs that need a block of their own are copied here.
+      const std::map<QueueId, size_t> before = queueLengths(schedule);
+      auto noteCopies = llvm::make_scope_exit([&] { noteOpTiming(schedule, before, op, op, ctx, timed); });
       std::vector<std::string> names = op.stringsAttr("names").value_or(std::vector<std::string>{});
       std::set<const ir::Op *> used;
       for (size_t i = 0; i < op.operands().size(); ++i) {
@@ -625,7 +673,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
           sram.wantedBy = firstOperandsReady(op, ctx);
           if (auto e = lowerAttention(*a->second, ctx))
             return e;
-          noteOpTiming(schedule, before, op, *a->second->merged, ctx);
+          noteOpTiming(schedule, before, op, *a->second->merged, ctx, timed);
         }
         break;
       }
@@ -644,7 +692,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       // A result written by an epilogue is its root's (asking again
       // lowers nothing: the views it needs exist now).
       const ir::Op *epilogue = ctx.hasView(&op) ? nullptr : epilogueRoot(op, ctx);
-      noteOpTiming(schedule, before, op, epilogue ? *epilogue : op, ctx);
+      noteOpTiming(schedule, before, op, epilogue ? *epilogue : op, ctx, timed);
       break;
     }
     }
@@ -664,7 +712,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
 
   // Values for other chips: each vector sent once it is written.
   if (traffic && !lockstep)
-    if (auto e = sendAll(fn, *traffic, sentViews, ctx, schedule))
+    if (auto e = sendAll(fn, *traffic, sentViews, ctx, schedule, noteTransfer(true)))
       return e;
 
   // Constants the lowerings made (lane masks, divisors).
@@ -694,6 +742,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     }
   schedule.cycles = last + 1;
   schedule.sramBytes = sram.peakBytes();
+  schedule.sram = sram.lives(schedule.cycles);
   auto bound = [&](int64_t value, std::string why) {
     if (value > schedule.lowerBound) {
       schedule.lowerBound = value;
@@ -1001,8 +1050,9 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
       program.entries.push_back(Entry{fn->name(), {}});
     program.entries.back().buckets.push_back(std::move(*bucket));
     // The program holds the instructions now; the report needs only the
-    // figures (a Llama-2-13B's are gigabytes).
-    schedule->queues.clear();
+    // figures (a Llama-2-13B's are gigabytes), its timeline them too.
+    if (!options.keepInstructions)
+      schedule->queues.clear();
     if (schedules)
       schedules->push_back(std::move(*schedule));
   }

@@ -110,6 +110,10 @@ struct ScheduleOptions {
   /// Threads for the other sets (0: one per core); the program does not
   /// depend on it.
   unsigned threads = 0;
+  /// Keep every schedule's instructions (Schedule::queues) after its
+  /// bucket is encoded, for a timeline of them (lpuc --report-html);
+  /// otherwise only the figures are kept.
+  bool keepInstructions = false;
   /// The topology the program runs on (backend/Topology.h): every bucket
   /// has code for each of its chips.
   std::string topology = "single";

@@ -185,7 +185,8 @@ llvm::Error receiveOne(const ir::Op &input, const ChipTraffic::Incoming &in, uns
   return llvm::Error::success();
 }
 
-llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, LoweringContext &ctx) {
+llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, LoweringContext &ctx,
+                       const AroundTransfer &around) {
   // A link delivers in the order sent: its recvs issue in that order.
   std::map<unsigned, int64_t> lastRecv;
   for (const ChipTraffic::Incoming &in : traffic.incoming) {
@@ -195,7 +196,7 @@ llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, Lower
         input = op;
     if (!input)
       return internal("no input " + in.name + " for a received value");
-    if (auto e = receiveOne(*input, in, traffic.chip, lastRecv, ctx))
+    if (auto e = around(*input, in.id, [&] { return receiveOne(*input, in, traffic.chip, lastRecv, ctx); }))
       return e;
   }
   return llvm::Error::success();
@@ -288,7 +289,7 @@ llvm::Expected<LinkTransfer> sendOne(const ir::Op &owner, const TensorView &view
 
 llvm::Error sendAll(const ir::Function &fn, const ChipTraffic &traffic,
                     const std::map<std::string, TensorView> &views, LoweringContext &ctx,
-                    Schedule &schedule) {
+                    Schedule &schedule, const AroundTransfer &around) {
   std::map<unsigned, int64_t> linkFree;
   // The values sent are what the function returns: its return owns the
   // lane maps of their packed tails.
@@ -300,10 +301,14 @@ llvm::Error sendAll(const ir::Function &fn, const ChipTraffic &traffic,
     auto it = views.find(out.name);
     if (it == views.end() || !owner)
       return internal("no value to send for " + out.name);
-    auto sent = sendOne(*owner, it->second, out, traffic.chip, linkFree, ctx);
-    if (!sent)
-      return sent.takeError();
-    schedule.sent.push_back(std::move(*sent));
+    if (auto e = around(*owner, out.id, [&]() -> llvm::Error {
+          auto sent = sendOne(*owner, it->second, out, traffic.chip, linkFree, ctx);
+          if (!sent)
+            return sent.takeError();
+          schedule.sent.push_back(std::move(*sent));
+          return llvm::Error::success();
+        }))
+      return e;
   }
   return llvm::Error::success();
 }

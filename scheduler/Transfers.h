@@ -5,6 +5,7 @@
 #include "scheduler/Scheduler.h"
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,9 +34,16 @@ int64_t tailRows(ir::DType dtype, int64_t cols, unsigned lanes);
 llvm::Error receiveOne(const ir::Op &input, const ChipTraffic::Incoming &in, unsigned chip,
                        std::map<unsigned, int64_t> &lastRecv, LoweringContext &ctx);
 
+/// Runs one value's transfer (`place`) for the op that receives it (its
+/// input) or sends it (the function's return): the driver notes what it
+/// placed (Schedule::ops).
+using AroundTransfer = std::function<llvm::Error(const ir::Op &op, int64_t id,
+                                                 const std::function<llvm::Error()> &place)>;
+
 /// Places the recvs of every value `traffic` receives, each vector written
 /// to its input's SRAM no earlier than it arrives.
-llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, LoweringContext &ctx);
+llvm::Error receiveAll(const ir::Function &fn, const ChipTraffic &traffic, LoweringContext &ctx,
+                       const AroundTransfer &around);
 
 /// Places the sends of one value stored as `view`, each vector as soon as
 /// it is written and its link is free (`linkFree`: per link, the first
@@ -51,7 +59,7 @@ llvm::Expected<LinkTransfer> sendOne(const ir::Op &owner, const TensorView &view
 /// records the arrivals in `schedule.sent`.
 llvm::Error sendAll(const ir::Function &fn, const ChipTraffic &traffic,
                     const std::map<std::string, TensorView> &views, LoweringContext &ctx,
-                    Schedule &schedule);
+                    Schedule &schedule, const AroundTransfer &around);
 
 /// What the chips of a lockstep group (MultiChip.cpp, docs/partitioning.md
 /// "The lockstep schedule") pass each other while each is scheduled on its

@@ -18,6 +18,7 @@ packages=(
   ccache                                # shares compiled objects between build trees
   libonnx-dev libprotobuf-dev           # lpu-import reads ONNX models through their protobuf definitions
   python3-onnx python3-torchvision      # import tests: models exported from PyTorch, bad models built with onnx.helper
+  chromium python3-pil                  # the HTML schedule report's test: a headless browser renders it, a screenshot is checked
 )
 
 missing=()

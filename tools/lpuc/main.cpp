@@ -5,6 +5,7 @@
 #include "frontend/Verify.h"
 #include "ir/Pass.h"
 #include "backend/ProgramText.h"
+#include "driver/HtmlReport.h"
 #include "driver/LoadModel.h"
 #include "driver/Pipeline.h"
 #include "ir/Text.h"
@@ -128,6 +129,11 @@ int main(int argc, char **argv) {
                  "dump the IR to stderr after the pass PASS (or 'all')")
       ->delimiter(',')
       ->allow_extra_args(false);
+  std::string reportHtml;
+  app.add_option("--report-html", reportHtml,
+                 "compile as -o does and write the schedule report as one self-contained HTML page "
+                 "to FILE: a zoomable timeline of every queue per chip, utilisation, SRAM over "
+                 "time, the critical path and every op");
   bool stats = false, statsJson = false, timePhases = false;
   std::vector<std::string> includeDirs;
   CheckOptions checkOptions;
@@ -216,6 +222,7 @@ int main(int argc, char **argv) {
                             : packParams == "never"   ? scheduler::ParamPacking::Never
                                                       : scheduler::ParamPacking::Auto;
   scheduleOptions.tune = !noTune;
+  scheduleOptions.keepInstructions = !reportHtml.empty();
   scheduleOptions.threads = threads;
   if (!heuristics.empty())
     scheduleOptions.heuristics = llvm::cantFail(scheduler::parsePlacementHeuristics(heuristics));
@@ -246,7 +253,8 @@ int main(int argc, char **argv) {
     pipeline.dumpAfter.push_back(*driver::parsePhase(name));
   // How far the pipeline runs: as far as the output asked for needs.
   using driver::Phase;
-  bool compile = !outputFile.empty() || emit == "asm" || emit == "plan" || report;
+  bool compile = !outputFile.empty() || emit == "asm" || emit == "plan" || report ||
+                 !reportHtml.empty();
   pipeline.last = compile ? Phase::Emit : emit == "ir" ? Phase::Partition
                   : emit == "ast"                      ? Phase::Parse
                                                        : Phase::Check;
@@ -382,6 +390,22 @@ int main(int argc, char **argv) {
       return tools::kExitInputError;
     }
     out << bytes;
+  }
+  if (compiled && !reportHtml.empty()) {
+    std::string page;
+    llvm::raw_string_ostream pageStream(page);
+    driver::writeHtmlReport(*compiled, *chip, input, pageStream);
+    pageStream.flush();
+    auto written = tools::writeTemporaryBeside(reportHtml, page, "html");
+    if (!written) {
+      tools::reportToolError("lpuc", llvm::toString(written.takeError()));
+      return tools::kExitUsageError;
+    }
+    if (std::error_code ec = llvm::sys::fs::rename(*written, reportHtml)) {
+      llvm::sys::fs::remove(*written);
+      tools::reportToolError("lpuc", "cannot write '" + reportHtml + "': " + ec.message());
+      return tools::kExitUsageError;
+    }
   }
   if (compiled && emit == "asm")
     llvm::outs() << backend::printProgramText(compiled->program);
