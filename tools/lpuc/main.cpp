@@ -396,15 +396,19 @@ int main(int argc, char **argv) {
     llvm::raw_string_ostream pageStream(page);
     driver::writeHtmlReport(*compiled, *chip, input, pageStream);
     pageStream.flush();
-    auto written = tools::writeTemporaryBeside(reportHtml, page, "html");
-    if (!written) {
-      tools::reportToolError("lpuc", llvm::toString(written.takeError()));
-      return tools::kExitUsageError;
-    }
-    if (std::error_code ec = llvm::sys::fs::rename(*written, reportHtml)) {
-      llvm::sys::fs::remove(*written);
-      tools::reportToolError("lpuc", "cannot write '" + reportHtml + "': " + ec.message());
-      return tools::kExitUsageError;
+    if (reportHtml == "-") {
+      llvm::outs() << page;
+    } else {
+      auto written = tools::writeTemporaryBeside(reportHtml, page, "html");
+      if (!written) {
+        tools::reportToolError("lpuc", llvm::toString(written.takeError()));
+        return tools::kExitUsageError;
+      }
+      if (std::error_code ec = llvm::sys::fs::rename(*written, reportHtml)) {
+        llvm::sys::fs::remove(*written);
+        tools::reportToolError("lpuc", "cannot write '" + reportHtml + "': " + ec.message());
+        return tools::kExitUsageError;
+      }
     }
   }
   if (compiled && emit == "asm")
