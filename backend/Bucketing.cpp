@@ -3,6 +3,7 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <cstring>
+#include <map>
 
 namespace lpu::backend {
 
@@ -126,6 +127,9 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
   for (const auto &[name, value] : inputs)
     given += value.numElements();
   std::string why;
+  // The largest each bucketed dimension may be, for the message when an
+  // input is longer than every bucket.
+  std::map<std::string, int64_t> largest;
   for (unsigned bi = 0; bi < entry.buckets.size(); ++bi) {
     const Bucket &b = entry.buckets[bi];
     BucketChoice choice;
@@ -157,6 +161,8 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
         } else if (actual > cap[i]) {
           fits = false;
         }
+        int64_t &most = largest[t.shape[i].name];
+        most = std::max(most, cap[i]);
       }
     }
     if (!fits)
@@ -168,6 +174,18 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
     }
   }
   if (!best) {
+    // An input longer than the largest bucket: say which and by how much.
+    if (why.empty())
+      for (const TensorPlacement &t : first.tensors) {
+        if (t.role != TensorRole::Input)
+          continue;
+        const tensor::Tensor &v = inputs.at(t.name);
+        for (size_t i = 0; i < t.shape.size() && why.empty(); ++i)
+          if (!t.shape[i].name.empty() && v.shape()[i] > largest[t.shape[i].name])
+            why = "input '" + t.name + "' dimension " + std::to_string(i) + " is " +
+                  std::to_string(v.shape()[i]) + ", more than the largest bucket takes, " +
+                  std::to_string(largest[t.shape[i].name]);
+      }
     std::string list;
     for (const Bucket &b : entry.buckets)
       list += "\n  " + dimsText(b);
