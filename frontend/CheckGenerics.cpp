@@ -471,6 +471,11 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
     Value v = args[i];
     v.origin = fn.params[i].range;
     v.originWhat = "parameter '" + fn.params[i].name.name + "'";
+    if (v.isTensor())
+      v.sources = {RuntimeSource::input(
+          fn.params[i].name.name,
+          (f.env.self ? f.env.self->decl->name.name + "." : std::string()) + fn.name.name,
+          fn.params[i].name.range)};
     f.scopes.back()[fn.params[i].name.name] = Local{v, fn.params[i].name.range, false};
   }
   if (fn.returnType)
