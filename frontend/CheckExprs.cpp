@@ -132,6 +132,14 @@ void Checker::noteSources(DiagnosticBuilder &b, const Value &v) {
     }
 }
 
+void Checker::notASize(const Value &v, llvm::SMRange at) {
+  auto b = error(DiagID::NotASize, at, sourceText(at));
+  if (v.isTensor() && !v.sources.empty())
+    noteSources(b, v);
+  else
+    b.note("it is " + v.describeNotStatic("an integer"));
+}
+
 Value Checker::checkBlock(const ast::Block &block, Frame &f) {
   f.scopes.emplace_back();
   for (const ast::StmtPtr &s : block.stmts)

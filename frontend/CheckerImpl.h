@@ -179,6 +179,8 @@ public:
   /// A note at the declaration of each input or weight `v` is computed
   /// from (at most three), for "... is computed at run time from ...".
   void noteSources(DiagnosticBuilder &b, const Value &v);
+  /// E0409 at `at`, where a size is needed but `v` is written.
+  void notASize(const Value &v, llvm::SMRange at);
   void addFlops(Frame &f, const Size &work);
   void notePeak(Frame &f, const std::vector<const Value *> &values, const Value &result);
   void logType(Frame &f, const ast::Expr &e, const Value &v);
