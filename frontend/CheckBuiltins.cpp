@@ -156,7 +156,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       error(DiagID::BadBuiltinArgument, a->range, name,
             "this argument must be a number, found the size " + a->value.size.str());
     else
-      error(DiagID::NotASize, a->range, a->value.describe());
+      notASize(a->value, a->range);
     return std::nullopt;
   };
   auto sizeArg = [&](const Arg *a, int64_t dflt) -> std::optional<Size> {
@@ -164,8 +164,15 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       return Size::constant(dflt);
     if (a->value.kind == Value::Kind::Int)
       return a->value.size;
-    error(DiagID::NotASize, a->range, a->value.describe());
+    notASize(a->value, a->range);
     return std::nullopt;
+  };
+  // Element `i` of a list argument, where it is written (the whole
+  // argument when it is not written as a list).
+  auto elementRange = [](const Arg &a, size_t i) {
+    auto *list = llvm::dyn_cast_or_null<ast::ListExpr>(a.expr);
+    return list && i < list->elements.size() && list->elements[i] ? list->elements[i]->range
+                                                                   : a.range;
   };
   auto result = [&](TensorType t, Size work, std::vector<const Value *> inputs) {
     Value v = Value::ofTensor(std::move(t));
@@ -182,7 +189,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       (args[0].value.kind == Value::Kind::Int || name == "floordiv" || name == "ceildiv")) {
     for (const Arg &a : args)
       if (a.value.kind != Value::Kind::Int) {
-        error(DiagID::NotASize, a.range, a.value.describe());
+        notASize(a.value, a.range);
         return Value::error();
       }
     const Size &x = args[0].value.size, &y = args[1].value.size;
@@ -307,10 +314,11 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       for (size_t i = 0; i < t->dims.size(); ++i)
         axes.push_back(static_cast<int64_t>(i));
     } else if (ax->value.kind == Value::Kind::List && !single) {
-      for (const Value &el : ax->value.elements) {
+      for (size_t i = 0; i < ax->value.elements.size(); ++i) {
+        const Value &el = ax->value.elements[i];
         auto c = constInt(el);
         if (!c) {
-          error(DiagID::NotASize, ax->range, el.describe());
+          notASize(el, elementRange(*ax, i));
           return Value::error();
         }
         auto n = normaliseAxis(*c, *t, f, ax->range);
@@ -361,9 +369,10 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       return Value::error();
     }
     TensorType out{t->dtype, std::nullopt, {}};
-    for (const Value &d : shape.elements) {
+    for (size_t i = 0; i < shape.elements.size(); ++i) {
+      const Value &d = shape.elements[i];
       if (d.kind != Value::Kind::Int) {
-        error(DiagID::NotASize, (*a)[1]->range, d.describe());
+        notASize(d, elementRange(*(*a)[1], i));
         return Value::error();
       }
       if (auto c = d.size.constantValue(); c && *c < 1 && f.env.concrete) {

@@ -471,6 +471,7 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
       f.env.sizes[*name] = *r;
   }
   f.scopes.emplace_back();
+  std::string fnLabel = (self ? self->decl->name.name + "." : std::string()) + fn.name.name;
   for (const ast::FnParam &p : fn.params) {
     auto [it, fresh] = declared.emplace(p.name.name, p.name.range);
     if (!fresh) {
@@ -482,6 +483,8 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
     Value v = t ? Value::ofTensor(*t) : Value::error();
     v.origin = p.range;
     v.originWhat = "parameter '" + p.name.name + "'";
+    if (v.isTensor())
+      v.sources = {RuntimeSource::input(p.name.name, fnLabel, p.name.range)};
     f.scopes.back()[p.name.name] = Local{v, p.name.range, false};
   }
   if (fn.returnType)

@@ -175,7 +175,7 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
         auto c = size ? size->constantValue() : std::nullopt;
         if (!c) {
           if (size)
-            error(DiagID::NotASize, s->range, "'" + sourceText(s->range) + "'");
+            error(DiagID::NotASize, s->range, sourceText(s->range));
           return;
         }
         if (*c < 1) {

@@ -120,6 +120,26 @@ void Checker::noteOrigin(DiagnosticBuilder &b, const ast::Expr *e, const Value &
          here(v.origin.Start));
 }
 
+void Checker::noteSources(DiagnosticBuilder &b, const Value &v) {
+  if (!v.isTensor())
+    return;
+  // In the order the message names them (describeSources): inputs first.
+  for (auto kind : {RuntimeSource::Kind::Input, RuntimeSource::Kind::Weight})
+    for (size_t i = 0; i < v.sources.size() && i < 3; ++i) {
+      const RuntimeSource &s = v.sources[i];
+      if (s.kind == kind && s.decl.isValid())
+        b.note(s.note, s.decl);
+    }
+}
+
+void Checker::notASize(const Value &v, llvm::SMRange at) {
+  auto b = error(DiagID::NotASize, at, sourceText(at));
+  if (v.isTensor() && !v.sources.empty())
+    noteSources(b, v);
+  else
+    b.note("it is " + v.describeNotStatic("an integer"));
+}
+
 Value Checker::checkBlock(const ast::Block &block, Frame &f) {
   f.scopes.emplace_back();
   for (const ast::StmtPtr &s : block.stmts)
@@ -207,7 +227,8 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     if (c.isError())
       return;
     if (c.kind != Value::Kind::Bool) {
-      error(DiagID::AssertNotStatic, as->cond->range, c.describe());
+      auto b = error(DiagID::AssertNotStatic, as->cond->range, c.describeNotStatic("a bool"));
+      noteSources(b, c);
       return;
     }
     if (c.boolean && !*c.boolean)
@@ -223,7 +244,9 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     for (const auto *bound : {&lo, &hi})
       if (bound->kind != Value::Kind::Int) {
         const ast::Expr *e = bound == &lo ? loop->lo.get() : loop->hi.get();
-        auto b = error(DiagID::LoopBoundNotStatic, e->range, bound->describe());
+        auto b =
+            error(DiagID::LoopBoundNotStatic, e->range, bound->describeNotStatic("an integer"));
+        noteSources(b, *bound);
         if (bound->isTensor())
           b.help("per-element choices use select(cond, a, b); loops need sizes");
         return;
@@ -261,7 +284,9 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     if (c.isError())
       return;
     if (c.kind != Value::Kind::Bool) {
-      auto b = error(DiagID::DataDependentControl, cond->cond->range, c.describe());
+      auto b =
+          error(DiagID::DataDependentControl, cond->cond->range, c.describeNotStatic("a bool"));
+      noteSources(b, c);
       if (c.isTensor())
         b.help("choose per element with select(" + sourceText(cond->cond->range) + ", a, b)");
       return;
@@ -321,6 +346,8 @@ Value Checker::lookupName(const std::string &name, llvm::SMRange range, Frame &f
     if (auto *p = llvm::dyn_cast<ast::ParamDecl>(d)) {
       Value v = paramValue(*self, *p);
       v.path = childPath(f.env.selfPath, p->name.name);
+      if (v.isTensor())
+        v.sources = {RuntimeSource::weight(p->name.name, self->decl->name.name, p->name.range)};
       if (v.isTensor() && lowering())
         v.op = lower_->param(v.path, v.tensor, p->name.range);
       return v;
@@ -379,6 +406,20 @@ Value Checker::lookupName(const std::string &name, llvm::SMRange range, Frame &f
 }
 
 Value Checker::expr(const ast::Expr &e, Frame &f) {
+  std::vector<RuntimeSource> operands;
+  std::vector<RuntimeSource> *outer = std::exchange(f.sources, &operands);
+  Value v = exprOf(e, f);
+  f.sources = outer;
+  if (v.isTensor())
+    mergeSources(v.sources, operands);
+  if (outer) {
+    mergeSources(*outer, operands);
+    mergeSources(*outer, v.sources);
+  }
+  return v;
+}
+
+Value Checker::exprOf(const ast::Expr &e, Frame &f) {
   Value v;
   switch (e.kind()) {
   case ast::Expr::Kind::Int: v = Value::ofInt(Size::constant(llvm::cast<ast::IntLit>(e).value)); break;
@@ -724,7 +765,8 @@ Value Checker::index(const ast::IndexExpr &e, Frame &f) {
       if (v.isError())
         return v;
       if (v.kind != Value::Kind::Int) {
-        auto b = error(DiagID::IndexNotStatic, x->range, v.describe());
+        auto b = error(DiagID::IndexNotStatic, x->range, v.describeNotStatic("an integer"));
+        noteSources(b, v);
         if (v.isTensor())
           b.help("index with run-time values using gather(" + sourceText(e.base->range) + ", " +
                  sourceText(x->range) + ", axis = 0)");
@@ -850,7 +892,12 @@ Value Checker::member(const ast::MemberExpr &e, Frame &f) {
     mf.env.concrete = f.env.concrete;
     mf.env.selfPath = base.path;
     mf.scopes.emplace_back();
-    return lookupName(name, e.member.range, mf);
+    Value v = lookupName(name, e.member.range, mf);
+    // A weight reached through a model reads as written: `fc1.w`.
+    for (RuntimeSource &s : v.sources)
+      if (s.kind == RuntimeSource::Kind::Weight)
+        s.name = sourceText(e.range);
+    return v;
   }
   error(DiagID::UnknownMember, e.member.range, base.describe(), name);
   return Value::error();

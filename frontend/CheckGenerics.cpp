@@ -27,9 +27,16 @@ std::optional<Size> Checker::sizeOf(const ast::SizeExpr &e, const Env &env, cons
       if (auto *local = findLocal(const_cast<Frame &>(*frame), n->name)) {
         if (local->value.kind == Value::Kind::Int)
           return local->value.size;
-        if (!local->value.isError())
-          error(DiagID::NotASize, n->range, "'" + n->name + "'")
-              .note("'" + n->name + "' is " + local->value.describe(), local->decl);
+        const Value &v = local->value;
+        if (v.isError())
+          return std::nullopt;
+        auto b = error(DiagID::NotASize, n->range, n->name);
+        // A parameter says so where it is declared; a local says what it is.
+        bool isSource = v.sources.size() == 1 &&
+                        v.sources[0].decl.Start.getPointer() == local->decl.Start.getPointer();
+        if (!isSource)
+          b.note("'" + n->name + "' is " + v.describeNotStatic("an integer"), local->decl);
+        noteSources(b, v);
         return std::nullopt;
       }
     if (env.module)
@@ -471,6 +478,11 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
     Value v = args[i];
     v.origin = fn.params[i].range;
     v.originWhat = "parameter '" + fn.params[i].name.name + "'";
+    if (v.isTensor())
+      v.sources = {RuntimeSource::input(
+          fn.params[i].name.name,
+          (f.env.self ? f.env.self->decl->name.name + "." : std::string()) + fn.name.name,
+          fn.params[i].name.range)};
     f.scopes.back()[fn.params[i].name.name] = Local{v, fn.params[i].name.range, false};
   }
   if (fn.returnType)

@@ -62,6 +62,11 @@ struct Frame {
   uint64_t peakBytes = 0;
   std::vector<std::string> *typeLog = nullptr;
   unsigned depth = 0; // of instantiation below the entry, to indent the log
+  /// The run-time sources of the expression being checked: every operand
+  /// checked inside it adds its own (Checker::expr), so an operation's
+  /// result depends on what its operands depend on without each operation
+  /// saying so. A callee's body has a frame of its own.
+  std::vector<RuntimeSource> *sources = nullptr;
 };
 
 /// An argument at a call: its value and where it was written.
@@ -151,7 +156,11 @@ public:
   Value checkBlock(const ast::Block &block, Frame &f);
   Value annotated(const ast::TypeExpr &type, const ast::Expr &value, Value v, Frame &f);
   void checkStmt(const ast::Stmt &s, Frame &f);
+  /// Checks `e`; a tensor result carries the run-time sources of `e`'s
+  /// operands (Frame::sources).
   Value expr(const ast::Expr &e, Frame &f);
+  /// The value of `e` alone, without that bookkeeping.
+  Value exprOf(const ast::Expr &e, Frame &f);
   Value lookupName(const std::string &name, llvm::SMRange range, Frame &f);
   Value binary(const ast::BinaryExpr &e, Frame &f);
   Value call(const ast::CallExpr &e, Frame &f);
@@ -167,6 +176,11 @@ public:
   bool unifyDtypes(Value &a, Value &b, Frame &f, llvm::SMRange at, llvm::StringRef op);
   std::vector<std::string> namesInScope(const Frame &f) const;
   void noteOrigin(DiagnosticBuilder &b, const ast::Expr *e, const Value &v);
+  /// A note at the declaration of each input or weight `v` is computed
+  /// from (at most three), for "... is computed at run time from ...".
+  void noteSources(DiagnosticBuilder &b, const Value &v);
+  /// E0409 at `at`, where a size is needed but `v` is written.
+  void notASize(const Value &v, llvm::SMRange at);
   void addFlops(Frame &f, const Size &work);
   void notePeak(Frame &f, const std::vector<const Value *> &values, const Value &result);
   void logType(Frame &f, const ast::Expr &e, const Value &v);

@@ -104,7 +104,9 @@ void Lowering::cannotLower(llvm::SMRange at, const std::string &what, const std:
 std::optional<ir::Type> Lowering::irType(const TensorType &t, llvm::SMRange at) {
   auto dtype = tensor::parseDTypeName(t.dtype);
   if (!dtype || t.pack) {
-    cannotLower(at, "a value of type " + t.str(), "its type is not concrete");
+    cannotLower(at, "a value of type " + t.str(),
+                t.pack ? "the dimensions of its batch pack are not known"
+                       : "its dtype is not known");
     return std::nullopt;
   }
   ir::Type out{*dtype, {}};
@@ -145,7 +147,10 @@ ir::Op *Lowering::emit(ir::OpKind kind, ir::Type type, std::vector<ir::Op *> ope
     std::string text = sourceText(at);
     if (text.size() > 40)
       text = text.substr(0, 37) + "...";
-    cannotLower(at, "'" + text + "'", *why);
+    // The IR names its op first ("lt: ..."); the user wrote `<`.
+    llvm::StringRef reason(*why);
+    reason.consume_front((ir::mnemonic(kind) + ": ").str());
+    cannotLower(at, "'" + text + "'", reason.str());
     return nullptr;
   }
   ir::Op *op = fn_->append(kind, std::move(type), std::move(operands), location(at.Start));

@@ -76,6 +76,68 @@ std::string Value::describe() const {
   return "?";
 }
 
+std::string Value::describeNotStatic(const std::string &wanted) const {
+  if (kind != Kind::Tensor)
+    return describe() + ", not " + wanted;
+  if (sources.empty()) {
+    std::string t = tensor.str();
+    return (t[0] == 'i' ? "an " : "a ") + t + " tensor, computed at run time";
+  }
+  return "computed at run time from " + describeSources(sources);
+}
+
+RuntimeSource RuntimeSource::input(const std::string &name, const std::string &fn,
+                                   llvm::SMRange decl) {
+  return {Kind::Input, name, decl,
+          "'" + name + "' is a parameter of '" + fn +
+              "': its values are known only when the program runs"};
+}
+
+RuntimeSource RuntimeSource::weight(const std::string &name, const std::string &model,
+                                    llvm::SMRange decl) {
+  return {Kind::Weight, name, decl,
+          "'" + name + "' is a param of '" + model +
+              "': a weight, known only when the program runs"};
+}
+
+void mergeSources(std::vector<RuntimeSource> &into, const std::vector<RuntimeSource> &from) {
+  for (const RuntimeSource &s : from) {
+    bool known = false;
+    for (const RuntimeSource &t : into)
+      known |= t.kind == s.kind && t.name == s.name &&
+               t.decl.Start.getPointer() == s.decl.Start.getPointer();
+    if (!known)
+      into.push_back(s);
+  }
+}
+
+std::string describeSources(const std::vector<RuntimeSource> &sources) {
+  constexpr size_t shown = 3;
+  size_t more = sources.size() > shown ? sources.size() - shown : 0;
+  std::vector<std::string> groups;
+  for (auto kind : {RuntimeSource::Kind::Input, RuntimeSource::Kind::Weight}) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < sources.size() && i < shown; ++i)
+      if (sources[i].kind == kind)
+        names.push_back("'" + sources[i].name + "'");
+    if (names.empty())
+      continue;
+    std::string g = kind == RuntimeSource::Kind::Input ? "input" : "param";
+    g += names.size() > 1 ? "s " : " ";
+    groups.push_back(std::move(g));
+    // `'x', 'y' and 'z'` alone; `'x', 'y'` beside params or a count.
+    bool alone = names.size() == sources.size();
+    for (size_t i = 0; i < names.size(); ++i)
+      groups.back() += (i == 0 ? "" : alone && i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  std::string out;
+  for (size_t i = 0; i < groups.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == groups.size() && !more ? " and " : ", ") + groups[i];
+  if (more)
+    out += " and " + std::to_string(more) + " more";
+  return out;
+}
+
 bool adoptsType(const Value &v, const TensorType &t) {
   if (!t.dims.empty())
     return false;

@@ -59,6 +59,29 @@ struct ModelInst {
 };
 using ModelInstPtr = std::shared_ptr<const ModelInst>;
 
+/// Where a run-time tensor's elements come from, as the user wrote it: a
+/// parameter of the fn being checked (`x`) or a param of a model (a weight,
+/// `fc1.w`). Messages about values that are only known when the program
+/// runs name them.
+struct RuntimeSource {
+  enum class Kind { Input, Weight };
+  Kind kind = Kind::Input;
+  std::string name;   // as written where it is used: `x`, `w`, `fc1.w`
+  llvm::SMRange decl; // its declaration's name
+  std::string note;   // said at `decl`: whose parameter or param it is
+
+  /// Parameter `name` of fn `fn` (`f`, `Mlp.forward`).
+  static RuntimeSource input(const std::string &name, const std::string &fn, llvm::SMRange decl);
+  /// Param `name` of model `model`, a weight.
+  static RuntimeSource weight(const std::string &name, const std::string &model,
+                              llvm::SMRange decl);
+};
+/// Adds the sources of `from` that `into` lacks, keeping the order met.
+void mergeSources(std::vector<RuntimeSource> &into, const std::vector<RuntimeSource> &from);
+/// `input 'x'`, `inputs 'x' and 'y'`, `input 'x' and param 'fc1.w'`;
+/// past three names, `... and 2 more`.
+std::string describeSources(const std::vector<RuntimeSource> &sources);
+
 struct Value {
   enum class Kind {
     Error,      // already reported: stays silent downstream
@@ -95,6 +118,9 @@ struct Value {
   /// entry's model).
   ir::Op *op = nullptr;
   std::string path;
+  /// Tensor: the inputs and weights it is computed from (none for a
+  /// constant tensor such as zeros<...>()).
+  std::vector<RuntimeSource> sources;
 
   static Value error() { return Value(); }
   static Value ofTensor(TensorType t) {
@@ -127,6 +153,11 @@ struct Value {
   bool isNumber() const { return kind == Kind::Int || kind == Kind::Float; }
   /// How the value reads in a message: its type, or what it is.
   std::string describe() const;
+  /// Why the value is not the compile-time `wanted` ("a bool", "an
+  /// integer") a static rule needs, completing "the index is ...":
+  /// "computed at run time from input 'i'", or "a compile-time float, not
+  /// an integer".
+  std::string describeNotStatic(const std::string &wanted) const;
 };
 
 /// Whether a compile-time value becomes a tensor of type `t` where it meets

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace lpu;
@@ -67,6 +68,27 @@ TEST(DiagnosticsTest, RuntimeArgumentsFormatAsReportDoes) {
   EXPECT_EQ(sink.diagnostics[1].message,
             "cannot compile 'conv2d' onto the chip yet (a kernel 321 wide, wider than the MXM's 320)");
   EXPECT_STREQ(sink.diagnostics[1].code(), "E0807");
+}
+
+TEST(DiagnosticsTest, ABugOfLpucSaysSoInItsMessage) {
+  // A refusal that only a bug of lpuc can cause tells the user at once,
+  // not only in its --explain text: the message starts "internal error".
+  for (const DiagKindInfo &k : allDiagKinds()) {
+    std::string explanation = k.explanation;
+    std::replace(explanation.begin(), explanation.end(), '\n', ' ');
+    bool bug = explanation.find("a bug in lpuc") != std::string::npos ||
+               explanation.find("is lpuc's, not the program's") != std::string::npos;
+    EXPECT_EQ(bug, llvm::StringRef(k.format).startswith("internal error"))
+        << k.code << ": " << k.format;
+  }
+  Fixture f("const A = 1\n");
+  DiagnosticEngine diags(f.sources);
+  CollectingConsumer sink;
+  diags.setConsumer(&sink);
+  diags.reportArgs(DiagID::ResultLayout, f.at(0, 1), {"sum"});
+  ASSERT_EQ(sink.diagnostics.size(), 1u);
+  EXPECT_EQ(sink.diagnostics[0].message,
+            "internal error: cannot compile 'sum' onto the chip (this sum's result layout)");
 }
 
 TEST(DiagnosticsTest, ErrorLimitStopsErrorsButNotWarnings) {

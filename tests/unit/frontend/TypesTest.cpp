@@ -1,5 +1,5 @@
-// Deciding size equality (yes, no, or deferred to the instantiation) and
-// how tensor types print.
+// Deciding size equality (yes, no, or deferred to the instantiation), how
+// tensor types print, and how the run-time sources of a value read.
 #include "frontend/Types.h"
 
 #include <gtest/gtest.h>
@@ -39,4 +39,42 @@ TEST(TypesTest, TensorTypesPrintAsWritten) {
   EXPECT_EQ((TensorType{"f32", std::nullopt, {c(3), c(4)}}.elements().constantValue()), 12);
   EXPECT_EQ(dtypeBytes("bf16"), 2u);
   EXPECT_EQ(dtypeBytes("T"), 0u);
+}
+
+namespace {
+RuntimeSource input(const char *name) { return RuntimeSource::input(name, "f", {}); }
+RuntimeSource weight(const char *name) { return RuntimeSource::weight(name, "M", {}); }
+} // namespace
+
+TEST(TypesTest, RuntimeSourcesReadInputsFirstThenParams) {
+  EXPECT_EQ(describeSources({input("x")}), "input 'x'");
+  EXPECT_EQ(describeSources({input("x"), input("y")}), "inputs 'x' and 'y'");
+  EXPECT_EQ(describeSources({input("x"), input("y"), input("z")}), "inputs 'x', 'y' and 'z'");
+  EXPECT_EQ(describeSources({weight("fc.w"), input("x")}), "input 'x' and param 'fc.w'");
+  EXPECT_EQ(describeSources({input("x"), weight("w"), input("y")}),
+            "inputs 'x', 'y' and param 'w'");
+  EXPECT_EQ(describeSources({weight("w"), weight("b")}), "params 'w' and 'b'");
+  // Past three, the rest are counted.
+  EXPECT_EQ(describeSources({input("a"), input("b"), input("c"), input("d"), input("e")}),
+            "inputs 'a', 'b', 'c' and 2 more");
+  EXPECT_EQ(describeSources({input("a"), weight("w"), input("b"), input("c")}),
+            "inputs 'a', 'b', param 'w' and 1 more");
+}
+
+TEST(TypesTest, RuntimeSourcesMergeOncePerUse) {
+  std::vector<RuntimeSource> into{input("x")};
+  mergeSources(into, {input("x"), weight("w"), input("y")});
+  mergeSources(into, {weight("w")});
+  ASSERT_EQ(into.size(), 3u);
+  EXPECT_EQ(into[1].name, "w");
+  EXPECT_EQ(into[2].name, "y");
+}
+
+TEST(TypesTest, NotStaticSaysWhatTheValueIs) {
+  Value v = Value::ofTensor(TensorType{"bool", std::nullopt, {}});
+  EXPECT_EQ(v.describeNotStatic("a bool"), "a bool tensor, computed at run time");
+  v.sources = {input("x")};
+  EXPECT_EQ(v.describeNotStatic("a bool"), "computed at run time from input 'x'");
+  EXPECT_EQ(Value::ofFloat(2.5).describeNotStatic("an integer"),
+            "a compile-time float, not an integer");
 }
