@@ -150,7 +150,7 @@ std::string ProgressLine::render(double at) const {
     out += " " + count_->unit;
     if (count_->total)
       out += " (" + std::to_string(count_->done * 100 / count_->total) + "%)";
-    if (at > count_->since)
+    if (at > count_->since && count_->done > 0)
       out += ", " + compact(double(count_->done) / (at - count_->since)) + " " + count_->unit + "/s";
   }
   if (options_.width > 1 && out.size() > options_.width - 1)
@@ -162,7 +162,7 @@ void ProgressLine::drawIfDue() {
   if (finished_)
     return;
   const double at = now();
-  if (at - lastDraw_ < options_.interval)
+  if (at - lastDraw_ < options_.interval || (statuses_.empty() && !count_))
     return;
   std::string text = render(at);
   // The elapsed time moves every second: redraw then even without reports.
