@@ -952,7 +952,8 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     if (shared) {
       schedules.push_back(std::move(*shared));
     } else {
-      options.progress.status("chip " + llvm::Twine(c) + " of " + llvm::Twine(used));
+      options.progress.status("chip " + llvm::Twine(c) + " (" + llvm::Twine(c + 1) + " of " +
+                              llvm::Twine(used) + ")");
       support::TimedScope timed(options.timing, "chip " + llvm::Twine(c));
       ScheduleOptions inner = options;
       inner.progress = options.progress.inner();
