@@ -831,7 +831,8 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
     // others' on theirs.
     const std::string attempt = i ? " (" + storageName(attempts[i]) + ")" : "";
     options.progress.status("variant 1" + attempt);
-    support::TimedScope firstTimed(options.timing, "variant 1" + attempt + ": " + heuristicSetName(first),
+    support::TimedScope firstTimed(options.timing,
+                                   "variant 1" + attempt + ": " + heuristicSetName(first),
                                    support::CpuClock::Thread);
     auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided, traffic, options.knobs);
     firstTimed.stop();
