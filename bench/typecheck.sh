@@ -20,10 +20,11 @@ for n in 50000 100000; do
   best_check="" best_parse="" best_wall=""
   for _ in 1 2 3; do
     "$LPUC" --time-phases "$tmp/p$n.lpu" 2> "$tmp/times" >/dev/null
-    # "check: W s (cpu C s, ...)" and "parse: W s (cpu C s)"
-    c=$(sed -n 's/^check: [0-9.]* s (cpu \([0-9.]*\) s.*/\1/p' "$tmp/times")
-    w=$(sed -n 's/^check: \([0-9.]*\) s.*/\1/p' "$tmp/times")
-    p=$(sed -n 's/^parse: [0-9.]* s (cpu \([0-9.]*\) s.*/\1/p' "$tmp/times")
+    # The table's rows "  WALL  CPU  PERCENT%  check" and "... parse"
+    # (top level: the name right after the percentage).
+    c=$(awk '$4 == "check" && NF == 4 {print $2}' "$tmp/times")
+    w=$(awk '$4 == "check" && NF == 4 {print $1}' "$tmp/times")
+    p=$(awk '$4 == "parse" && NF == 4 {print $2}' "$tmp/times")
     if [[ -z "$best_check" ]] || (( $(echo "$c < $best_check" | bc -l) )); then best_check=$c; best_wall=$w; fi
     if [[ -z "$best_parse" ]] || (( $(echo "$p < $best_parse" | bc -l) )); then best_parse=$p; fi
   done

@@ -37,6 +37,8 @@ llvm::Expected<std::unique_ptr<ir::Module>> compileFileToIR(llvm::StringRef path
   // The model runs on the host: no chip's SRAM has to hold its parameters.
   pipeline.check.sramRule = false;
   pipeline.last = Phase::Lower;
+  pipeline.progress = options.progress;
+  pipeline.timing = options.timing;
   Compilation c(diags, bufferId);
   if (!runPipeline(c, pipeline) || diags.hasErrors())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),

@@ -6,6 +6,8 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
@@ -21,6 +23,9 @@ struct LoadModelOptions {
   std::vector<std::string> importPaths;
   /// Colour the diagnostics (the caller decides from the terminal).
   bool color = false;
+  /// The compiling phases' progress and times (driver/Pipeline.h).
+  support::Progress progress;
+  support::Timing timing;
 };
 
 /// Compiles the .lpu source `path` to its verified IR module. Diagnostics

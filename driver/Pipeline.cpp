@@ -46,10 +46,13 @@ std::string printed(const ir::Module &module) {
   return os.str();
 }
 
-bool runPasses(ir::Module &module, DiagnosticEngine &diags, const IROptions &options) {
+bool runPasses(ir::Module &module, DiagnosticEngine &diags, const IROptions &options,
+               const support::Progress &progress, const support::Timing &timing) {
   if (options.passes == "none")
     return true;
   ir::PassManagerOptions pm;
+  pm.progress = progress;
+  pm.timing = timing;
   pm.printBefore = options.printBefore;
   pm.printAfter = options.printAfter;
   pm.dumpStream = options.passDumps ? options.passDumps : &llvm::errs();
@@ -279,7 +282,7 @@ bool checkPins(Compilation &c, const ChipsOptions &chips) {
 /// `--partition auto`, every kind of autoPartitionKinds() is partitioned
 /// and scheduled, and the one with the fewest predicted cycles is kept
 /// with its schedule (Compilation::schedules).
-bool partition(Compilation &c, const PipelineOptions &options) {
+bool partition(Compilation &c, const PipelineOptions &options, const support::Timing &timing) {
   DiagnosticEngine &diags = c.diags;
   const ChipsOptions &chips = options.chips;
   c.partitionChoices.assign(c.ir->functions.size(), std::nullopt);
@@ -330,6 +333,11 @@ bool partition(Compilation &c, const PipelineOptions &options) {
     std::unique_ptr<ir::Function> &fn = c.ir->functions[index];
     if (scheduler::isPartitioned(*fn))
       continue;
+    const std::string title = scheduler::bucketTitle(*fn);
+    const support::Progress progress = options.progress.inner();
+    progress.status(title + " (" + llvm::Twine(index + 1) + " of " +
+                    llvm::Twine(c.ir->functions.size()) + ")");
+    support::TimedScope timedFunction(timing, title);
     const ir::Op *ret = fn->terminator();
     llvm::SMRange at = ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{};
     po.chips = chips.chips;
@@ -385,6 +393,8 @@ bool partition(Compilation &c, const PipelineOptions &options) {
         continue;
       PartitionChoice::Candidate candidate;
       candidate.kind = k.name.str();
+      progress.inner().status(k.name);
+      support::TimedScope timedKind(timedFunction.timing(), k.name);
       std::unique_ptr<ir::Function> copy = cloneFunction(*fn);
       if (llvm::Error e = partitionAs(*copy, po, k.kind, chips.pins)) {
         candidate.error = diagKindInfo(DiagID::PartitionFails).code;
@@ -396,7 +406,10 @@ bool partition(Compilation &c, const PipelineOptions &options) {
       }
       if (!verified(*copy))
         return false;
-      auto scheduled = scheduler::scheduleMultiChip(*copy, *options.chip, scheduling);
+      scheduler::ScheduleOptions candidateScheduling = scheduling;
+      candidateScheduling.progress = progress.inner().inner();
+      candidateScheduling.timing = timedKind.timing();
+      auto scheduled = scheduler::scheduleMultiChip(*copy, *options.chip, candidateScheduling);
       if (!scheduled) {
         ScheduleFailure failure = scheduleFailure(scheduled.takeError());
         candidate.error = diagKindInfo(failure.id).code;
@@ -434,7 +447,8 @@ bool partition(Compilation &c, const PipelineOptions &options) {
 }
 
 /// Runs one phase; false when it reported an error.
-bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
+bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options,
+              const support::Timing &timing) {
   DiagnosticEngine &diags = c.diags;
   unsigned errors = diags.errorCount();
   switch (phase) {
@@ -467,11 +481,11 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
       c.selectionError = llvm::toString(std::move(e));
       return false;
     }
-    if (!runPasses(*c.ir, diags, options.ir))
+    if (!runPasses(*c.ir, diags, options.ir, options.progress.inner(), timing))
       return false;
     return !options.ir.roundTrip || roundTrips(*c.ir, diags);
   case Phase::Partition:
-    return partition(c, options);
+    return partition(c, options, timing);
   case Phase::Schedule: {
     if (!options.chip) {
       diags.report(DiagID::ScheduleInternalError, {}, "no chip to schedule for");
@@ -479,6 +493,8 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options) {
     }
     scheduler::ScheduleOptions scheduling = options.schedule;
     scheduling.topology = c.topology;
+    scheduling.progress = options.progress.inner();
+    scheduling.timing = timing;
     c.compiled = schedule(*c.ir, diags, *options.chip, scheduling, c.schedules, c.partitionChoices);
     return c.compiled.has_value();
   }
@@ -555,11 +571,14 @@ bool runPipeline(Compilation &c, const PipelineOptions &options) {
       break;
     if (phase < options.first)
       continue;
+    options.progress.status(phaseName(phase));
+    support::TimedScope timed(options.timing, phaseName(phase));
     auto wall = Clock::now();
     std::clock_t cpu = std::clock();
-    bool ok = runPhase(c, phase, options);
+    bool ok = runPhase(c, phase, options, timed.timing());
     c.times.push_back({phase, std::chrono::duration<double>(Clock::now() - wall).count(),
                        double(std::clock() - cpu) / CLOCKS_PER_SEC});
+    timed.stop();
     if (!ok)
       return false;
     c.done = phase;

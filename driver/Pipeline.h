@@ -22,6 +22,8 @@
 #include "frontend/Diagnostics.h"
 #include "ir/IR.h"
 #include "ir/passes/Partition.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
@@ -114,6 +116,13 @@ struct PipelineOptions {
   /// and passes the IR text, schedule the report, emit the program text.
   std::vector<Phase> dumpAfter;
   llvm::raw_ostream *dumps = nullptr;
+  /// Where the phases say how far they have got (the phase, the pass, the
+  /// entry and bucket, the partition candidate, the variant) and record
+  /// their times, a row per phase with the passes, the candidates, the
+  /// buckets and the variants under theirs (lpuc --progress,
+  /// --time-phases). Neither changes what the phases make.
+  support::Progress progress;
+  support::Timing timing;
 };
 
 /// The wall and CPU time one phase took.

@@ -259,7 +259,9 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
     }
     return detail::opError(op, "cannot be evaluated");
   };
+  const support::Progress &progress = state_->options.progress;
   for (size_t k = 0; k < ops.size(); ++k) {
+    progress.count("ops", k, ops.size());
     const Op &op = *ops[k];
     args.clear();
     for (const Op *operand : op.operands())

@@ -9,6 +9,8 @@
 #include "ir/IR.h"
 
 #include "support/Arithmetic.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 #include "support/Tensor.h"
 
 #include <llvm/Support/Error.h>
@@ -39,6 +41,11 @@ struct InterpreterOptions {
   /// not depend on it: the work is cut into fixed column blocks, each one
   /// single-threaded sgemm call (OpenBLAS is set to one thread).
   unsigned threads = 0;
+  /// Where run() counts the ops evaluated, of the function's (lpurun
+  /// --reference --progress), and where runEntry reports its steps and
+  /// records their times (binding the weights, the run: --time-phases).
+  support::Progress progress;
+  support::Timing timing;
 };
 
 /// What a function expects: its inputs by name (argument order), its

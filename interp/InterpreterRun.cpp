@@ -94,6 +94,8 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
+  options.progress.status("bind weights");
+  support::TimedScope binding(options.timing, "bind weights");
   auto specs = paramSpecs(fn);
   if (!specs)
     return specs.takeError();
@@ -104,11 +106,15 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   auto interpreter = Interpreter::create(fn, *weights, options);
   if (!interpreter)
     return interpreter.takeError();
+  binding.stop();
+  options.progress.status("run");
+  support::TimedScope running(options.timing, "run");
   auto t1 = Clock::now();
   std::clock_t c1 = std::clock();
   auto outputs = (*interpreter)->run(padded);
   if (!outputs)
     return outputs.takeError();
+  running.stop();
   EntryRun run;
   run.runCpuSeconds = double(std::clock() - c1) / CLOCKS_PER_SEC;
   run.prepareSeconds = seconds(t0, t1);

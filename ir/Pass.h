@@ -8,6 +8,8 @@
 #include "ir/IR.h"
 #include "ir/Text.h"
 #include "ir/Verifier.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
@@ -67,6 +69,10 @@ struct PassManagerOptions {
   /// Where the IR dumps go (lpu-opt: stderr, as mlir-opt does).
   llvm::raw_ostream *dumpStream = nullptr;
   PrintOptions print;
+  /// Each pass's name as its status while it runs, and its time as a row
+  /// (lpuc --progress, --time-phases).
+  support::Progress progress;
+  support::Timing timing;
 };
 
 class PassManager {

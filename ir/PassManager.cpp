@@ -190,6 +190,8 @@ void PassManager::dump(llvm::StringRef when, const Pass &pass, const Function &f
 llvm::Expected<bool> PassManager::run(Module &module) {
   bool changed = false;
   for (const std::unique_ptr<Pass> &pass : passes_) {
+    options_.progress.status(pass->name());
+    support::TimedScope timed(options_.timing, pass->name());
     for (const std::unique_ptr<Function> &fn : module.functions) {
       if (wants(options_.printBefore, pass->name()))
         dump("Before", *pass, *fn);

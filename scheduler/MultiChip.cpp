@@ -712,11 +712,18 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
         llvm::consumeError(r->takeError());
   };
   // A group's schedules, or its first chip's own error.
-  auto scheduleGroup = [&](const std::vector<unsigned> &group) -> llvm::Error {
+  // Progress and times: a row per group, under it one per variant (its
+  // chips on threads of their own: the process's CPU time).
+  auto scheduleGroup = [&](const std::vector<unsigned> &group, const support::Progress &progress,
+                           const support::Timing &timing) -> llvm::Error {
     const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
     const std::vector<ParamStorage> attempts = storageAttempts(options.packing);
     for (size_t i = 0;; ++i) {
+      const std::string attempt = i ? " (" + storageName(attempts[i]) + ")" : "";
+      progress.status("variant 1" + attempt);
+      support::TimedScope firstTimed(timing, "variant 1" + attempt + ": " + heuristicSetName(first));
       GroupRun run = runGroup(group, attempts[i], first);
+      firstTimed.stop();
       if (succeeded(run)) {
         // The other sets of heuristics, for the whole group with the
         // storage that fits, as scheduleFunction tries them for one chip:
@@ -724,14 +731,21 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
         // a set that differs from the default, or from a set tried before
         // it, only in choices no chip met is skipped, one that fails passed
         // over.
-        if (options.tune && !options.heuristics)
-          for (const PlacementHeuristics &h : variantsToTry(run.decided, first)) {
+        if (options.tune && !options.heuristics) {
+          const std::vector<PlacementHeuristics> variants = variantsToTry(run.decided, first);
+          for (size_t k = 0; k < variants.size(); ++k) {
+            const PlacementHeuristics &h = variants[k];
+            progress.status("variant " + llvm::Twine(k + 2) + " of " +
+                            llvm::Twine(variants.size() + 1) + attempt);
+            support::TimedScope timed(timing, "variant " + llvm::Twine(k + 2) + attempt + ": " +
+                                                  heuristicSetName(h));
             GroupRun other = runGroup(group, attempts[i], h);
             if (succeeded(other) && slowest(other) < slowest(run))
               run = std::move(other);
             else
               dropErrors(other);
           }
+        }
         for (size_t k = 0; k < group.size(); ++k)
           schedules[group[k]] = std::move(**run.results[k]);
         return llvm::Error::success();
@@ -844,8 +858,18 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
     }
     if (shared)
       continue;
-    if (llvm::Error e = scheduleGroup(group))
+    // "chips 0-7", or "chips 0,2,5" when not consecutive.
+    std::string title = "chips " + std::to_string(group.front());
+    if (group.back() - group.front() + 1 == group.size() && group.size() > 1)
+      title += "-" + std::to_string(group.back());
+    else
+      for (size_t k = 1; k < group.size(); ++k)
+        title += "," + std::to_string(group[k]);
+    options.progress.status(title);
+    support::TimedScope timed(options.timing, title);
+    if (llvm::Error e = scheduleGroup(group, options.progress.inner(), timed.timing()))
       return e;
+    timed.stop();
     distinct += unsigned(group.size());
     int64_t end = 0;
     for (unsigned c : group)
@@ -941,7 +965,13 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     if (shared) {
       schedules.push_back(std::move(*shared));
     } else {
-      auto schedule = scheduleFunction(*part, chip, options, &traffic);
+      options.progress.status("chip " + llvm::Twine(c) + " (" + llvm::Twine(c + 1) + " of " +
+                              llvm::Twine(used) + ")");
+      support::TimedScope timed(options.timing, "chip " + llvm::Twine(c));
+      ScheduleOptions inner = options;
+      inner.progress = options.progress.inner();
+      inner.timing = timed.timing();
+      auto schedule = scheduleFunction(*part, chip, inner, &traffic);
       if (!schedule)
         return schedule.takeError();
       schedules.push_back(std::move(*schedule));

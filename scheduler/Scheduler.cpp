@@ -831,6 +831,24 @@ std::vector<PlacementHeuristics> variantsToTry(const PlacementHeuristics &decide
   return variants;
 }
 
+std::string heuristicSetName(const PlacementHeuristics &h) {
+  std::string names;
+  for (const PlacementHeuristic &p : placementHeuristicTable())
+    if (h.*p.flag)
+      names += (names.empty() ? "" : ",") + p.name.str();
+  return names.empty() ? std::string("none") : names;
+}
+
+std::string storageName(ParamStorage storage) {
+  switch (storage) {
+  case ParamStorage::Rows: return "rows";
+  case ParamStorage::Packed: return "packed";
+  case ParamStorage::Striped: return "striped";
+  case ParamStorage::StripedBySize: return "striped by size";
+  }
+  return "?";
+}
+
 std::vector<ParamStorage> storageAttempts(ParamPacking packing) {
   // Rows first: reading packed weights costs a second read and lane moves
   // per vector that straddles two. Only a function that does not fit in
@@ -858,7 +876,15 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
     bool packedAny = false;
     const PlacementHeuristics first = options.heuristics.value_or(PlacementHeuristics{});
     PlacementHeuristics decided;
+    // Reported as variant 1; its time on this thread's CPU clock, as the
+    // others' on theirs.
+    const std::string attempt = i ? " (" + storageName(attempts[i]) + ")" : "";
+    options.progress.status("variant 1" + attempt);
+    support::TimedScope firstTimed(options.timing,
+                                   "variant 1" + attempt + ": " + heuristicSetName(first),
+                                   support::CpuClock::Thread);
     auto schedule = scheduleOnce(fn, chip, attempts[i], packedAny, first, decided, traffic, options.knobs);
+    firstTimed.stop();
     if (schedule) {
       // The other sets of heuristics, with the storage that fits: the
       // fewest cycles win, the default on a tie (docs/scheduler.md,
@@ -869,23 +895,24 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
       // `options.threads` threads (one per core by default), and the
       // fewest cycles win in the sets' order whatever order they finish
       // in, so the program is the same for any count.
-      auto setName = [](const PlacementHeuristics &h) {
-        std::string names;
-        for (const PlacementHeuristic &p : placementHeuristicTable())
-          if (h.*p.flag)
-            names += (names.empty() ? "" : ",") + p.name.str();
-        return names.empty() ? std::string("none") : names;
-      };
-      std::vector<std::pair<std::string, int64_t>> tried{{setName(first), schedule->cycles}};
+      std::vector<std::pair<std::string, int64_t>> tried{{heuristicSetName(first), schedule->cycles}};
       if (!options.tune || options.heuristics) {
         schedule->plan.tried = std::move(tried);
         return schedule;
       }
       const std::vector<PlacementHeuristics> variants = variantsToTry(decided, first);
       std::vector<std::optional<llvm::Expected<Schedule>>> others(variants.size());
+      // The rows in the sets' order, whatever order the threads take them.
+      std::vector<support::Timing> rows;
+      for (size_t k = 0; k < variants.size(); ++k)
+        rows.push_back(options.timing.add("variant " + llvm::Twine(k + 2) + attempt + ": " +
+                                          heuristicSetName(variants[k])));
       std::atomic<size_t> next{0};
       auto work = [&] {
         for (size_t k = next++; k < variants.size(); k = next++) {
+          options.progress.status("variant " + llvm::Twine(k + 2) + " of " +
+                                  llvm::Twine(variants.size() + 1) + attempt);
+          support::TimedScope timed(rows[k], support::CpuClock::Thread);
           bool packed = false;
           PlacementHeuristics unused;
           others[k].emplace(
@@ -903,7 +930,7 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
         t.join();
       for (size_t k = 0; k < others.size(); ++k) {
         std::optional<llvm::Expected<Schedule>> &other = others[k];
-        tried.push_back({setName(variants[k]), *other ? (*other)->cycles : -1});
+        tried.push_back({heuristicSetName(variants[k]), *other ? (*other)->cycles : -1});
         if (!*other)
           llvm::consumeError(other->takeError());
         else if ((*other)->cycles < schedule->cycles)
@@ -1030,11 +1057,19 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
   for (size_t i = 0; i < module.functions.size(); ++i) {
     const auto &fn = module.functions[i];
     llvm::Expected<Schedule> schedule = Schedule{};
-    if (known && i < known->size() && (*known)[i])
+    if (known && i < known->size() && (*known)[i]) {
       *schedule = std::move(*(*known)[i]);
-    else
-      schedule = isPartitioned(*fn) ? scheduleMultiChip(*fn, chip, options)
-                                    : scheduleFunction(*fn, chip, options);
+    } else {
+      const std::string title = bucketTitle(*fn);
+      options.progress.status(title + " (" + llvm::Twine(i + 1) + " of " +
+                              llvm::Twine(module.functions.size()) + ")");
+      support::TimedScope timed(options.timing, title);
+      ScheduleOptions inner = options;
+      inner.progress = options.progress.inner();
+      inner.timing = timed.timing();
+      schedule = isPartitioned(*fn) ? scheduleMultiChip(*fn, chip, inner)
+                                    : scheduleFunction(*fn, chip, inner);
+    }
     if (!schedule)
       return schedule.takeError();
     schedule->physical = physicalBound(*fn, chip);
@@ -1059,6 +1094,13 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
   for (Entry &entry : program.entries)
     backend::nameBucketDims(entry);
   return program;
+}
+
+std::string bucketTitle(const ir::Function &fn) {
+  std::string title = fn.name();
+  for (const auto &[name, value] : fn.bucket())
+    title += " " + name + "=" + std::to_string(value);
+  return title;
 }
 
 } // namespace lpu::scheduler

@@ -7,6 +7,8 @@
 #include "ir/IR.h"
 #include "scheduler/Error.h"
 #include "scheduler/Schedule.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 
 #include <llvm/Support/Error.h>
 
@@ -117,6 +119,11 @@ struct ScheduleOptions {
   /// The topology the program runs on (backend/Topology.h): every bucket
   /// has code for each of its chips.
   std::string topology = "single";
+  /// Where scheduling says which bucket, chip and variant it is on, and
+  /// records the time of each (a variant's CPU time its own thread's):
+  /// lpuc --progress, --time-phases. Neither changes a schedule.
+  support::Progress progress;
+  support::Timing timing;
 };
 
 class TransferMailbox;
@@ -175,6 +182,10 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn,
 
 /// Whether `fn` is partitioned across chips.
 bool isPartitioned(const ir::Function &fn);
+
+/// How progress and time reports name a function: its entry and bucket,
+/// `encode S=128` (the entry alone without bucketed sizes).
+std::string bucketTitle(const ir::Function &fn);
 
 /// Schedules every function of `module` (one bucket per function, grouped
 /// into entries by name in order) into a program for `chip`. `known[i]`,

@@ -127,6 +127,11 @@ bool sharesPattern(int64_t skew, int64_t span, size_t patterns, const TuningKnob
 enum class ParamStorage { Rows, Packed, Striped, StripedBySize };
 /// The attempts `packing` makes, in order.
 std::vector<ParamStorage> storageAttempts(ParamPacking packing);
+/// How progress and time reports name an attempt's storage: `packed`.
+std::string storageName(ParamStorage storage);
+/// A set of placement heuristics as the plan names it: its heuristics'
+/// names, comma-separated, or `none`.
+std::string heuristicSetName(const PlacementHeuristics &heuristics);
 /// The sets of placement heuristics scheduleFunction tries after the
 /// default one (docs/scheduler.md, "Variants").
 llvm::ArrayRef<PlacementHeuristics> heuristicVariants();

@@ -129,13 +129,19 @@ llvm::Error Machine::run() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   });
   // Nothing sent in a window can arrive before the window ends: a vector
-  // takes at least one serialisation time plus the hop latency.
-  const int64_t window = std::max<int64_t>(1, int64_t(chip_.c2cHopCycles) + chip_.c2cCyclesPerVector);
+  // takes at least one serialisation time plus the hop latency. One chip
+  // runs in windows too, long ones, only so that the cycles simulated can
+  // be counted as it goes (RunOptions::progress); a chip runs the same in
+  // windows as at once, which is what windows of several chips rely on.
+  bool single = chips_.size() == 1;
+  const int64_t window =
+      single ? int64_t(1) << 16
+             : std::max<int64_t>(1, int64_t(chip_.c2cHopCycles) + chip_.c2cCyclesPerVector);
+  options_.progress.count("cycles", 0);
   std::unique_ptr<llvm::ThreadPool> pool;
   unsigned threads = std::min<unsigned>(options_.threads, unsigned(chips_.size()));
   if (threads > 1)
     pool = std::make_unique<llvm::ThreadPool>(llvm::hardware_concurrency(threads));
-  bool single = chips_.size() == 1;
   int64_t start = 0;
   for (;;) {
     // Skip windows where nothing happens.
@@ -146,7 +152,7 @@ llvm::Error Machine::run() {
       break;
     if (next >= start + window)
       start = next - next % window;
-    int64_t limit = single ? INT64_MAX : start + window;
+    int64_t limit = start + window;
     // Only the chips with something to do in the window, a task per
     // thread (not per chip): a deep pipeline has most of its chips idle
     // in most windows. A chip's window depends on nothing another chip
@@ -202,8 +208,12 @@ llvm::Error Machine::run() {
     for (C2cMessage &m : traffic)
       chips_[m.dstChip]->deliver(std::move(m));
     start = limit;
-    if (single)
-      break;
+    if (options_.progress) {
+      int64_t reached = 0;
+      for (auto &c : chips_)
+        reached = std::max(reached, c->stats().lastCycle + 1);
+      options_.progress.count("cycles", uint64_t(reached));
+    }
   }
   for (auto &c : chips_)
     if (!c->finish())
@@ -232,6 +242,7 @@ llvm::Error Machine::run() {
   cycles_ = 0;
   for (auto &c : chips_)
     cycles_ = std::max(cycles_, c->stats().lastCycle + 1);
+  options_.progress.count("cycles", uint64_t(cycles_));
   return llvm::Error::success();
 }
 

@@ -9,6 +9,7 @@
 #include "backend/Program.h"
 #include "backend/Topology.h"
 #include "sim/ChipSim.h"
+#include "support/Progress.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/Error.h>
@@ -22,6 +23,9 @@ struct RunOptions {
   unsigned threads = 1;
   bool timingOnly = false;
   bool trace = false;
+  /// Where run() counts the cycles simulated so far (lpurun --progress);
+  /// the program carries no predicted total, so the count has none.
+  support::Progress progress;
 };
 
 struct RunReport {

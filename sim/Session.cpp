@@ -140,6 +140,9 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
 
 llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescription &chip,
                                          const SessionOptions &options) {
+  const support::Progress &progress = options.run.progress;
+  progress.status("bind weights");
+  support::TimedScope binding(options.timing, "bind weights");
   auto plan = planSession(program, options);
   if (!plan)
     return plan.takeError();
@@ -149,9 +152,15 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
   auto machine = placeSession(chip, program, bucket, *plan, options.run);
   if (!machine)
     return machine.takeError();
+  binding.stop();
+  progress.status("simulate");
+  support::TimedScope simulating(options.timing, "simulate");
   if (auto e = (*machine)->run())
     return e;
+  simulating.stop();
 
+  progress.status("read outputs");
+  support::TimedScope reading(options.timing, "read outputs");
   SessionResult result;
   for (const TensorPlacement &t : bucket.tensors) {
     if (t.role != TensorRole::Output || options.run.timingOnly)

@@ -9,6 +9,7 @@
 #include "support/Tensor.h"
 #include "sim/Machine.h"
 #include "sim/Report.h"
+#include "support/TimeReport.h"
 
 #include <llvm/Support/Error.h>
 
@@ -24,7 +25,11 @@ struct SessionOptions {
   std::map<std::string, tensor::Tensor> inputs;
   std::string weightsFile;           // .safetensors, or empty
   std::optional<uint64_t> randomSeed; // --random-weights
+  /// run.progress also gets the session's steps as statuses (bind
+  /// weights, simulate, read outputs), and `timing` a row for each (lpurun
+  /// --progress, --time-phases).
   RunOptions run;
+  support::Timing timing;
 };
 
 struct SessionResult {

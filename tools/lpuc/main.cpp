@@ -9,6 +9,8 @@
 #include "driver/LoadModel.h"
 #include "driver/Pipeline.h"
 #include "ir/Text.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -141,7 +143,21 @@ int main(int argc, char **argv) {
       "--stats", stats, "print parameters, parameter bytes and FLOPs per entry and bucket");
   app.add_flag("--json", statsJson, "with --stats or --report: print one JSON object");
   app.add_flag("--time-phases", timePhases,
-               "print the wall and CPU time of each phase of the pipeline to stderr");
+               "print to stderr a table of the wall and CPU time of each phase of the pipeline, "
+               "each pass, partition candidate, entry and bucket scheduled and set of placement "
+               "heuristics");
+  bool showProgress = false, quiet = false;
+  double progressInterval = 0.25;
+  CLI::Option *progressFlag = app.add_flag(
+      "--progress", showProgress,
+      "show how far the compilation has got on one line of stderr, also when stderr is not a "
+      "terminal (by default only on a terminal)");
+  app.add_flag("-q,--quiet", quiet, "show no progress (diagnostics still print)")
+      ->excludes(progressFlag);
+  app.add_option("--progress-interval", progressInterval,
+                 "seconds between redraws of the progress line (0: every change; tests)")
+      ->group("")
+      ->check(CLI::Range(0.0, 60.0));
   std::vector<std::string> dumpAfter;
   app.add_option("--dump-after", dumpAfter,
                  "print to stderr what a phase made, right after it runs: " + driver::phaseList() +
@@ -298,13 +314,22 @@ int main(int argc, char **argv) {
   DiagnosticEngine diags(sources);
   diags.setErrorLimit(verify ? 0 : errorLimit);
 
+  // The progress line, and stderr for what prints while it shows
+  // (diagnostics, dumps): the line erased first.
+  std::optional<support::ProgressLine> progress;
+  if (support::ProgressLine::wanted(showProgress, quiet)) {
+    support::ProgressLine::Options o = support::ProgressLine::forStderr("lpuc");
+    o.interval = progressInterval;
+    progress.emplace(llvm::errs(), o);
+  }
+  support::ProgressClearingStream errs(llvm::errs(), progress ? &*progress : nullptr);
   CollectingConsumer collected;
-  TextDiagnosticRenderer text(sources, llvm::errs(),
+  TextDiagnosticRenderer text(sources, errs,
                               shouldUseColor(color == "always"  ? ColorMode::Always
                                              : color == "never" ? ColorMode::Never
                                                                 : ColorMode::Auto,
                                              llvm::errs()));
-  JsonDiagnosticRenderer json(sources, llvm::errs());
+  JsonDiagnosticRenderer json(sources, errs);
   if (verify)
     diags.setConsumer(&collected);
   else if (format == "json")
@@ -336,6 +361,13 @@ int main(int argc, char **argv) {
   checkOptions.recordParams = emit == "params";
   pipeline.check = checkOptions;
   pipeline.ir = irOptions;
+  support::TimeRecorder times;
+  if (progress) {
+    pipeline.progress = support::Progress(&*progress);
+    pipeline.dumps = pipeline.ir.passDumps = &errs;
+  }
+  if (timePhases)
+    pipeline.timing = support::Timing(&times);
   driver::Compilation compilation(diags, bufferId);
   // A .ir file (the text form --emit=ir prints, or IR written by hand, say
   // partitioned by hand) enters the pipeline at the passes, parsed and
@@ -346,7 +378,7 @@ int main(int argc, char **argv) {
                                          " needs a .lpu source, not IR");
       return tools::kExitUsageError;
     }
-    auto module = driver::loadModel(input, {}, llvm::errs());
+    auto module = driver::loadModel(input, {}, errs);
     if (!module) {
       tools::reportToolError("lpuc", llvm::toString(module.takeError()));
       return tools::kExitInputError;
@@ -355,11 +387,10 @@ int main(int argc, char **argv) {
     pipeline.first = Phase::Passes;
   }
   driver::runPipeline(compilation, pipeline);
+  if (progress)
+    progress->finish();
   if (timePhases)
-    for (const driver::PhaseTime &t : compilation.times)
-      llvm::errs() << llvm::formatv("{0}: {1:f3} s (cpu {2:f3} s{3})\n", driver::phaseName(t.phase),
-                                    t.wallSeconds, t.cpuSeconds,
-                                    t.phase == Phase::Check ? ", imports included" : "");
+    times.print(llvm::errs(), "lpuc: time per phase");
   const std::string &selectionError = compilation.selectionError;
   if (!selectionError.empty()) {
     tools::reportToolError("lpuc", selectionError);

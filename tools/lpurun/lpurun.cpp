@@ -16,8 +16,11 @@
 #include "ir/Verifier.h"
 #include "sim/Session.h"
 #include "sim/ShiftCheck.h"
+#include "support/Progress.h"
+#include "support/TimeReport.h"
 #include "tools/common/ToolSupport.h"
 
+#include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/Path.h>
@@ -28,7 +31,31 @@ using namespace lpu;
 namespace {
 constexpr llvm::StringLiteral kTool = "lpurun";
 
-bool writeFile(llvm::StringRef path, llvm::StringRef data) {
+/// What lpurun shows besides its results: the progress line (null: none),
+/// stderr with the line erased first, the time report (null: none), and
+/// whether the informational lines are left out (--quiet).
+struct Feedback {
+  support::ProgressLine *line = nullptr;
+  llvm::raw_ostream *errs = &llvm::errs();
+  support::TimeRecorder *times = nullptr;
+  bool quiet = false;
+  support::Progress progress() const { return support::Progress(line); }
+  support::Timing timing() const { return support::Timing(times); }
+  /// Erases the line for good (what follows is quick: writing outputs).
+  void endProgress() const {
+    if (line)
+      line->finish();
+  }
+  /// "lpurun: error: ..." with the line erased first.
+  void error(const llvm::Twine &message) const {
+    if (line)
+      line->printAbove([&] { tools::reportToolError(kTool, message); });
+    else
+      tools::reportToolError(kTool, message);
+  }
+};
+
+bool writeFile(llvm::StringRef path, llvm::StringRef data, const Feedback &feedback) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (!ec) {
@@ -37,7 +64,7 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data) {
     ec = os.error();
   }
   if (ec) {
-    tools::reportToolError(kTool, "cannot write '" + path + "': " + ec.message());
+    feedback.error("cannot write '" + path + "': " + ec.message());
     return false;
   }
   return true;
@@ -48,15 +75,16 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data) {
 int collectTensorArgs(const std::vector<std::string> &inputs,
                       const std::vector<std::string> &outputs, const std::string &weights,
                       std::map<std::string, tensor::Tensor> &inputValues,
-                      std::map<std::string, std::string> &outputFiles, bool &printAll) {
+                      std::map<std::string, std::string> &outputFiles, bool &printAll,
+                      const Feedback &feedback) {
   for (const std::string &arg : inputs) {
     auto named = tensor::parseInputArgument(arg);
     if (!named) {
-      tools::reportToolError(kTool, llvm::toString(named.takeError()));
+      feedback.error(llvm::toString(named.takeError()));
       return tools::kExitInputError;
     }
     if (inputValues.count(named->name)) {
-      tools::reportToolError(kTool, "input '" + named->name + "' given twice");
+      feedback.error("input '" + named->name + "' given twice");
       return tools::kExitUsageError;
     }
     inputValues.emplace(named->name, std::move(named->tensor));
@@ -64,7 +92,7 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
   if (!weights.empty()) {
     auto check = tools::readInputFile(weights); // the usual missing/directory messages
     if (!check) {
-      tools::reportToolError(kTool, llvm::toString(check.takeError()));
+      feedback.error(llvm::toString(check.takeError()));
       return tools::kExitUsageError;
     }
   }
@@ -76,7 +104,7 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
     }
     auto [name, path] = llvm::StringRef(o).split('=');
     if (name.empty() || path.empty()) {
-      tools::reportToolError(kTool, "--output takes NAME=FILE.npy or '-', found '" + o + "'");
+      feedback.error("--output takes NAME=FILE.npy or '-', found '" + o + "'");
       return tools::kExitUsageError;
     }
     outputFiles[name.str()] = path.str();
@@ -86,14 +114,16 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
 
 /// The module of `path`: a .lpu source compiled (diagnostics on stderr), or
 /// IR text (.ir) parsed and verified.
-llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, const char *argv0) {
-  driver::LoadModelOptions options;
+llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, const char *argv0,
+                                                      driver::LoadModelOptions options,
+                                                      llvm::raw_ostream &diagnostics) {
   std::string exe = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&loadModule));
   options.importPaths = defaultStdlibPaths(llvm::sys::path::parent_path(exe));
   options.importPaths.push_back(LPU_SOURCE_STDLIB_DIR);
   options.color = shouldUseColor(ColorMode::Auto, llvm::errs());
-  return driver::loadModel(path, options, llvm::errs());
+  return driver::loadModel(path, options, diagnostics);
 }
+
 
 struct ReferenceArgs {
   std::string model, entry, weights, dumpWeights;
@@ -106,41 +136,54 @@ struct ReferenceArgs {
 
 /// lpurun --reference: compile, load weights, run the entry's best bucket,
 /// write or print the outputs; the bucket and padding go to stderr.
-int runReference(const ReferenceArgs &args, const char *argv0) {
+int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &feedback) {
   if (auto readable = tools::readInputFile(args.model); !readable) { // missing, a directory
-    tools::reportToolError(kTool, llvm::toString(readable.takeError()));
+    feedback.error(llvm::toString(readable.takeError()));
     return tools::kExitUsageError;
   }
-  auto module = loadModule(args.model, argv0);
+  driver::LoadModelOptions compiling;
+  feedback.progress().status("compile");
+  support::TimedScope compileTime(feedback.timing(), "compile");
+  compiling.progress = feedback.progress().inner();
+  compiling.timing = compileTime.timing();
+  auto module = loadModule(args.model, argv0, compiling, *feedback.errs);
+  compileTime.stop();
   if (!module) {
-    tools::reportToolError(kTool, llvm::toString(module.takeError()));
+    feedback.error(llvm::toString(module.takeError()));
     return tools::kExitInputError;
   }
   interp::WeightSource source{args.weights, args.seed.value_or(0)};
-  auto run = interp::runEntry(**module, args.entry, args.inputs, source, {args.threads});
+  interp::InterpreterOptions running;
+  running.threads = args.threads;
+  running.progress = feedback.progress();
+  running.timing = feedback.timing();
+  auto run = interp::runEntry(**module, args.entry, args.inputs, source, running);
+  feedback.endProgress();
   if (!run) {
-    tools::reportToolError(kTool, llvm::toString(run.takeError()));
+    feedback.error(llvm::toString(run.takeError()));
     return tools::kExitInputError;
   }
+  support::TimedScope writing(feedback.timing(), "write outputs");
   if (!args.dumpWeights.empty()) {
     std::vector<tensor::NamedTensor> used(run->weights.begin(), run->weights.end());
     if (auto e = tensor::writeSafeTensorsFile(args.dumpWeights, used)) {
-      tools::reportToolError(kTool, llvm::toString(std::move(e)));
+      feedback.error(llvm::toString(std::move(e)));
       return tools::kExitUsageError;
     }
   }
-  llvm::errs() << "reference: entry " << run->function->name() << ", bucket " << run->bucketText
-               << ", padding " << llvm::format("%.1f", run->paddingFraction * 100) << "%\n"
-               << "reference: weights bound in " << llvm::format("%.3f", run->prepareSeconds)
-               << " s, run " << llvm::format("%.3f", run->runSeconds) << " s (cpu "
-               << llvm::format("%.3f", run->runCpuSeconds) << " s)\n";
+  if (!feedback.quiet)
+    *feedback.errs << "reference: entry " << run->function->name() << ", bucket "
+                   << run->bucketText << ", padding "
+                   << llvm::format("%.1f", run->paddingFraction * 100) << "%\n"
+                   << "reference: weights bound in " << llvm::format("%.3f", run->prepareSeconds)
+                   << " s, run " << llvm::format("%.3f", run->runSeconds) << " s (cpu "
+                   << llvm::format("%.3f", run->runCpuSeconds) << " s)\n";
   for (const auto &[name, path] : args.outputFiles) {
     bool known = false;
     for (const auto &[outName, value] : run->outputs)
       known |= outName == name;
     if (!known) {
-      tools::reportToolError(kTool,
-                             "no output '" + name + "' in entry '" + run->function->name() + "'");
+      feedback.error("no output '" + name + "' in entry '" + run->function->name() + "'");
       return tools::kExitUsageError;
     }
   }
@@ -148,7 +191,7 @@ int runReference(const ReferenceArgs &args, const char *argv0) {
     auto it = args.outputFiles.find(name);
     if (it != args.outputFiles.end()) {
       if (auto e = tensor::writeNpyFile(it->second, value)) {
-        tools::reportToolError(kTool, llvm::toString(std::move(e)));
+        feedback.error(llvm::toString(std::move(e)));
         return tools::kExitUsageError;
       }
     } else if (args.printAll) {
@@ -211,11 +254,46 @@ int main(int argc, char **argv) {
                  "with --check-shifts: the bucket whose shapes random inputs take (default 0)");
   app.add_option("--shift-input-seed", shiftInputSeed,
                  "with --check-shifts: the seed of inputs not given with --input (default 1)");
+  bool showProgress = false, quiet = false, timePhases = false;
+  double progressInterval = 0.25;
+  CLI::Option *progressFlag =
+      app.add_flag("--progress", showProgress,
+                   "show the cycles simulated so far and their rate (with --reference: the step "
+                   "and the ops run) on one line of stderr, also when it is not a terminal (by "
+                   "default only on a terminal)");
+  app.add_flag("-q,--quiet", quiet,
+               "show no progress, and with --reference not the bucket and times either "
+               "(errors and diagnostics still print)")
+      ->excludes(progressFlag);
+  app.add_option("--progress-interval", progressInterval,
+                 "seconds between redraws of the progress line (0: every change; tests)")
+      ->group("")
+      ->check(CLI::Range(0.0, 60.0));
+  app.add_flag("--time-phases", timePhases,
+               "print to stderr a table of the wall and CPU time of each step: reading the "
+               "program, binding weights, simulating, reading and writing outputs (with "
+               "--reference: compiling, by phase, binding weights, running)");
   tools::addCommonOptions(app, kTool);
   if (int rc = tools::parseCommandLine(app, argc, argv, kTool); rc >= 0)
     return rc;
+  // Progress on stderr, and the time report printed last, whatever way
+  // main returns.
+  std::optional<support::ProgressLine> line;
+  if (support::ProgressLine::wanted(showProgress, quiet)) {
+    support::ProgressLine::Options o = support::ProgressLine::forStderr(kTool);
+    o.interval = progressInterval;
+    line.emplace(llvm::errs(), o);
+  }
+  support::ProgressClearingStream errs(llvm::errs(), line ? &*line : nullptr);
+  support::TimeRecorder times;
+  Feedback feedback{line ? &*line : nullptr, &errs, timePhases ? &times : nullptr, quiet};
+  auto printTimes = llvm::make_scope_exit([&] {
+    feedback.endProgress();
+    if (timePhases)
+      times.print(llvm::errs(), "lpurun: time per phase");
+  });
   if (programPath.empty()) {
-    tools::reportToolError(kTool, "no program file");
+    feedback.error("no program file");
     llvm::errs() << "Run '" << kTool << " --help' for the options.\n";
     return tools::kExitUsageError;
   }
@@ -226,7 +304,7 @@ int main(int argc, char **argv) {
                              "--check-shifts", "--shift-sample", "--shift-bucket",
                              "--shift-input-seed"})
       if (app.count(flag)) {
-        tools::reportToolError(kTool, llvm::Twine(flag) + " does not apply to --reference");
+        feedback.error(llvm::Twine(flag) + " does not apply to --reference");
         return tools::kExitUsageError;
       }
     ReferenceArgs args;
@@ -237,26 +315,28 @@ int main(int argc, char **argv) {
     args.dumpWeights = dumpWeights;
     args.threads = app.count("--threads") ? threads : 0;
     if (int rc = collectTensorArgs(inputs, outputs, weights, args.inputs, args.outputFiles,
-                                   args.printAll);
+                                   args.printAll, feedback);
         rc >= 0)
       return rc;
-    return runReference(args, argv[0]);
+    return runReference(args, argv[0], feedback);
   }
   if (!dumpWeights.empty()) {
-    tools::reportToolError(kTool, "--dump-weights needs --reference");
+    feedback.error("--dump-weights needs --reference");
     return tools::kExitUsageError;
   }
 
+  feedback.progress().status("read program");
+  support::TimedScope readingProgram(feedback.timing(), "read program");
   auto buffer = tools::readInputFile(programPath);
   if (!buffer) {
-    tools::reportToolError(kTool, llvm::toString(buffer.takeError()));
+    feedback.error(llvm::toString(buffer.takeError()));
     return tools::kExitUsageError;
   }
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
                                 (*buffer)->getBufferSize());
   auto program = backend::parseProgramFile(bytes, programPath);
   if (!program) {
-    tools::reportToolError(kTool, llvm::toString(program.takeError()));
+    feedback.error(llvm::toString(program.takeError()));
     return tools::kExitInputError;
   }
   // The text form may leave out the fingerprint ("target groqchip1"): it
@@ -264,13 +344,13 @@ int main(int argc, char **argv) {
   if (program->chipFingerprint == 0) {
     auto named = backend::loadChipDescription(program->chipName);
     if (!named) {
-      tools::reportToolError(kTool, llvm::toString(named.takeError()));
+      feedback.error(llvm::toString(named.takeError()));
       return tools::kExitInputError;
     }
     program->chipFingerprint = named->fingerprint();
   }
   if (formatVersion && emit != "binary") {
-    tools::reportToolError(kTool, "--format-version needs --emit=binary");
+    feedback.error("--format-version needs --emit=binary");
     return tools::kExitUsageError;
   }
   if (!emit.empty()) {
@@ -282,7 +362,7 @@ int main(int argc, char **argv) {
     } else {
       auto older = backend::writeProgramBinary(*program, *formatVersion);
       if (!older) {
-        tools::reportToolError(kTool, programPath + ": " + llvm::toString(older.takeError()));
+        feedback.error(programPath + ": " + llvm::toString(older.takeError()));
         return tools::kExitInputError;
       }
       out = std::move(*older);
@@ -291,27 +371,28 @@ int main(int argc, char **argv) {
       llvm::outs() << out;
       return tools::kExitSuccess;
     }
-    return writeFile(emitPath, out) ? tools::kExitSuccess : tools::kExitUsageError;
+    return writeFile(emitPath, out, feedback) ? tools::kExitSuccess : tools::kExitUsageError;
   }
   auto chip = backend::loadChipDescription(chipName.empty() ? program->chipName : chipName);
   if (!chip) {
-    tools::reportToolError(kTool, llvm::toString(chip.takeError()));
+    feedback.error(llvm::toString(chip.takeError()));
     return tools::kExitUsageError;
   }
   if (auto e = backend::verifyProgram(*program, *chip)) {
-    tools::reportToolError(kTool, programPath + ": " + llvm::toString(std::move(e)));
+    feedback.error(programPath + ": " + llvm::toString(std::move(e)));
     return tools::kExitInputError;
   }
+  readingProgram.stop();
 
   for (const char *flag : {"--shift-sample", "--shift-bucket", "--shift-input-seed"})
     if (app.count(flag) && !checkShifts) {
-      tools::reportToolError(kTool, llvm::Twine(flag) + " needs --check-shifts");
+      feedback.error(llvm::Twine(flag) + " needs --check-shifts");
       return tools::kExitUsageError;
     }
   if (checkShifts)
     for (const char *flag : {"--report", "--trace", "--timing-only", "--output"})
       if (app.count(flag)) {
-        tools::reportToolError(kTool, llvm::Twine(flag) + " does not apply to --check-shifts");
+        feedback.error(llvm::Twine(flag) + " does not apply to --check-shifts");
         return tools::kExitUsageError;
       }
 
@@ -322,9 +403,11 @@ int main(int argc, char **argv) {
   options.run.threads = threads;
   options.run.timingOnly = timingOnly;
   options.run.trace = !tracePath.empty();
+  options.run.progress = feedback.progress();
+  options.timing = feedback.timing();
   std::map<std::string, std::string> outputFiles;
   bool printAll = false;
-  if (int rc = collectTensorArgs(inputs, outputs, weights, options.inputs, outputFiles, printAll);
+  if (int rc = collectTensorArgs(inputs, outputs, weights, options.inputs, outputFiles, printAll, feedback);
       rc >= 0)
     return rc;
 
@@ -334,14 +417,18 @@ int main(int argc, char **argv) {
     shiftOptions.sample = shiftSample;
     shiftOptions.bucket = shiftBucket;
     shiftOptions.inputSeed = shiftInputSeed;
+    shiftOptions.session.run.progress = {};
+    shiftOptions.session.timing = {};
+    feedback.progress().status("check shifts");
     auto shifts = sim::checkShifts(*program, *chip, shiftOptions);
+    feedback.endProgress();
     if (!shifts) {
-      tools::reportToolError(kTool, llvm::toString(shifts.takeError()));
+      feedback.error(llvm::toString(shifts.takeError()));
       return tools::kExitInputError;
     }
     llvm::outs() << sim::formatShiftReport(*shifts, true);
     if (!shifts->different.empty()) {
-      tools::reportToolError(kTool, llvm::Twine(shifts->different.size()) +
+      feedback.error(llvm::Twine(shifts->different.size()) +
                                         " shift(s) ran to different outputs: the simulator "
                                         "missed a hazard");
       return tools::kExitInputError;
@@ -350,8 +437,10 @@ int main(int argc, char **argv) {
   }
 
   auto result = sim::runSession(*program, *chip, options);
+  feedback.endProgress();
+  support::TimedScope writing(feedback.timing(), "write outputs");
   if (!result) {
-    tools::reportToolError(kTool, llvm::toString(result.takeError()));
+    feedback.error(llvm::toString(result.takeError()));
     return tools::kExitInputError;
   }
   for (const auto &[name, path] : outputFiles) {
@@ -359,7 +448,7 @@ int main(int argc, char **argv) {
     for (const auto &[outName, value] : result->outputs)
       known |= outName == name;
     if (!known && !timingOnly) {
-      tools::reportToolError(kTool, "no output '" + name + "' in the program");
+      feedback.error("no output '" + name + "' in the program");
       return tools::kExitUsageError;
     }
   }
@@ -367,7 +456,7 @@ int main(int argc, char **argv) {
     auto it = outputFiles.find(name);
     if (it != outputFiles.end()) {
       if (auto e = tensor::writeNpyFile(it->second, value)) {
-        tools::reportToolError(kTool, llvm::toString(std::move(e)));
+        feedback.error(llvm::toString(std::move(e)));
         return tools::kExitUsageError;
       }
     } else if (printAll) {
@@ -378,7 +467,7 @@ int main(int argc, char **argv) {
     llvm::outs() << sim::formatReportText(result->report, result->context);
   else if (report == "json")
     llvm::outs() << sim::formatReportJson(result->report, result->context);
-  if (!tracePath.empty() && !writeFile(tracePath, result->traceJson))
+  if (!tracePath.empty() && !writeFile(tracePath, result->traceJson, feedback))
     return tools::kExitUsageError;
   return tools::kExitSuccess;
 }

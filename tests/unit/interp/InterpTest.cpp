@@ -127,8 +127,8 @@ TEST(Interp, ThreadCountDoesNotChangeBits) {
   Op *w = b.param("w", T(DType::F32, {500, 400}));
   b.ret({b.op(OpKind::Matmul, {a, w})}, {"y"});
   Tensor ta = random(DType::F32, {300, 500}, "a"), tw = random(DType::F32, {500, 400}, "w");
-  auto one = runOk(b.fn(), {{"a", ta}}, {{"w", tw}}, {1});
-  auto two = runOk(b.fn(), {{"a", ta}}, {{"w", tw}}, {2});
+  auto one = runOk(b.fn(), {{"a", ta}}, {{"w", tw}}, {1, {}, {}});
+  auto two = runOk(b.fn(), {{"a", ta}}, {{"w", tw}}, {2, {}, {}});
   EXPECT_TRUE(one["y"] == two["y"]);
 }
 

@@ -44,7 +44,7 @@ RunResult runProgram(const std::string &text, unsigned threads = 1) {
   if (auto e = backend::verifyProgram(*program, *chip))
     return {llvm::toString(std::move(e)), {}, 0};
   const backend::Bucket &bucket = program->entries[0].buckets[0];
-  auto machine = sim::Machine::create(*chip, *program, bucket, sim::RunOptions{threads, false, false});
+  auto machine = sim::Machine::create(*chip, *program, bucket, sim::RunOptions{threads, false, false, {}});
   if (!machine)
     return {llvm::toString(machine.takeError()), {}, 0};
   int64_t elements = 1;

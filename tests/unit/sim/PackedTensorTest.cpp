@@ -48,7 +48,7 @@ std::unique_ptr<Loaded> load(const std::string &tensors, const std::string &code
   llvm::Error e = backend::verifyProgram(out->program, out->chip);
   EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
   auto machine = sim::Machine::create(out->chip, out->program, out->bucket(),
-                                      sim::RunOptions{1, timingOnly, false});
+                                      sim::RunOptions{1, timingOnly, false, {}});
   EXPECT_TRUE(bool(machine)) << llvm::toString(machine.takeError());
   if (!machine)
     return nullptr;
