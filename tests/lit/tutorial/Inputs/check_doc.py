@@ -19,7 +19,8 @@ The page's conventions (docs/tutorial.md follows them):
 - In the expected output a line `...` matches any number of lines (none
   too). The same comment may loosen a block further:
     `figures`        every number matches any number (cycles, times,
-                     bytes: what a change of the scheduler moves);
+                     bytes: what a change of the scheduler moves), and
+                     two spaces or more any run of spaces (columns);
     `vary="TEXT"`    TEXT, where it appears in the expected lines, matches
                      any text (repeatable; the wording of a message);
     `head=N`         only the first N lines printed are compared.
@@ -185,11 +186,15 @@ def line_pattern(expected, options):
         if p is None:
             regex += ".*?"
         elif options["figures"]:
+            # Columns of figures are padded to their widths: where the
+            # page has two spaces or more, any run of spaces matches.
+            def literal(text):
+                return " +".join(re.escape(piece) for piece in re.split(r" {2,}", text))
             last = 0
             for m in NUMBER.finditer(p):
-                regex += re.escape(p[last:m.start()]) + NUMBER.pattern
+                regex += literal(p[last:m.start()]) + NUMBER.pattern
                 last = m.end()
-            regex += re.escape(p[last:])
+            regex += literal(p[last:])
         else:
             regex += re.escape(p)
     return re.compile(regex + r"\Z")
