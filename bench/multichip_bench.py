@@ -41,6 +41,8 @@ CASES = [
 TENSOR_CASES = [
     ("bert-base layer S=128", "bench/bert_layer.lpu", [], ["1", "2", "4", "8"]),
     ("bert-base S=128", "examples/bert.lpu", ["--entry", "pooled", "--bucket", "S=128"], ["1", "2", "4", "8"]),
+    # GPT-2 needs 2 chips: its speedup is over 2.
+    ("gpt2 S=64", "examples/gpt2.lpu", ["--bucket", "S=64"], ["2", "4", "8"]),
 ]
 
 # Hybrid (--partition hybrid: tensor within each node of 8 chips, pipeline

@@ -18,6 +18,10 @@
 // gathered where it cannot close, and an embedding gather by a
 // vocabulary-sized table is split by its rows, its result partial.
 //
+// Before the analysis, a fused projection read in equal blocks of its
+// columns (GPT-2's q/k/v) is cut into one matmul per block
+// (splitFusedProjections), so that each block splits by heads.
+//
 // The rewrite then writes the partitioned function explicitly: each split
 // op once per chip at its local shape, a weight that a split op reads
 // sliced to a `shard` of itself (only that slice is stored on the chip),
@@ -117,11 +121,11 @@ bool isElementwiseClass(OpClass c) {
   return c == OpClass::Unary || c == OpClass::Binary || c == OpClass::Ternary;
 }
 
-/// The param a weight operand is a view of (through reshapes, transposes
-/// and broadcasts), or null.
+/// The param a weight operand is a view of (through reshapes, transposes,
+/// broadcasts and slices), or null.
 const Op *weightOf(const Op *op) {
   while (op->kind() == OpKind::Reshape || op->kind() == OpKind::Transpose ||
-         op->kind() == OpKind::Broadcast || op->kind() == OpKind::Convert)
+         op->kind() == OpKind::Broadcast || op->kind() == OpKind::Convert || op->kind() == OpKind::Slice)
     op = op->operand(0);
   return op->kind() == OpKind::Param ? op : nullptr;
 }
@@ -782,6 +786,20 @@ private:
     case OpKind::Convert:
       there = make(*op, OpKind::Convert, type, {slice(op->operand(0), c, axis, start, size)}, c);
       return there;
+    case OpKind::Slice: {
+      // A slice of `axis` alone (a block of a fused projection's weight,
+      // splitFusedProjections): chip c's part of it is a part of its
+      // operand, a shard where that is a weight.
+      auto lo = op->intsAttr("start").value_or(std::vector<int64_t>{});
+      auto hi = op->intsAttr("limit").value_or(std::vector<int64_t>{});
+      const Type &from = op->operand(0)->type();
+      bool alone = lo.size() == from.rank() && hi.size() == from.rank();
+      for (size_t d = 0; alone && d < from.rank(); ++d)
+        alone = d == size_t(axis) || (lo[d] == 0 && hi[d] == from.shape[d]);
+      there = alone ? slice(op->operand(0), c, axis, lo[size_t(axis)] + start, size)
+                    : sliceOp(rep(op, c), c, axis, start, size);
+      return there;
+    }
     default:
       there = sliceOp(rep(op, c), c, axis, start, size);
       return there;
@@ -1000,9 +1018,160 @@ private:
   std::map<const Op *, int64_t> wholeIds_;
 };
 
+/// A fused projection cut into its blocks (docs/partitioning.md, "Fused
+/// projections"): a matmul by a 2-D weight whose product, through reshapes
+/// that keep its columns, converts and elementwise ops with a bias (a
+/// broadcast 1-D param), is read only by slices of equal blocks of its
+/// columns (GPT-2's q/k/v, `split(c_attn(x), 3, axis = -1)`) becomes one
+/// matmul per block read, by the block's columns of the weight (a slice of
+/// it), with the bias's block. Each column is the same dot product and each
+/// element the same sum as before, so nothing the function computes
+/// changes; but each block's columns can now be split over the chips by
+/// heads, as separate q, k and v projections are, where the fused columns
+/// could not (chip c needs three ranges of them). Returns how many it cut.
+unsigned splitFusedProjections(Function &fn) {
+  std::map<const Op *, std::vector<Op *>> users;
+  for (const auto &owned : fn.ops())
+    for (Op *o : owned->operands())
+      users[o].push_back(owned.get());
+  auto onlyUser = [&](const Op *op) -> Op * {
+    auto it = users.find(op);
+    return it != users.end() && it->second.size() == 1 ? it->second[0] : nullptr;
+  };
+  // A bias operand: a broadcast of a 1-D param as long as the columns.
+  auto biasOf = [](const Op *op, int64_t n) -> const Op * {
+    if (op->kind() != OpKind::Broadcast)
+      return nullptr;
+    const Op *p = op->operand(0);
+    return p->kind() == OpKind::Param && p->type().rank() == 1 && p->type().shape[0] == n ? p : nullptr;
+  };
+  struct Cut {
+    Op *matmul;
+    std::vector<Op *> chain; // from the matmul's user to the sliced value
+    std::vector<Op *> slices;
+    int64_t width;
+  };
+  std::vector<Cut> cuts;
+  for (const auto &owned : fn.ops()) {
+    Op *m = owned.get();
+    if (m->kind() != OpKind::Matmul || m->type().rank() != 2 || m->operand(1)->kind() != OpKind::Param ||
+        m->operand(1)->type().rank() != 2 || ir::shardOf(*m->operand(1)))
+      continue;
+    const int64_t n = m->type().shape[1];
+    Cut cut{m, {}, {}, 0};
+    const Op *cur = m;
+    while (Op *u = onlyUser(cur)) {
+      const bool keeps = u->type().rank() >= 1 && u->type().shape.back() == n;
+      if (!keeps)
+        break;
+      if (u->kind() == OpKind::Reshape || u->kind() == OpKind::Convert) {
+        cut.chain.push_back(u);
+        cur = u;
+        continue;
+      }
+      if (opClass(u->kind()) == OpClass::Binary && u->operands().size() == 2) {
+        const Op *other = u->operand(0) == cur ? u->operand(1) : u->operand(0);
+        if (u->operand(0) != u->operand(1) && biasOf(other, n) && onlyUser(other) == u) {
+          cut.chain.push_back(u);
+          cur = u;
+          continue;
+        }
+      }
+      break;
+    }
+    auto it = users.find(cur);
+    if (it == users.end())
+      continue;
+    bool ok = !it->second.empty();
+    for (Op *s : it->second) {
+      if (!ok)
+        break;
+      auto lo = s->intsAttr("start").value_or(std::vector<int64_t>{});
+      auto hi = s->intsAttr("limit").value_or(std::vector<int64_t>{});
+      const size_t r = cur->type().rank();
+      ok = s->kind() == OpKind::Slice && lo.size() == r && hi.size() == r;
+      for (size_t d = 0; ok && d + 1 < r; ++d)
+        ok = lo[d] == 0 && hi[d] == cur->type().shape[d];
+      if (!ok)
+        break;
+      const int64_t w = hi[r - 1] - lo[r - 1];
+      ok = w > 0 && w < n && n % w == 0 && lo[r - 1] % w == 0 && (cut.width == 0 || cut.width == w);
+      cut.width = w;
+      cut.slices.push_back(s);
+    }
+    if (ok)
+      cuts.push_back(std::move(cut));
+  }
+  auto sliceAttrs = [](Op *op, std::vector<int64_t> lo, std::vector<int64_t> hi) {
+    op->setAttr("start", std::move(lo));
+    op->setAttr("limit", std::move(hi));
+  };
+  auto copyAttrs = [](const Op &from, Op *to) {
+    for (const auto &[name, value] : from.attrs())
+      if (name != "fusion")
+        to->setAttr(name, value);
+  };
+  std::set<const Op *> dead;
+  for (const Cut &cut : cuts) {
+    Op *m = cut.matmul;
+    Op *w = m->operand(1);
+    const int64_t k = w->type().shape[0], w0 = cut.width;
+    std::map<int64_t, Op *> blocks; // first column -> the block's value
+    for (Op *s : cut.slices) {
+      const int64_t a = s->intsAttr("start")->back();
+      Op *&block = blocks[a];
+      if (!block) {
+        Op *wb = fn.insertBefore(m, OpKind::Slice, Type{w->type().dtype, {k, w0}}, {w}, w->loc());
+        sliceAttrs(wb, {0, a}, {k, a + w0});
+        Type mt = m->type();
+        mt.shape.back() = w0;
+        Op *prev = fn.insertBefore(m, OpKind::Matmul, mt, {m->operand(0), wb}, m->loc());
+        copyAttrs(*m, prev);
+        const Op *old = m;
+        for (Op *x : cut.chain) {
+          Type t = x->type();
+          t.shape.back() = w0;
+          std::vector<Op *> operands;
+          for (Op *o : x->operands()) {
+            if (o == old) {
+              operands.push_back(prev);
+              continue;
+            }
+            // The bias's block, broadcast as before.
+            Op *p = o->operand(0);
+            Op *pb = fn.insertBefore(m, OpKind::Slice, Type{p->type().dtype, {w0}}, {p}, p->loc());
+            sliceAttrs(pb, {a}, {a + w0});
+            Type bt = o->type();
+            bt.shape.back() = w0;
+            Op *b = fn.insertBefore(m, OpKind::Broadcast, bt, {pb}, o->loc());
+            copyAttrs(*o, b);
+            operands.push_back(b);
+            dead.insert(o);
+          }
+          Op *next = fn.insertBefore(m, x->kind(), t, std::move(operands), x->loc());
+          copyAttrs(*x, next);
+          old = x;
+          prev = next;
+        }
+        block = prev;
+      }
+      fn.replaceAllUsesWith(s, block);
+      dead.insert(s);
+    }
+    dead.insert(m);
+    dead.insert(cut.chain.begin(), cut.chain.end());
+  }
+  if (cuts.empty())
+    return 0;
+  fn.eraseIf([&](const Op &op) { return dead.count(&op) != 0; });
+  fn.sortTopologically();
+  return unsigned(cuts.size());
+}
+
 } // namespace
 
 llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
+  splitFusedProjections(fn);
   Analysis a;
   std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a, options.pins);
   VocabSeeds vocab;
