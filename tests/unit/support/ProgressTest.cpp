@@ -147,7 +147,8 @@ TEST(ProgressTest, ReportsFromManyThreads) {
     t.join();
   f.line.finish();
   // Every draw whole: each starts with the erase and holds one variant.
-  llvm::StringRef rest = f.drawn();
+  const std::string drawn = f.drawn(); // rest points into it
+  llvm::StringRef rest = drawn;
   size_t draws = 0;
   while (!rest.empty()) {
     ASSERT_TRUE(rest.consume_front("\r\x1b[K"));
