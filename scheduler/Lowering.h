@@ -267,7 +267,7 @@ public:
   void decide(const ir::Op &op, std::string what) { decisions.push_back({&op, std::move(what)}); }
   /// Which heuristics decided anything, set or not (a set that differs
   /// from this one only in others gives the same schedule).
-  mutable PlacementHeuristics heuristicsDecided{false, false, false, false, false};
+  mutable PlacementHeuristics heuristicsDecided{false, false, false, false, false, false};
   /// The chunks a tensor of `vectors` a plane is cut into at least.
   int64_t stripeChunks(ir::DType dtype, int64_t vectors) const {
     if (!striped || vectors < 64)

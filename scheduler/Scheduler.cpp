@@ -809,8 +809,9 @@ llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {
       PlacementHeuristics{false, false, false, false, true},
       PlacementHeuristics{true, true, true, false, true},
       PlacementHeuristics{true, false, false, true, true},
-      PlacementHeuristics{true, true, false, false, false},
-      PlacementHeuristics{true, false, false, true, false},
+      PlacementHeuristics{true, true, false, false, false, false},
+      PlacementHeuristics{true, false, false, true, false, false},
+      PlacementHeuristics{true, true, false, false, true, false},
   };
   return variants;
 }
@@ -954,6 +955,7 @@ llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable() {
       {"halved-partials", &PlacementHeuristics::halvedPartials},
       {"squares-on-mxm", &PlacementHeuristics::squaresOnMxm},
       {"weights-by-k-tile", &PlacementHeuristics::weightsByKTile},
+      {"balanced-k-ranges", &PlacementHeuristics::balancedKRanges},
   };
   return table;
 }
@@ -967,7 +969,9 @@ llvm::ArrayRef<Knob> knobTable() {
         "a fold across lanes of many rows keeps odd rows' partials in a second slice group",
         "a layer norm's sum of squares runs on the MXM, each term as two f16",
         "a matmul's (or channels-last convolution's) weights cut over planes are stored a K-tile "
-        "to a chunk of slices"};
+        "to a chunk of slices",
+        "a matmul job with few rows cut over planes by K takes ranges of equal rows, not whole "
+        "K-tiles, where that shortens the longest plane's work"};
     std::vector<Knob> out;
     size_t i = 0;
     for (const PlacementHeuristic &h : placementHeuristicTable())

@@ -57,6 +57,11 @@ struct PlacementHeuristics {
   /// a chunk of its own slices, so that the planes multiplying a job's
   /// K-tiles side by side load them through a read port each.
   bool weightsByKTile = true;
+  /// A matmul job cut over planes by K with few rows is cut into ranges of
+  /// equal rows rather than whole K-tiles when that shortens the longest
+  /// plane's loads and passes (each piece inside a tile takes A's vector
+  /// rotated on the SXM).
+  bool balancedKRanges = true;
 };
 
 /// Every placement heuristic once: its name on the command line (lpuc

@@ -459,7 +459,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
   // piece is a pass of the job's rows through the plane, so this is chosen
   // only when it shortens the longest plane's loads and passes (rows
   // loaded plus passes times the rows' mm's).
-  if (work.balancedCut && !dealt && cut > 1) {
+  if (work.balancedCut && ctx.heuristics.balancedKRanges && !dealt && cut > 1) {
     const int64_t passCycles = mPerBatch * mmIssue;
     auto longest = [&](const std::vector<std::vector<Part>> &all) {
       int64_t most = 0;
@@ -484,8 +484,10 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
         }
         balanced[size_t(job)].push_back(std::move(part));
       }
-    if (longest(balanced) < longest(partsOf))
+    if (longest(balanced) < longest(partsOf)) {
       partsOf = std::move(balanced);
+      ctx.heuristicsDecided.balancedKRanges = true;
+    }
   }
   {
     // The plan: how the planes share the jobs.
