@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace lpu::check {
 
@@ -16,7 +17,8 @@ const char *const kOthers[] = {"select",     "sum",        "mean",
                                "max",     "min",       "argmax",     "softmax",    "reshape",
                                "transpose", "concat",  "split",      "broadcast_to", "gather",
                                "iota",    "zeros",     "ones",       "full",       "conv2d",
-                               "max_pool2d", "avg_pool2d", "floordiv", "ceildiv"};
+                               "max_pool2d", "avg_pool2d", "floordiv", "ceildiv", "quantize",
+                               "dequantize"};
 
 /// The elementwise built-in `n` names with `arity` operands.
 std::optional<tensor::ElementwiseOp> elementwiseBuiltin(llvm::StringRef n, unsigned arity) {
@@ -71,7 +73,8 @@ Value Checker::matmul(const Value &a, const Value &b, Frame &f, const ast::Binar
   };
   if (x.dims.empty() || y.dims.empty() || y.pack)
     return bad();
-  TensorType out{x.dtype, std::nullopt, {}};
+  // i8 x i8 accumulates in i32 (docs/language.md, "Quantization").
+  TensorType out{x.dtype == "i8" ? "i32" : x.dtype, std::nullopt, {}};
   const Size &k1 = x.dims.back();
   const Size &k2 = y.dims.size() == 1 ? y.dims[0] : y.dims[y.dims.size() - 2];
   if (sizesEqual(k1, k2) == Decision::No)
@@ -96,6 +99,7 @@ Value Checker::matmul(const Value &a, const Value &b, Frame &f, const ast::Binar
     if (!batch)
       return Value::error();
     out = *batch;
+    out.dtype = x.dtype == "i8" ? "i32" : x.dtype;
     out.dims.push_back(x.dims[x.dims.size() - 2]);
     out.dims.push_back(y.dims.back());
   }
@@ -571,6 +575,87 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       return Value::error();
     }
     return result(*t, Size(), {});
+  }
+  if (name == "quantize" || name == "dequantize") {
+    // quantize(x, scale, zero_point = 0, axis = k): float -> i8;
+    // dequantize(q, scale, zero_point = 0, axis = k): i8 or i32 -> f32.
+    // A scale and a zero point are per tensor (rank 0, or a number) or
+    // per channel along `axis` (rank 1, the axis's length).
+    const bool quant = name == "quantize";
+    auto a = bind({"x", "scale", "zero_point", "axis"}, 2);
+    if (!a)
+      return Value::error();
+    const TensorType *x = tensorArg((*a)[0]);
+    if (!x)
+      return Value::error();
+    if (quant ? !isFloatDtype(x->dtype) : (x->dtype != "i8" && x->dtype != "i32")) {
+      error(DiagID::WrongDtypeKind, (*a)[0]->range, name,
+            quant ? "a float tensor" : "an i8 or i32 tensor", x->str())
+          .help(quant ? "quantize a float tensor; convert it first, e.g. f32(...)"
+                      : "dequantize the i8 values, or the i32 sums of an i8 matmul");
+      return Value::error();
+    }
+    std::optional<int64_t> axis;
+    if (const Arg *ax = (*a)[3]) {
+      auto n = intArg(ax, 0);
+      if (!n)
+        return Value::error();
+      axis = normaliseAxis(*n, *x, f, ax->range);
+      if (!axis)
+        return Value::error();
+    }
+    const std::string zpType = quant ? "i8" : x->dtype;
+    // Checks one of scale (`dtype` f32) and zero point (`dtype` zpType).
+    auto perAxis = [&](const Arg *arg, const std::string &dtype, const char *what) -> bool {
+      if (!arg)
+        return true;
+      const Value &v = arg->value;
+      if (v.isNumber()) {
+        if (dtype == "f32")
+          return true;
+        if (v.kind != Value::Kind::Int) {
+          error(DiagID::BadBuiltinArgument, arg->range, name,
+                std::string("the ") + what + " is an integer, found " + v.describe());
+          return false;
+        }
+        const int64_t lo = dtype == "i8" ? -128 : INT32_MIN, hi = dtype == "i8" ? 127 : INT32_MAX;
+        if (std::optional<int64_t> n = v.size.constantValue(); n && (*n < lo || *n > hi)) {
+          error(DiagID::ZeroPointRange, arg->range, *n, dtype, lo, hi);
+          return false;
+        }
+        return true;
+      }
+      const TensorType *t = tensorArg(arg);
+      if (!t)
+        return false;
+      if (t->dtype != dtype) {
+        error(DiagID::WrongDtypeKind, arg->range, name, std::string("an ") + dtype + " " + what, t->str())
+            .help("convert it, e.g. " + dtype + "(...)");
+        return false;
+      }
+      if (t->pack || t->dims.size() > 1 || (t->dims.size() == 1 && !axis)) {
+        auto d = error(DiagID::QuantScaleShape, arg->range, what, t->str(), x->str(),
+                       axis ? "axis " + std::to_string(*axis) + " of length " + x->dims[*axis].str()
+                            : std::string("no axis"));
+        if (!axis && t->dims.size() == 1 && !t->pack)
+          d.help("a per-channel " + std::string(what) + " needs the channel axis, e.g. axis = 0");
+        return false;
+      }
+      if (t->dims.size() == 1 && sizesEqual(t->dims[0], x->dims[*axis]) == Decision::No) {
+        error(DiagID::QuantScaleShape, arg->range, what, t->str(), x->str(),
+              "axis " + std::to_string(*axis) + " of length " + x->dims[*axis].str());
+        return false;
+      }
+      return true;
+    };
+    if (!perAxis((*a)[1], "f32", "scale") || !perAxis((*a)[2], zpType, "zero point"))
+      return Value::error();
+    TensorType out = *x;
+    out.dtype = quant ? "i8" : "f32";
+    std::vector<const Value *> inputs{&(*a)[0]->value, &(*a)[1]->value};
+    if ((*a)[2])
+      inputs.push_back(&(*a)[2]->value);
+    return result(out, x->elements(), inputs);
   }
   if (name == "conv2d") {
     auto a = bind({"x", "w", "stride", "padding", "dilation", "groups"}, 2);

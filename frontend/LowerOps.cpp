@@ -277,7 +277,7 @@ ir::Op *Lowering::matmulOps(ir::Op *a, ir::Op *b, const ir::Type &out, llvm::SMR
     b = reshapeTo(b, y = {y[0], 1}, at);
   if (x.size() == 1)
     a = reshapeTo(a, x = {1, x[0]}, at);
-  ir::Type type{a->type().dtype, {}};
+  ir::Type type{out.dtype, {}};
   if (y.size() == 2 && x.size() > 2) {
     // [..B, M, K] @ [K, N]: the leading dimensions fold into the rows, so
     // the weights are not copied per batch.
@@ -425,6 +425,67 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     auto a = bind({"a", "b"});
     auto ops = elementwiseOperands({a[0], a[1]}, result.tensor.dtype, type->shape, at);
     result.op = emit(*kind, *type, ops, at);
+    return;
+  }
+  if (name == "quantize" || name == "dequantize") {
+    // Spelled in the IR's own ops (docs/language.md, "Quantization"), so
+    // that the interpreter and the chip compute them with the arithmetic
+    // they already agree on bit for bit:
+    //   quantize:   v = clamp(f32(x) / scale, -1024, 1024)
+    //               r = (v + 1.5 * 2^23) - 1.5 * 2^23   (round half to even)
+    //               q = i8(clamp(r + f32(zero_point), -128, 127))
+    //   dequantize: f32(i32(q) - i32(zero_point)) * scale
+    auto a = bind({"x", "scale", "zero_point", "axis"});
+    if (!a[0] || !a[0]->op)
+      return;
+    ir::Op *x = a[0]->op;
+    const std::vector<int64_t> shape = x->type().shape;
+    const int64_t axis = axisOf(a[3], int64_t(shape.size()));
+    // A scale or zero point as a tensor of x's shape in `dtype`.
+    auto spread = [&](const Value *v, ir::DType dtype, double dflt) -> ir::Op * {
+      ir::Type full{dtype, shape};
+      if (!v)
+        return constant(dflt, full, at);
+      if (!v->isTensor()) {
+        auto n = numberOf(*v);
+        return n ? constant(*n, full, at) : nullptr;
+      }
+      ir::Op *t = v->op;
+      if (!t)
+        return nullptr;
+      if (t->type().dtype != dtype)
+        t = emit(ir::OpKind::Convert, ir::Type{dtype, t->type().shape}, {t}, at);
+      if (t && t->type().rank() == 1) {
+        std::vector<int64_t> lined(shape.size(), 1);
+        lined[size_t(axis)] = t->type().shape[0];
+        t = reshapeTo(t, lined, at);
+      }
+      return broadcastTo(t, shape, at);
+    };
+    auto splat = [&](double value, ir::DType dtype) { return constant(value, ir::Type{dtype, shape}, at); };
+    auto op2 = [&](ir::OpKind kind, ir::Op *l, ir::Op *r) {
+      return l && r ? emit(kind, ir::Type{l->type().dtype, shape}, {l, r}, at) : nullptr;
+    };
+    auto to = [&](ir::Op *v, ir::DType dtype) {
+      return !v || v->type().dtype == dtype ? v : emit(ir::OpKind::Convert, ir::Type{dtype, shape}, {v}, at);
+    };
+    ir::Op *scale = spread(a[1], ir::DType::F32, 1.0);
+    if (name == "quantize") {
+      ir::Op *v = op2(ir::OpKind::Div, to(x, ir::DType::F32), scale);
+      v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-1024, ir::DType::F32)),
+              splat(1024, ir::DType::F32));
+      constexpr double kRound = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer
+      v = op2(ir::OpKind::Sub, op2(ir::OpKind::Add, v, splat(kRound, ir::DType::F32)),
+              splat(kRound, ir::DType::F32));
+      v = op2(ir::OpKind::Add, v, to(spread(a[2], ir::DType::I8, 0), ir::DType::F32));
+      v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-128, ir::DType::F32)),
+              splat(127, ir::DType::F32));
+      result.op = to(v, ir::DType::I8);
+      return;
+    }
+    ir::Op *d = op2(ir::OpKind::Sub, to(x, ir::DType::I32),
+                    to(spread(a[2], x->type().dtype, 0), ir::DType::I32));
+    result.op = op2(ir::OpKind::Mul, to(d, ir::DType::F32), scale);
     return;
   }
   if (name == "select") {

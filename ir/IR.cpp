@@ -489,6 +489,9 @@ Result matmul(const Type &a, const Type &b) {
            std::to_string(b.shape[n - 2]);
   Type out = a;
   out.shape[n - 1] = b.shape[n - 1];
+  // i8 x i8 accumulates in i32 (the MXM's int8 mode) and keeps it.
+  if (a.dtype == DType::I8)
+    out.dtype = DType::I32;
   return out;
 }
 

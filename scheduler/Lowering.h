@@ -350,8 +350,14 @@ int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, in
 /// plane's ordering.
 class MxmPlanes {
 public:
-  explicit MxmPlanes(LoweringContext &ctx);
+  /// `dtype`: what the planes multiply, f16 (fp32 sums) or i8 (i32 sums,
+  /// an `mm` every cycle).
+  explicit MxmPlanes(LoweringContext &ctx, ir::DType dtype = ir::DType::F16);
   unsigned count() const { return count_; }
+  /// The cycles between two `mm` on a plane.
+  int64_t mmIssue() const { return mmIssue_; }
+  /// The accumulators' dtype: f32, or i32 for i8.
+  ir::DType accType() const { return dtype_ == ir::DType::I8 ? ir::DType::I32 : ir::DType::F32; }
   int64_t accRows() const { return accRows_; }
   int64_t iwLatency() const { return iwLatency_; }
   int64_t mmLatency() const { return mmLatency_; }
@@ -377,8 +383,9 @@ private:
   unsigned mmQueue(unsigned p) const;
   unsigned accQueue(unsigned p) const;
   LoweringContext &ctx_;
+  ir::DType dtype_;
   unsigned count_;
-  int64_t accRows_, iwLatency_, mmLatency_;
+  int64_t accRows_, iwLatency_, mmLatency_, mmIssue_;
   std::vector<unsigned> order_;
 };
 /// A matmul for runMatmul: per batch, `rows` rows of A (K lanes) times a
@@ -387,6 +394,8 @@ private:
 /// own notBefore).
 struct MatmulWork {
   int64_t batches = 1, rows = 0, K = 0, N = 0;
+  /// What the planes multiply: f16, or i8 (i32 sums; one piece each).
+  ir::DType dtype = ir::DType::F16;
   /// The f16 pieces each operand goes into the MXM as (docs/scheduler.md,
   /// "f32 and bf16 matmuls"): 1, or 2 for an f32 value cut into the f16
   /// nearest it and the f16 nearest the rest. Per K-tile each piece of B is
@@ -497,7 +506,8 @@ llvm::Error lowerAttention(const AttentionPlan &plan, LoweringContext &ctx);
 /// Zeros the lanes from `valid` on of the f16 `value` on its way to plane
 /// `p` (of `planes`): the MXM multiplies all lanes, and a NaN there times
 /// an unloaded weight row's 0 is still NaN.
-int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes);
+int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes,
+             ir::DType dtype = ir::DType::F16);
 /// Whether every padding lane (past a row's last element) of `view`, the
 /// value of `op` as a lowering reads it, is known to hold a finite value
 /// (lower/PaddingLanes.cpp): else a lowering that streams its vectors

@@ -33,7 +33,9 @@ int64_t piecesOf(const ir::Op &operand) {
 
 /// Per chip, the work each resource must do.
 struct Work {
-  double macs = 0;          // f16 MACs (f32 operands as their products)
+  // MACs times their dtype's mm issue interval (f16 MACs, f32 operands as
+  // their f16 products, count the f16 interval; i8 ones the int8).
+  double macIssues = 0;
   int64_t weightElems = 0;  // elements loaded into planes
   int64_t reads = 0, writes = 0; // SRAM vectors
   int64_t vxmOps = 0;       // VXM vector operations
@@ -123,20 +125,26 @@ PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescripti
         const std::vector<int64_t> &ks = b.type().shape;
         contracted = ks[1] * ks[2] * ks[3];
       }
-      w.macs += double(type.numElements()) * double(contracted) * double(products);
+      // i8 x i8 runs at the int8 rate into i32 accumulators; everything
+      // else as f16 pieces into f32 ones.
+      const bool int8 = a.type().dtype == DType::I8;
+      const DType mxmType = int8 ? DType::I8 : DType::F16, accType = int8 ? DType::I32 : DType::F32;
+      w.macIssues += double(type.numElements()) * double(contracted) * double(products) *
+                     double(std::max<unsigned>(chip.timingOf(Opcode::MatMul, mxmType).issue, 1));
       w.weightElems += b.type().numElements() * pb;
-      // The accumulators are f32: anything else is converted on the VXM.
-      if (type.dtype != DType::F32)
-        w.vxmOps += vectorsOf(type.numElements(), DType::F32, lanes);
+      // What the accumulators hold but the result's dtype is converted on
+      // the VXM.
+      if (type.dtype != accType)
+        w.vxmOps += vectorsOf(type.numElements(), accType, lanes);
       // On the chain: B's rows of one K-tile loaded into a plane (one a
       // cycle) and installed, then A's row multiplied and read out.
       const int64_t tileRows = std::min<int64_t>(contracted, chip.mxmDim);
-      const backend::ChipDescription::Timing lw = chip.timingOf(Opcode::LoadWeights, DType::F16);
+      const backend::ChipDescription::Timing lw = chip.timingOf(Opcode::LoadWeights, mxmType);
       const int64_t installed = ready[&b] + tileRows * lw.issue + lw.latency +
-                                latency(Opcode::InstallWeights, DType::F16);
+                                latency(Opcode::InstallWeights, mxmType);
       start = std::max(ready[&a], installed);
-      lat = latency(Opcode::MatMul, DType::F16) + latency(Opcode::AccRead, DType::F32) +
-            (type.dtype != DType::F32 ? latency(Opcode::Cvt, DType::F32) : 0);
+      lat = latency(Opcode::MatMul, mxmType) + latency(Opcode::AccRead, accType) +
+            (type.dtype != accType ? latency(Opcode::Cvt, accType) : 0);
       break;
     }
     case ir::OpClass::Terminator:
@@ -150,12 +158,11 @@ PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescripti
   }
 
   PhysicalBound bound;
-  const backend::ChipDescription::Timing mm = chip.timingOf(Opcode::MatMul, DType::F16);
-  const double macsPerCycle =
-      double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / std::max<unsigned>(mm.issue, 1);
+  // The MACs all planes do in one cycle with an mm issued every cycle.
+  const double macsPerIssue = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim;
   for (const auto &[c, w] : work) {
     (void)c;
-    bound.mxm = std::max(bound.mxm, int64_t(std::ceil(w.macs / macsPerCycle)));
+    bound.mxm = std::max(bound.mxm, int64_t(std::ceil(w.macIssues / macsPerIssue)));
     bound.weights = std::max(bound.weights, ceilDiv(w.weightElems, int64_t(chip.mxmDim) * chip.mxmPlanes));
     bound.sram = std::max({bound.sram, ceilDiv(w.reads, int64_t(chip.memSlices) * chip.memReadPorts),
                            ceilDiv(w.writes, int64_t(chip.memSlices) * chip.memWritePorts)});

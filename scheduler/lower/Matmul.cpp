@@ -23,10 +23,11 @@ namespace lpu::scheduler {
 
 using namespace backend;
 
-MxmPlanes::MxmPlanes(LoweringContext &ctx)
-    : ctx_(ctx), count_(ctx.chip().mxmPlanes), accRows_(ctx.chip().mxmAccRows),
-      iwLatency_(ctx.chip().timingOf(Opcode::InstallWeights, DType::F16).latency),
-      mmLatency_(ctx.chip().timingOf(Opcode::MatMul, DType::F16).latency) {
+MxmPlanes::MxmPlanes(LoweringContext &ctx, DType dtype)
+    : ctx_(ctx), dtype_(dtype), count_(ctx.chip().mxmPlanes), accRows_(ctx.chip().mxmAccRows),
+      iwLatency_(ctx.chip().timingOf(Opcode::InstallWeights, dtype).latency),
+      mmLatency_(ctx.chip().timingOf(Opcode::MatMul, dtype).latency),
+      mmIssue_(ctx.chip().timingOf(Opcode::MatMul, dtype).issue) {
   if (ctx.planes.empty())
     for (unsigned p = 0; p < count_; ++p)
       ctx.planes.push_back(PlaneState{-1, -1, std::vector<int64_t>(size_t(accRows_), 0)});
@@ -57,7 +58,7 @@ WorkTree MxmPlanes::loadWeights(unsigned p) const {
   WorkTree tree;
   Instr lw;
   lw.op = Opcode::LoadWeights;
-  lw.dtype = DType::F16;
+  lw.dtype = dtype_;
   lw.unit = uint16_t(p);
   tree.add(lw, {}, int(mmQueue(p) + 1));
   return tree;
@@ -70,7 +71,7 @@ int64_t MxmPlanes::install(unsigned p, int64_t lastLw) {
   iw.unit = uint16_t(p);
   // The buffer's last row lands at the end of cycle lastLw + latency - 1:
   // the install takes the buffer after that.
-  const int64_t landed = lastLw + ctx_.chip().timingOf(Opcode::LoadWeights, DType::F16).latency;
+  const int64_t landed = lastLw + ctx_.chip().timingOf(Opcode::LoadWeights, dtype_).latency;
   st.lastIw = ctx_.placer().placeAlone(iw, mmQueue(p), std::max(landed, st.lastMm + 1));
   st.heldOnes = 0;
   return st.lastIw;
@@ -80,7 +81,7 @@ WorkTree MxmPlanes::matmul(unsigned p, int64_t m) const {
   WorkTree tree;
   Instr mm;
   mm.op = Opcode::MatMul;
-  mm.dtype = DType::F16;
+  mm.dtype = dtype_;
   mm.unit = uint16_t(p);
   mm.addr = uint32_t(m);
   tree.add(mm, {}, int(mmQueue(p)));
@@ -90,7 +91,7 @@ WorkTree MxmPlanes::matmul(unsigned p, int64_t m) const {
 int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
   Instr acc;
   acc.op = Opcode::AccRead;
-  acc.dtype = DType::F32;
+  acc.dtype = accType();
   acc.unit = uint16_t(p);
   acc.addr = uint32_t(m);
   return tree.add(acc, {}, int(accQueue(p)));
@@ -98,10 +99,11 @@ int MxmPlanes::accRead(WorkTree &tree, unsigned p, int64_t m) const {
 
 // A shift up by the padding's width, then a rotation back. The SXM stands
 // next to the MXM, so this costs no detour and no SRAM read of a mask.
-int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes) {
+int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned planes, unsigned lanes,
+             DType dtype) {
   Instr shift;
   shift.op = Opcode::Shift;
-  shift.dtype = DType::F16;
+  shift.dtype = dtype;
   shift.count = lanes - valid;
   shift.unit = p >= planes / 2 ? 1 : 0;
   Instr rotate = shift;
@@ -115,16 +117,16 @@ namespace {
 /// lane zeroed, on the SXM on plane p's side (a piece of a K-tile in a
 /// balanced cut: the weight rows it loads are the buffer's first).
 int subTile(WorkTree &tree, int value, unsigned r0, unsigned rows, unsigned p, unsigned planes,
-            unsigned lanes) {
+            unsigned lanes, DType dtype) {
   if (r0 % lanes) {
     Instr rotate;
     rotate.op = Opcode::Rotate;
-    rotate.dtype = DType::F16;
+    rotate.dtype = dtype;
     rotate.count = lanes - r0 % lanes;
     rotate.unit = p >= planes / 2 ? 1 : 0;
     value = tree.add(rotate, {value});
   }
-  return rows < lanes ? zeroTail(tree, value, rows, p, planes, lanes) : value;
+  return rows < lanes ? zeroTail(tree, value, rows, p, planes, lanes, dtype) : value;
 }
 
 /// Whether the lanes past K of `lhs`'s rows are known to hold zeros: the
@@ -197,7 +199,8 @@ int piecesOf(const ir::Op &operand) {
 /// (the subtraction is exact in f32). `value` builds the value, a node of
 /// its own each call (the second piece reads it twice).
 int f16Piece(WorkTree &tree, DType type, int piece, const std::function<int()> &value) {
-  if (type == DType::F16)
+  // i8 goes in as it is: an i8 matmul multiplies it at the int8 rate.
+  if (type == DType::F16 || type == DType::I8)
     return value();
   auto cvt = [&](DType from, DType to, int x) {
     Instr in;
@@ -379,12 +382,12 @@ PlaneShare planeShare(int64_t jobs, int64_t kt, int64_t planes) {
 llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
                                       const TensorView &C) {
   const ChipDescription &chip = ctx.chip();
-  MxmPlanes mxm(ctx);
+  MxmPlanes mxm(ctx, work.dtype);
   const unsigned dim = chip.mxmDim;
   const int64_t K = work.K, N = work.N, batches = work.batches, mPerBatch = work.rows;
   const int64_t kt = (K + dim - 1) / dim, nt = (N + dim - 1) / dim;
   const int64_t accRows = mxm.accRows(), iwLatency = mxm.iwLatency(), mmLatency = mxm.mmLatency();
-  const int64_t mmIssue = ctx.chip().timingOf(Opcode::MatMul, DType::F16).issue;
+  const int64_t mmIssue = mxm.mmIssue();
   // The K-tiles a job multiplies (all of them unless work.tileUsed says).
   auto used = [&](int64_t b, int64_t t, int64_t j) { return !work.tileUsed || work.tileUsed(b, t, j); };
 
@@ -580,7 +583,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
                   int a = work.aVector(tree, b, m0 + m, t, p, ap, reads);
                   if (piece.rows < tileRows(t))
                     a = subTile(tree, a, unsigned(piece.r0), unsigned(piece.rows), p, mxm.count(),
-                                chip.lanes);
+                                chip.lanes, work.dtype);
                   tree.nodes[0].inputs = {a};
                   int64_t rootNotBefore = std::max({iwCycle + iwLatency, st.lastMm + 1,
                                                     mmDone[q][size_t(m)] < 0 ? st.accFree[size_t(acc0 + m)] : 0});
@@ -631,7 +634,7 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
           for (size_t q = 1; q < accs.size(); ++q) {
             Instr add;
             add.op = Opcode::Add;
-            add.dtype = DType::F32;
+            add.dtype = mxm.accType();
             value = tree.add(add, {value, accs[q]});
           }
           reads.clear();
@@ -703,10 +706,13 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &lhs = *op.operand(0), &rhs = *op.operand(1);
   const DType inType = lhs.type().dtype, outType = op.type().dtype;
-  if (!tensor::isFloat(inType))
+  // i8 x i8 runs at the int8 rate into i32 sums, which are the result.
+  const bool int8 = inType == DType::I8 && outType == DType::I32;
+  if (!tensor::isFloat(inType) && !int8)
     return refuse<Refusal::MatmulOperandDtype>(op, inType);
-  if (!tensor::isFloat(outType))
+  if (!tensor::isFloat(outType) && !int8)
     return refuse<Refusal::OperandDtype>(op, outType);
+  const DType mxmType = int8 ? DType::I8 : DType::F16;
   const std::vector<int64_t> &as = lhs.type().shape, &bs = rhs.type().shape;
   int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
   int64_t batches = 1;
@@ -726,6 +732,8 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // is read a row vector at a time as rows.
   if (A.packed())
     return refuse<Refusal::PackedOperand>(op, "a left operand");
+  if (int8 && B.packed())
+    return refuse<Refusal::PackedOperand>(op, "i8 weights");
   // Elementwise work on the result (a bias, an activation) runs in the
   // accumulator reads' trees, and its result is what gets written.
   const ir::Op *epilogue = epilogueRoot(op, ctx);
@@ -780,6 +788,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   };
 
   MatmulWork work;
+  work.dtype = mxmType;
   work.batches = batches;
   work.rows = mPerBatch;
   work.K = K;
@@ -822,7 +831,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
       });
     });
     if (rowsK < int64_t(lanes) && !zeroPadded(stored(lhs)))
-      x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes);
+      x = zeroTail(tree, x, unsigned(rowsK), p, planes, lanes, mxmType);
     return x;
   };
   work.rowOrder = [&](int64_t b, int64_t m0, int64_t rows) {
@@ -845,7 +854,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
     };
     unscale(rowScale, crow, 0);
     unscale(colScale, crow / mPerBatch, j);
-    if (outType != DType::F32) {
+    if (outType != DType::F32 && !int8) {
       Instr cvt;
       cvt.op = Opcode::Cvt;
       cvt.dtype = DType::F32;
@@ -873,8 +882,8 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // min(K, dim) rows for the first tile of batch 0), loaded one a cycle on
   // the plane's queue, the shortest tile's count at least.
   const ir::Op &result = epilogue ? *epilogue : op;
-  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, DType::F16).latency;
-  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, DType::F16).latency;
+  const int64_t iwLatency = chip.timingOf(Opcode::InstallWeights, mxmType).latency;
+  const int64_t mmLatency = chip.timingOf(Opcode::MatMul, mxmType).latency;
   // A balanced cut's pieces load fewer rows than a K-tile.
   const int64_t fewest = spans->fewestRows > 0 ? spans->fewestRows : int64_t(dim);
   const int64_t tileRows = std::min<int64_t>({K, dim, fewest}),
@@ -888,7 +897,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   // (BERT-base's FFN down-projection passes seven or eight K-tiles on each
   // plane).
   const bool everyPlane = batches == 1 && mPerBatch <= int64_t(chip.mxmAccRows);
-  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  const int64_t issue = chip.timingOf(Opcode::MatMul, mxmType).issue;
   // A plane's last pass is B's last piece, which takes this many of A's
   // pieces per row, each an mm.
   const int64_t lastPieces = work.bPieces > 1 ? 1 : work.aPieces;

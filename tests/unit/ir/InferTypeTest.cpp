@@ -177,6 +177,8 @@ TEST(InferLayout, SliceConcatGather) {
 TEST(InferContract, Matmul) {
   EXPECT_EQ(ok(OpKind::Matmul, {f16({1, 128, 768}), f16({1, 768, 512})}), f16({1, 128, 512}));
   EXPECT_EQ(ok(OpKind::Matmul, {i32({3, 4}), i32({4, 5})}), i32({3, 5}));
+  // i8 x i8 sums in i32 (the MXM's int8 mode) and keeps them.
+  EXPECT_EQ(ok(OpKind::Matmul, {T(DType::I8, {3, 4}), T(DType::I8, {4, 5})}), i32({3, 5}));
   EXPECT_EQ(bad(OpKind::Matmul, {f16({128, 768}), f16({512, 64})}),
             "matmul: contracting dimensions differ: 768 and 512");
   EXPECT_NE(bad(OpKind::Matmul, {f16({2, 3, 4}), f16({3, 4, 5})}).find("batch"),
