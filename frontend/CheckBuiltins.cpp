@@ -711,7 +711,9 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
                              *stride) +
              Size::constant(1);
     };
-    TensorType out{x->dtype, std::nullopt, {x->dims[0], O, outDim(x->dims[2], KH), outDim(x->dims[3], KW)}};
+    // i8 x i8 sums in i32, as `@` does.
+    TensorType out{x->dtype == "i8" ? "i32" : x->dtype, std::nullopt,
+                   {x->dims[0], O, outDim(x->dims[2], KH), outDim(x->dims[3], KW)}};
     for (size_t i = 2; i < 4; ++i)
       if (auto c = out.dims[i].constantValue(); c && *c < 1) {
         error(DiagID::NonPositiveSize, e.range, "of the conv2d output", *c)

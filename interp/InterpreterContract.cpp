@@ -177,8 +177,8 @@ std::optional<std::pair<int64_t, int64_t>> pairAttr(const Op &op, llvm::StringRe
 }
 
 llvm::Expected<Value> conv2d(const Op &op, const Value &x, const Value &w, unsigned threads) {
-  if (!x.isFloat() || !w.isFloat())
-    return opError(op, "needs float operands");
+  if (x.isFloat() != w.isFloat())
+    return opError(op, "operands must both be float or both integer");
   if (x.type.rank() != 4 || w.type.rank() != 4 || op.type().rank() != 4)
     return opError(op, "needs NCHW input and OIHW weights");
   auto stride = pairAttr(op, "stride", 1), padding = pairAttr(op, "padding", 0),
@@ -195,6 +195,35 @@ llvm::Expected<Value> conv2d(const Op &op, const Value &x, const Value &w, unsig
   auto [ph, pw] = *padding;
   auto [dh, dw] = *dilation;
   int64_t og = o / groups, patch = cg * kh * kw, pixels = oh * ow;
+  if (!x.isFloat()) {
+    // i8 x i8 (docs/ir.md): exact sums in int64 over the window in im2col
+    // order, wrapped to the result dtype.
+    std::vector<int32_t> y(static_cast<size_t>(nb * o * pixels));
+    for (int64_t n = 0; n < nb; ++n)
+      for (int64_t oc = 0; oc < o; ++oc) {
+        const int64_t g = oc / og;
+        const int32_t *wr = w.ints() + oc * patch;
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t sum = 0;
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              const int32_t *img = x.ints() + (n * c + g * cg + ci) * h * wd;
+              for (int64_t i = 0; i < kh; ++i) {
+                int64_t iy = oy * sh - ph + i * dh;
+                if (iy < 0 || iy >= h)
+                  continue;
+                for (int64_t j = 0; j < kw; ++j) {
+                  int64_t ix = ox * sw - pw + j * dw;
+                  if (ix >= 0 && ix < wd)
+                    sum += int64_t(img[iy * wd + ix]) * wr[(ci * kh + i) * kw + j];
+                }
+              }
+            }
+            y[size_t((n * o + oc) * pixels + oy * ow + ox)] = wrapInt(op.type().dtype, sum);
+          }
+      }
+    return makeInt(op.type(), std::move(y));
+  }
   std::vector<float> y(static_cast<size_t>(nb * o * pixels));
   std::vector<float> cols(static_cast<size_t>(patch * pixels));
   for (int64_t n = 0; n < nb; ++n)

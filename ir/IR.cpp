@@ -511,8 +511,10 @@ Result window(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs) {
   const Type &x = in[0];
   if (x.rank() != 4)
     return name.str() + ": input must be NCHW (rank 4), not " + x.str();
-  if (!tensor::isFloat(x.dtype) && !(kind == OpKind::MaxPool2d && tensor::isInteger(x.dtype)))
-    return name.str() + ": operand type " + x.str() + " is not a float";
+  if (!tensor::isFloat(x.dtype) && !(kind == OpKind::MaxPool2d && tensor::isInteger(x.dtype)) &&
+      !(kind == OpKind::Conv2d && x.dtype == DType::I8))
+    return name.str() + ": operand type " + x.str() + " is not a float" +
+           (kind == OpKind::Conv2d ? " or i8" : "");
   bool conv = kind == OpKind::Conv2d;
   auto stride = r.ints("stride", 2);
   auto padding = r.ints("padding", 2);
@@ -567,6 +569,9 @@ Result window(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs) {
       return name.str() + ": weight has " + std::to_string(w.shape[1]) +
              " input channels per group, the input " + std::to_string(x.shape[1] / g);
     out.shape[1] = w.shape[0];
+    // i8 x i8 sums in i32, as a matmul's.
+    if (x.dtype == DType::I8)
+      out.dtype = DType::I32;
     k = {w.shape[2], w.shape[3]};
   } else {
     k = *kernel;

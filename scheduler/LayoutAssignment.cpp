@@ -21,17 +21,18 @@ bool isLayoutOp(K kind) {
 
 bool isPool(K kind) { return kind == K::MaxPool2d || kind == K::AvgPool2d; }
 
-/// A convolution the channels-last lowering handles: f16 operands, no
-/// groups. (Channels-last is taken whenever it can be: with few input
+/// A convolution the channels-last lowering handles: f16 operands (or i8
+/// ones, summed in i32), no groups. (Channels-last is taken whenever it can be: with few input
 /// channels (a stem over 1 or 3 colour channels) it streams more `mm` than
 /// the rows layout would, but mixing layouts costs a transpose of the
 /// activations between them, which measured worse on examples/convnet.lpu.)
 bool convCandidate(const ir::Op &op) {
   const ir::Op &x = *op.operand(0), &w = *op.operand(1);
   DType out = op.type().dtype;
-  return rank4(op) && rank4(x) && rank4(w) && x.type().dtype == DType::F16 &&
-         w.type().dtype == DType::F16 && (out == DType::F16 || out == DType::F32) &&
-         op.intAttr("groups").value_or(1) == 1;
+  const bool f16 = x.type().dtype == DType::F16 && w.type().dtype == DType::F16 &&
+                   (out == DType::F16 || out == DType::F32);
+  const bool int8 = x.type().dtype == DType::I8 && w.type().dtype == DType::I8 && out == DType::I32;
+  return rank4(op) && rank4(x) && rank4(w) && (f16 || int8) && op.intAttr("groups").value_or(1) == 1;
 }
 
 /// A mean or sum of a [N, C, H, W] over H and W giving [N, C].

@@ -69,6 +69,8 @@ bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const ChipDescription &chi
   const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
   if (Wo > int64_t(chip.lanes) || xs[3] > int64_t(chip.lanes))
     return false; // the rows layout takes rows of one vector
+  if (op.operand(0)->type().dtype == DType::I8)
+    return false; // the rows layout multiplies f16 only
   // Channels-last: one mm per output pixel, kernel offset and tile of
   // input and of output channels, shared by the planes.
   const int64_t channelsLast =
@@ -348,7 +350,8 @@ int64_t pixelBand(const ir::Op &op, const ChipDescription &chip) {
 
 bool channelsLastConvCutsK(const ir::Op &op, const ChipDescription &chip) {
   const int64_t C = op.operand(0)->type().shape[1];
-  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  const DType mm = op.operand(0)->type().dtype == DType::I8 ? DType::I8 : DType::F16;
+  const int64_t issue = chip.timingOf(Opcode::MatMul, mm).issue;
   return pixelBand(op, chip) * issue < std::min<int64_t>(C, chip.mxmDim);
 }
 
@@ -377,10 +380,15 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const Pair pad = convmaps::pairAttr(op, "padding", {0, 0});
   const Pair dil = convmaps::pairAttr(op, "dilation", {1, 1});
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
+  // i8 x i8 multiplies at the int8 rate into i32 sums, which are the
+  // result (docs/scheduler.md, "Int8 matmuls"); its sums are exact, so
+  // the order of the kernel offsets does not matter.
+  const bool int8 = xin.type().dtype == DType::I8;
   // A pixel row's lanes past the tile's channels meet weight-buffer rows
   // that were not loaded (0): padding lanes computed as inf or NaN (an
-  // rsqrt of the zeros there) would make every output NaN.
-  const bool zeroPixelTails = !finitePaddingLanes(xin, X, ctx);
+  // rsqrt of the zeros there) would make every output NaN. An i8 row's
+  // padding lanes are any integer, and times 0 add nothing.
+  const bool zeroPixelTails = !int8 && !finitePaddingLanes(xin, X, ctx);
   auto out = ctx.define(&op);
   if (!out)
     return out.takeError();
@@ -401,6 +409,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   };
 
   MatmulWork work;
+  work.dtype = int8 ? DType::I8 : DType::F16;
   work.batches = 1;
   work.rows = N * Ho * Wo;
   work.K = KH * KW * cTiles * dim;
@@ -442,7 +451,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
     return x;
   };
   work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
-    return fromAccumulator(tree, value, Y.dtype);
+    return int8 ? value : fromAccumulator(tree, value, Y.dtype);
   };
   auto spans = runMatmul(op, ctx, work, Y);
   if (!spans)

@@ -64,6 +64,21 @@ def matmul(a, b):
     return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
 
 
+def conv2d(x, w, stride, pad):
+    """NCHW x OIHW, exact integer sums wrapped to i32."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), np.int64)
+    xp[:, :, pad:pad + h, pad:pad + wd] = x
+    ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, o, ho, wo), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.int64))
+    return y.astype(np.int32)
+
+
 def cases():
     for entry, (m, k, n) in [("small", (4, 64, 32)), ("tiles", (5, 700, 33)),
                              ("wide", (130, 321, 400)), ("row", (1, 1000, 7))]:
@@ -86,6 +101,14 @@ def cases():
     yield "linear", {"x": x}, {"w": w, "sw": sw, "b": b}, y.astype(np.float32)
     x, w = i8(130, 321), i8(321, 400)
     yield "requant", {"x": x}, {"w": w}, quantize(dequantize(matmul(x, w), 0.0004, 0), 0.05, -2)
+    w, w1 = i8(40, 24, 3, 3), i8(16, 40, 1, 1)
+    s = (rng.random(40) * 1e-3 + 1e-4).astype(np.float32)
+    x = i8(1, 24, 13, 11)
+    yield "conv", {"x": x}, {"w": w}, conv2d(x, w, 2, 1)
+    x = i8(2, 24, 9, 9)
+    y = dequantize(conv2d(x, w, 1, 1), s[None, :, None, None], 0)
+    y = quantize(np.maximum(y, np.float32(0)), 0.5, 0)
+    yield "block", {"x": x}, {"w": w, "w1": w1, "s": s}, conv2d(y, w1, 1, 0)
 
 
 def run(cmd):
