@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <limits>
 
@@ -245,10 +246,50 @@ bool LoweringContext::widenedOnRead(const ir::Op *op) const {
   return true;
 }
 
+bool LoweringContext::weightPrologue(const ir::Op *op) const {
+  if (!ir::isElementwise(op->kind()) || returned.count(op) || op->type().dtype != ir::DType::F16 ||
+      op->type().shape.size() != 2)
+    return false;
+  auto it = users.find(op);
+  if (it == users.end() || it->second.empty())
+    return false;
+  for (const ir::Op *u : it->second)
+    if (u->kind() != ir::OpKind::Matmul || u->operand(0) == op || u->type().shape.size() != 2 ||
+        u->operand(0)->type().dtype != ir::DType::F16)
+      return false;
+  // The group's leaves: an i8 parameter of the weights' shape, and values
+  // stored before the matmul (a per-column scale and zero point, broadcast
+  // over the rows; constants).
+  bool int8 = false;
+  std::function<bool(const ir::Op *, bool)> leaves = [&](const ir::Op *x, bool root) {
+    if (!root && ir::isElementwise(x->kind()) && x->fusionGroup() && x->fusionGroup() == op->fusionGroup()) {
+      auto xu = users.find(x);
+      if (xu == users.end() || xu->second.size() != 1)
+        return false;
+      for (const ir::Op *operand : x->operands())
+        if (!leaves(operand, false))
+          return false;
+      return true;
+    }
+    if (root) {
+      for (const ir::Op *operand : x->operands())
+        if (!leaves(operand, false))
+          return false;
+      return true;
+    }
+    int8 |= x->kind() == ir::OpKind::Param && x->type().dtype == ir::DType::I8 &&
+            x->type().shape == op->type().shape;
+    return true;
+  };
+  return leaves(op, true) && int8;
+}
+
 bool LoweringContext::materialized(const ir::Op *op) const {
   if (!ir::isElementwise(op->kind()))
     return true;
   if (widenedOnRead(op))
+    return false;
+  if (weightPrologue(op))
     return false;
   // What a widening convert reads on every use is stored itself.
   if (auto it = users.find(op); it != users.end())

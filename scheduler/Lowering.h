@@ -145,6 +145,13 @@ public:
   /// recompute them in their own vector trees (unless the value is used
   /// more than once and its tree is larger than knobs.maxRecomputedNodes).
   bool materialized(const ir::Op *op) const;
+  /// Whether `op` is a matmul's weights computed from parameters on their
+  /// way into the MXM (a weight prologue, docs/scheduler.md "Weight-only
+  /// int8"): an f16 [K, N] elementwise group over an i8 parameter (and
+  /// parameters, constants and their broadcasts), read only as the
+  /// weights of matmuls of one batch. It is not stored: each weight row
+  /// is computed in the tree of its `lw`.
+  bool weightPrologue(const ir::Op *op) const;
   /// A convert that widens f16 to f32 (exactly) whose every user is
   /// elementwise, a reduction over the last axis or over leading axes
   /// only, or a matmul: its value is not stored; users read its f16
@@ -339,6 +346,13 @@ const ir::Op *epilogueRoot(const ir::Op &producer, LoweringContext &ctx);
 /// (a Linear's matmul between its `[B, S, D]` reshapes). Those get no view:
 /// the driver skips them.
 const ir::Op *epilogueInput(const ir::Op &producer, const LoweringContext &ctx);
+/// Adds vector (row, vec) of `root`'s group, computed from its operands in
+/// SRAM, to `tree` (a weight prologue's row: LoweringContext::
+/// weightPrologue); returns the result's node and adds the views it reads
+/// to `reads`. An error when an op of the group has no VXM instruction or
+/// an operand is not stored as `root` is.
+llvm::Expected<int> buildGroup(WorkTree &tree, const ir::Op &root, int64_t row, int64_t vec,
+                               LoweringContext &ctx, std::vector<const TensorView *> &reads);
 /// Adds `root`'s group for vector (row, vec) to `tree`, node `value` being
 /// `producer`'s vector; returns the result's node and adds the views it
 /// reads to `reads`.

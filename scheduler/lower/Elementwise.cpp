@@ -276,6 +276,20 @@ int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, in
   return out;
 }
 
+llvm::Expected<int> buildGroup(WorkTree &tree, const ir::Op &root, int64_t row, int64_t vec,
+                               LoweringContext &ctx, std::vector<const TensorView *> &reads) {
+  GroupTrees trees(root, ctx);
+  if (auto e = trees.check(root))
+    return e;
+  const std::vector<uint8_t> perm = storedOrderOf(root, ctx);
+  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(root.type(), perm));
+  if (auto e = trees.checkReads(root, perm, rows, cols))
+    return e;
+  int out = trees.build(tree, root, row, vec);
+  reads.insert(reads.end(), trees.read_.begin(), trees.read_.end());
+  return out;
+}
+
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   GroupTrees trees(op, ctx);
   if (auto e = trees.check(op))

@@ -727,7 +727,18 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   auto stored = [&](const ir::Op &x) -> const ir::Op & {
     return ctx.widenedOnRead(&x) ? *x.operand(0) : x;
   };
-  const TensorView &A = ctx.view(&stored(lhs)), &B = ctx.view(&stored(rhs));
+  // Weights computed from parameters on the way into the MXM (an i8
+  // weight dequantized: LoweringContext::weightPrologue) have no view:
+  // each weight row is its group's tree.
+  const bool prologue = ctx.weightPrologue(&rhs);
+  // (B stands for A then, and is never read.)
+  const TensorView &A = ctx.view(&stored(lhs)), &B = ctx.view(prologue ? &lhs : &stored(rhs));
+  if (prologue) {
+    WorkTree probe;
+    std::vector<const TensorView *> probeReads;
+    if (auto n = buildGroup(probe, rhs, 0, 0, ctx, probeReads); !n)
+      return n.takeError();
+  }
   // The policy packs only weights (scheduler/Scheduler.cpp, packable): A
   // is read a row vector at a time as rows.
   if (A.packed())
@@ -798,6 +809,10 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   work.weightRow = [&](WorkTree &tree, int64_t b, int64_t t, int64_t r, int64_t j, unsigned p, int piece,
                        std::vector<const TensorView *> &reads) {
     int64_t brow = b * K + t * dim + r;
+    if (prologue) {
+      // Checked above (the probe): the group builds for every row.
+      return llvm::cantFail(buildGroup(tree, rhs, brow, j, ctx, reads));
+    }
     reads.push_back(&B);
     if (colScale)
       reads.push_back(&*colScale);
