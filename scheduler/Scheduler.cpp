@@ -455,7 +455,12 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       return bytes(a) > bytes(b);
     if (weight(a) != weight(b))
       return weight(a);
-    return weight(a) && a->type().numElements() > b->type().numElements();
+    if (weight(a))
+      return a->type().numElements() > b->type().numElements();
+    // The last attempt places the other parameters largest first too: a
+    // large one (an LM head of int8 weights) needs long runs of free
+    // vectors in its slices, which the small ones placed before it break.
+    return storage == ParamStorage::StripedBySize && bytes(a) > bytes(b);
   });
   for (const ir::Op *leafOp : leaves) {
     const ir::Op &leaf = *leafOp;
