@@ -5,7 +5,8 @@
 // (mm, accumulating in fp32 in ascending k-tile order); the next K-tile's
 // weights load while this one multiplies (the buffer is free once iw has
 // issued). The accumulator rows are then read out (acc), converted to the
-// result dtype on the VXM when it is not f32, and written to SRAM. With fewer
+// result dtype on the VXM when it is not f32, and written to SRAM (i8
+// operands: lw/mm i8 at the int8 rate into i32 sums, the result). With fewer
 // jobs than planes a job's K-tiles are split over several planes and the
 // parts' accumulators added on the VXM as they are read. f32 and bf16
 // operands are scaled by powers of two per row of A and column of B and
