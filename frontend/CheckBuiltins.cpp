@@ -20,6 +20,10 @@ const char *const kOthers[] = {"select",     "sum",        "mean",
                                "max_pool2d", "avg_pool2d", "floordiv", "ceildiv", "quantize",
                                "dequantize"};
 
+/// The dtype a contraction (`@`, conv2d) of two `dtype` operands gives:
+/// i8 sums in i32 (the MXM's int8 mode), every other dtype keeps its own.
+std::string contractionDtype(const std::string &dtype) { return dtype == "i8" ? "i32" : dtype; }
+
 /// The elementwise built-in `n` names with `arity` operands.
 std::optional<tensor::ElementwiseOp> elementwiseBuiltin(llvm::StringRef n, unsigned arity) {
   std::optional<tensor::ElementwiseOp> e = tensor::elementwiseBuiltin(n);
@@ -73,8 +77,7 @@ Value Checker::matmul(const Value &a, const Value &b, Frame &f, const ast::Binar
   };
   if (x.dims.empty() || y.dims.empty() || y.pack)
     return bad();
-  // i8 x i8 accumulates in i32 (docs/language.md, "Quantization").
-  TensorType out{x.dtype == "i8" ? "i32" : x.dtype, std::nullopt, {}};
+  TensorType out{contractionDtype(x.dtype), std::nullopt, {}};
   const Size &k1 = x.dims.back();
   const Size &k2 = y.dims.size() == 1 ? y.dims[0] : y.dims[y.dims.size() - 2];
   if (sizesEqual(k1, k2) == Decision::No)
@@ -99,7 +102,7 @@ Value Checker::matmul(const Value &a, const Value &b, Frame &f, const ast::Binar
     if (!batch)
       return Value::error();
     out = *batch;
-    out.dtype = x.dtype == "i8" ? "i32" : x.dtype;
+    out.dtype = contractionDtype(x.dtype);
     out.dims.push_back(x.dims[x.dims.size() - 2]);
     out.dims.push_back(y.dims.back());
   }
@@ -711,8 +714,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
                              *stride) +
              Size::constant(1);
     };
-    // i8 x i8 sums in i32, as `@` does.
-    TensorType out{x->dtype == "i8" ? "i32" : x->dtype, std::nullopt,
+    TensorType out{contractionDtype(x->dtype), std::nullopt,
                    {x->dims[0], O, outDim(x->dims[2], KH), outDim(x->dims[3], KW)}};
     for (size_t i = 2; i < 4; ++i)
       if (auto c = out.dims[i].constantValue(); c && *c < 1) {

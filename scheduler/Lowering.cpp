@@ -257,31 +257,26 @@ bool LoweringContext::weightPrologue(const ir::Op *op) const {
     if (u->kind() != ir::OpKind::Matmul || u->operand(0) == op || u->type().shape.size() != 2 ||
         u->operand(0)->type().dtype != ir::DType::F16)
       return false;
-  // The group's leaves: an i8 parameter of the weights' shape, and values
-  // stored before the matmul (a per-column scale and zero point, broadcast
-  // over the rows; constants).
-  bool int8 = false;
-  std::function<bool(const ir::Op *, bool)> leaves = [&](const ir::Op *x, bool root) {
-    if (!root && ir::isElementwise(x->kind()) && x->fusionGroup() && x->fusionGroup() == op->fusionGroup()) {
-      auto xu = users.find(x);
-      if (xu == users.end() || xu->second.size() != 1)
-        return false;
-      for (const ir::Op *operand : x->operands())
-        if (!leaves(operand, false))
-          return false;
-      return true;
+  // The group's ops each feed one other op of it; its leaves are values
+  // stored before the matmul (a per-column scale and zero point broadcast
+  // over the rows, constants), among them an i8 parameter of the weights'
+  // shape.
+  bool int8 = false, tree = true;
+  std::function<void(const ir::Op &)> walk = [&](const ir::Op &x) {
+    for (const ir::Op *operand : x.operands()) {
+      if (ir::isElementwise(operand->kind()) && operand->fusionGroup() &&
+          operand->fusionGroup() == op->fusionGroup()) {
+        auto ou = users.find(operand);
+        tree &= ou != users.end() && ou->second.size() == 1;
+        walk(*operand);
+      } else {
+        int8 |= operand->kind() == ir::OpKind::Param && operand->type().dtype == ir::DType::I8 &&
+                operand->type().shape == op->type().shape;
+      }
     }
-    if (root) {
-      for (const ir::Op *operand : x->operands())
-        if (!leaves(operand, false))
-          return false;
-      return true;
-    }
-    int8 |= x->kind() == ir::OpKind::Param && x->type().dtype == ir::DType::I8 &&
-            x->type().shape == op->type().shape;
-    return true;
   };
-  return leaves(op, true) && int8;
+  walk(*op);
+  return tree && int8;
 }
 
 bool LoweringContext::materialized(const ir::Op *op) const {

@@ -276,14 +276,22 @@ int buildEpilogue(WorkTree &tree, const ir::Op &root, const ir::Op &producer, in
   return out;
 }
 
-llvm::Expected<int> buildGroup(WorkTree &tree, const ir::Op &root, int64_t row, int64_t vec,
-                               LoweringContext &ctx, std::vector<const TensorView *> &reads) {
-  GroupTrees trees(root, ctx);
+namespace {
+/// Checks that `root`'s group maps onto the VXM and reads its operands
+/// stored as `root` is.
+llvm::Error checkGroup(GroupTrees &trees, const ir::Op &root, const LoweringContext &ctx) {
   if (auto e = trees.check(root))
     return e;
   const std::vector<uint8_t> perm = storedOrderOf(root, ctx);
   auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(root.type(), perm));
-  if (auto e = trees.checkReads(root, perm, rows, cols))
+  return trees.checkReads(root, perm, rows, cols);
+}
+} // namespace
+
+llvm::Expected<int> buildGroup(WorkTree &tree, const ir::Op &root, int64_t row, int64_t vec,
+                               LoweringContext &ctx, std::vector<const TensorView *> &reads) {
+  GroupTrees trees(root, ctx);
+  if (auto e = checkGroup(trees, root, ctx))
     return e;
   int out = trees.build(tree, root, row, vec);
   reads.insert(reads.end(), trees.read_.begin(), trees.read_.end());
@@ -292,11 +300,7 @@ llvm::Expected<int> buildGroup(WorkTree &tree, const ir::Op &root, int64_t row, 
 
 llvm::Error lowerElementwise(const ir::Op &op, LoweringContext &ctx) {
   GroupTrees trees(op, ctx);
-  if (auto e = trees.check(op))
-    return e;
-  const std::vector<uint8_t> perm = storedOrderOf(op, ctx);
-  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), perm));
-  if (auto e = trees.checkReads(op, perm, rows, cols))
+  if (auto e = checkGroup(trees, op, ctx))
     return e;
   auto out = ctx.define(&op);
   if (!out)

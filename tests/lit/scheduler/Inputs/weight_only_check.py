@@ -9,20 +9,12 @@ the i8 one holds its weights in half the bytes and no f16 copy of them.
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from int8_check import safetensors  # noqa: E402
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    return r.stdout
+from int8_check import run, safetensors  # noqa: E402
 
 
 def main(lpu, tmp):
