@@ -472,6 +472,27 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     ir::Op *scale = spread(a[1], ir::DType::F32, 1.0);
     if (name == "quantize") {
       ir::Op *v = op2(ir::OpKind::Div, to(x, ir::DType::F32), scale);
+      // A scale that is a parameter can be calibrated: the division is
+      // tagged with the parameters' paths (and a fixed zero point, or the
+      // axis of a per-channel scale), so that `lpurun --reference
+      // --calibrate` observes its dividend (docs/quantization.md).
+      auto paramOf = [](const Value *value) -> const ir::Op * {
+        return value && value->isTensor() && value->op && value->op->kind() == ir::OpKind::Param
+                   ? value->op
+                   : nullptr;
+      };
+      const ir::Op *s = paramOf(a[1]), *z = paramOf(a[2]);
+      std::optional<double> fixedZero = a[2] ? numberOf(*a[2]) : 0.0;
+      if (s && v && (z || fixedZero)) {
+        std::vector<std::string> paths{s->stringAttr("path").value_or("")};
+        if (z)
+          paths.push_back(z->stringAttr("path").value_or(""));
+        else if (*fixedZero != 0)
+          v->setAttr("observe_zero", static_cast<int64_t>(*fixedZero));
+        v->setAttr("observe", paths);
+        if (s->type().rank() == 1 || (z && z->type().rank() == 1))
+          v->setAttr("observe_axis", axis);
+      }
       v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-1024, ir::DType::F32)),
               splat(1024, ir::DType::F32));
       constexpr double kRound = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer

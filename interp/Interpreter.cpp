@@ -31,6 +31,9 @@ std::string paramPath(const Op &op) { return op.stringAttr("path").value_or("");
 
 Type typeOf(const tensor::Tensor &t) { return Type{t.dtype(), t.shape().vec()}; }
 
+} // namespace
+
+namespace detail {
 Value toValue(const tensor::Tensor &t) {
   Type type = typeOf(t);
   if (t.dtype() == DType::F16) {
@@ -57,7 +60,31 @@ tensor::Tensor toTensor(const Value &v) {
     t.setInt(static_cast<int64_t>(k), (*v.i)[k]);
   return t;
 }
-} // namespace
+
+llvm::Expected<Value> evalOp(const Op &op, llvm::ArrayRef<const Value *> args, unsigned threads) {
+  switch (opClass(op.kind())) {
+  case OpClass::Leaf:
+    if (op.kind() != OpKind::Input && op.kind() != OpKind::Param)
+      return evalLeaf(op);
+    break;
+  case OpClass::Unary:
+  case OpClass::Binary:
+  case OpClass::Ternary:
+    return evalElementwise(op, args);
+  case OpClass::Reduce:
+    return evalReduce(op, *args[0]);
+  case OpClass::Layout:
+    return evalLayout(op, args);
+  case OpClass::Contract:
+    return evalContract(op, args, threads);
+  case OpClass::Terminator:
+    break;
+  }
+  return opError(op, "cannot be evaluated");
+}
+} // namespace detail
+using detail::toTensor;
+using detail::toValue;
 
 std::vector<tensor::TensorSpec> inputSpecs(const Function &fn) {
   std::vector<tensor::TensorSpec> specs;
@@ -116,12 +143,9 @@ paramSpecs(llvm::ArrayRef<const Function *> functions) {
 
 llvm::Expected<std::map<std::string, tensor::Tensor>>
 loadWeights(const WeightSource &source, llvm::ArrayRef<tensor::TensorSpec> params) {
-  if (source.file.empty())
+  if (source.files.empty())
     return tensor::randomTensors(source.randomSeed, params);
-  auto file = tensor::SafeTensorsFile::open(source.file);
-  if (!file)
-    return file.takeError();
-  return tensor::loadTensors(*file, params);
+  return tensor::loadTensorFiles(source.files, params);
 }
 
 struct Interpreter::State {
@@ -237,27 +261,11 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
   std::vector<const Value *> args;
   // One kernel call per op (the kernels loop over elements themselves).
   auto evaluate = [&](size_t k, const Op &op) -> llvm::Expected<Value> {
-    switch (opClass(op.kind())) {
-    case OpClass::Leaf:
-      if (op.kind() == OpKind::Input)
-        return toValue(inputs.at(inputName(op)));
-      if (op.kind() == OpKind::Param)
-        return state_->params.at(k);
-      return detail::evalLeaf(op);
-    case OpClass::Unary:
-    case OpClass::Binary:
-    case OpClass::Ternary:
-      return detail::evalElementwise(op, args);
-    case OpClass::Reduce:
-      return detail::evalReduce(op, *args[0]);
-    case OpClass::Layout:
-      return detail::evalLayout(op, args);
-    case OpClass::Contract:
-      return detail::evalContract(op, args, threads);
-    case OpClass::Terminator:
-      break;
-    }
-    return detail::opError(op, "cannot be evaluated");
+    if (op.kind() == OpKind::Input)
+      return toValue(inputs.at(inputName(op)));
+    if (op.kind() == OpKind::Param)
+      return state_->params.at(k);
+    return detail::evalOp(op, args, threads);
   };
   const support::Progress &progress = state_->options.progress;
   for (size_t k = 0; k < ops.size(); ++k) {

@@ -61,13 +61,14 @@ llvm::Expected<std::vector<tensor::TensorSpec>> paramSpecs(const Function &fn);
 llvm::Expected<std::vector<tensor::TensorSpec>>
 paramSpecs(llvm::ArrayRef<const Function *> functions);
 
-/// Where weights come from: a .safetensors file, or deterministic random
-/// values (tensor::randomTensors) from a seed when no file is given.
+/// Where weights come from: .safetensors files (together holding each
+/// parameter once), or deterministic random values (tensor::randomTensors)
+/// from a seed when no file is given.
 struct WeightSource {
-  std::string file;
+  std::vector<std::string> files;
   uint64_t randomSeed = 0;
 };
-/// Every tensor of `params`; a file must hold exactly them (one error lists
+/// Every tensor of `params`; the files must hold exactly them (one error lists
 /// every missing, extra, mis-typed and mis-shaped name).
 llvm::Expected<std::map<std::string, tensor::Tensor>>
 loadWeights(const WeightSource &source, llvm::ArrayRef<tensor::TensorSpec> params);

@@ -32,6 +32,11 @@ struct Value {
 };
 
 Value makeFloat(Type type, std::vector<float> data);
+/// A tensor's value (f16 converted in bulk) and back.
+Value toValue(const tensor::Tensor &t);
+tensor::Tensor toTensor(const Value &v);
+/// Any op but an input, a param or the return, from its operands' values.
+llvm::Expected<Value> evalOp(const Op &op, llvm::ArrayRef<const Value *> args, unsigned threads);
 Value makeInt(Type type, std::vector<int32_t> data);
 
 /// Rounding to a float dtype and wrapping to an integer dtype: the shared

@@ -69,11 +69,8 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
     if (t.role == TensorRole::Param && paramNames.insert(t.name).second)
       paramSpecs.push_back({t.name, t.dtype, bucket.fullShape(t)});
   if (!paramSpecs.empty() && !options.run.timingOnly) {
-    if (!options.weightsFile.empty()) {
-      auto file = tensor::SafeTensorsFile::open(options.weightsFile);
-      if (!file)
-        return file.takeError();
-      auto loaded = tensor::loadTensors(*file, paramSpecs);
+    if (!options.weightsFiles.empty()) {
+      auto loaded = tensor::loadTensorFiles(options.weightsFiles, paramSpecs);
       if (!loaded)
         return loaded.takeError();
       plan.params = std::move(*loaded);

@@ -23,7 +23,7 @@ namespace lpu::sim {
 struct SessionOptions {
   std::string entry; // empty: the program's only entry
   std::map<std::string, tensor::Tensor> inputs;
-  std::string weightsFile;           // .safetensors, or empty
+  std::vector<std::string> weightsFiles; // .safetensors, each weight in one; or none
   std::optional<uint64_t> randomSeed; // --random-weights
   /// run.progress also gets the session's steps as statuses (bind
   /// weights, simulate, read outputs), and `timing` a row for each (lpurun

@@ -193,16 +193,29 @@ llvm::Expected<Tensor> SafeTensorsFile::read(llvm::StringRef tensorName) const {
   return tensor;
 }
 
-llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected) {
-  std::vector<std::string> missing, extra, wrongType, wrongShape;
+llvm::Error checkTensors(llvm::ArrayRef<const SafeTensorsFile *> files,
+                         llvm::ArrayRef<TensorSpec> expected) {
+  std::vector<std::string> missing, extra, wrongType, wrongShape, twice;
   llvm::StringSet<> expectedNames;
-  for (const TensorSpec &spec : expected) {
+  for (const TensorSpec &spec : expected)
     expectedNames.insert(spec.name);
-    const SafeTensorsFile::Entry *entry = file.find(spec.name);
-    if (!entry) {
+  // Where each name is: a name in two files is an error, not a choice.
+  std::map<std::string, const SafeTensorsFile *> owner;
+  for (const SafeTensorsFile *file : files)
+    for (const SafeTensorsFile::Entry &entry : file->entries()) {
+      auto [it, fresh] = owner.try_emplace(entry.name, file);
+      if (!fresh)
+        twice.push_back(entry.name + " (" + it->second->name().str() + " and " + file->name().str() + ")");
+      else if (!expectedNames.contains(entry.name))
+        extra.push_back(entry.name);
+    }
+  for (const TensorSpec &spec : expected) {
+    auto it = owner.find(spec.name);
+    if (it == owner.end()) {
       missing.push_back(spec.name);
       continue;
     }
+    const SafeTensorsFile::Entry *entry = it->second->find(spec.name);
     if (entry->dtype != spec.dtype)
       wrongType.push_back(spec.name + " (expected " + dtypeName(spec.dtype).str() + ", file has " +
                           dtypeName(entry->dtype).str() + ")");
@@ -210,10 +223,7 @@ llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec>
       wrongShape.push_back(spec.name + " (expected " + shapeString(spec.shape) + ", file has " +
                            shapeString(entry->shape) + ")");
   }
-  for (const SafeTensorsFile::Entry &entry : file.entries())
-    if (!expectedNames.contains(entry.name))
-      extra.push_back(entry.name);
-  if (missing.empty() && extra.empty() && wrongType.empty() && wrongShape.empty())
+  if (missing.empty() && extra.empty() && wrongType.empty() && wrongShape.empty() && twice.empty())
     return llvm::Error::success();
   std::string message = "the weights do not match the model:";
   auto section = [&](llvm::StringRef title, const std::vector<std::string> &items) {
@@ -224,21 +234,52 @@ llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec>
   section("extra", extra);
   section("wrong dtype", wrongType);
   section("wrong shape", wrongShape);
-  return sourceError(file.name(), message);
+  section("in two files", twice);
+  std::vector<std::string> names;
+  for (const SafeTensorsFile *file : files)
+    names.push_back(file->name().str());
+  return sourceError(joined(names), message);
+}
+
+llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected) {
+  return checkTensors(llvm::ArrayRef<const SafeTensorsFile *>(&file), expected);
+}
+
+llvm::Expected<std::map<std::string, Tensor>>
+loadTensors(llvm::ArrayRef<const SafeTensorsFile *> files, llvm::ArrayRef<TensorSpec> expected) {
+  if (llvm::Error error = checkTensors(files, expected))
+    return error;
+  std::map<std::string, Tensor> tensors;
+  for (const TensorSpec &spec : expected)
+    for (const SafeTensorsFile *file : files) {
+      if (!file->find(spec.name))
+        continue;
+      llvm::Expected<Tensor> tensor = file->read(spec.name);
+      if (!tensor)
+        return tensor.takeError();
+      tensors.emplace(spec.name, std::move(*tensor));
+    }
+  return tensors;
 }
 
 llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile &file,
                                                           llvm::ArrayRef<TensorSpec> expected) {
-  if (llvm::Error error = checkTensors(file, expected))
-    return error;
-  std::map<std::string, Tensor> tensors;
-  for (const TensorSpec &spec : expected) {
-    llvm::Expected<Tensor> tensor = file.read(spec.name);
-    if (!tensor)
-      return tensor.takeError();
-    tensors.emplace(spec.name, std::move(*tensor));
+  return loadTensors(llvm::ArrayRef<const SafeTensorsFile *>(&file), expected);
+}
+
+llvm::Expected<std::map<std::string, Tensor>> loadTensorFiles(llvm::ArrayRef<std::string> paths,
+                                                              llvm::ArrayRef<TensorSpec> expected) {
+  std::vector<SafeTensorsFile> files;
+  for (const std::string &path : paths) {
+    auto file = SafeTensorsFile::open(path);
+    if (!file)
+      return file.takeError();
+    files.push_back(std::move(*file));
   }
-  return tensors;
+  std::vector<const SafeTensorsFile *> pointers;
+  for (const SafeTensorsFile &file : files)
+    pointers.push_back(&file);
+  return loadTensors(pointers, expected);
 }
 
 llvm::Expected<std::string>

@@ -61,10 +61,19 @@ private:
 /// dtypes and shapes. One error lists every missing, extra, mis-typed and
 /// mis-shaped name, so a user fixes them all in one go.
 llvm::Error checkTensors(const SafeTensorsFile &file, llvm::ArrayRef<TensorSpec> expected);
+/// The same over several files that together hold the tensors (as `lpurun
+/// --weights A --weights B` gives them): a name in two files is an error.
+llvm::Error checkTensors(llvm::ArrayRef<const SafeTensorsFile *> files,
+                         llvm::ArrayRef<TensorSpec> expected);
 
 /// checkTensors, then reads every expected tensor.
 llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile &file,
                                                           llvm::ArrayRef<TensorSpec> expected);
+llvm::Expected<std::map<std::string, Tensor>>
+loadTensors(llvm::ArrayRef<const SafeTensorsFile *> files, llvm::ArrayRef<TensorSpec> expected);
+/// Opens every file of `paths`, then loadTensors over them all.
+llvm::Expected<std::map<std::string, Tensor>> loadTensorFiles(llvm::ArrayRef<std::string> paths,
+                                                              llvm::ArrayRef<TensorSpec> expected);
 
 using NamedTensor = std::pair<std::string, Tensor>;
 

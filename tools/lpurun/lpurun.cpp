@@ -11,6 +11,7 @@
 #include "frontend/Checker.h"
 #include "driver/LoadModel.h"
 #include "frontend/DiagnosticRender.h"
+#include "interp/Calibrate.h"
 #include "interp/InterpreterRun.h"
 #include "ir/Text.h"
 #include "ir/Verifier.h"
@@ -73,7 +74,8 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data, const Feedback &feedb
 /// the weights file checked for readability. Returns -1 when all is well,
 /// else the exit code (the error is printed).
 int collectTensorArgs(const std::vector<std::string> &inputs,
-                      const std::vector<std::string> &outputs, const std::string &weights,
+                      const std::vector<std::string> &outputs,
+                      const std::vector<std::string> &weights,
                       std::map<std::string, tensor::Tensor> &inputValues,
                       std::map<std::string, std::string> &outputFiles, bool &printAll,
                       const Feedback &feedback) {
@@ -89,8 +91,8 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
     }
     inputValues.emplace(named->name, std::move(named->tensor));
   }
-  if (!weights.empty()) {
-    auto check = tools::readInputFile(weights); // the usual missing/directory messages
+  for (const std::string &file : weights) {
+    auto check = tools::readInputFile(file); // the usual missing/directory messages
     if (!check) {
       feedback.error(llvm::toString(check.takeError()));
       return tools::kExitUsageError;
@@ -126,13 +128,140 @@ llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, 
 
 
 struct ReferenceArgs {
-  std::string model, entry, weights, dumpWeights;
+  std::string model, entry, dumpWeights;
+  std::vector<std::string> weights;
+  /// --calibrate: the sample files, the observer and where the scales go.
+  std::vector<std::string> calibrate;
+  interp::Observer observer;
+  std::string dumpScales;
   std::optional<uint64_t> seed;
   unsigned threads = 0;
   std::map<std::string, tensor::Tensor> inputs;
   std::map<std::string, std::string> outputFiles;
   bool printAll = false;
 };
+
+/// The samples of --calibrate: each argument FILE.npy or NAME=FILE.npy (the
+/// name may be left out when the entry has one input); a file of the
+/// input's rank is one sample, one of a rank more is a stack of samples
+/// along its first axis. Every input gets the same number of samples.
+llvm::Expected<std::vector<std::map<std::string, tensor::Tensor>>>
+readSamples(const std::vector<std::string> &argsGiven, const std::vector<const ir::Function *> &fns) {
+  auto fail = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  const ir::Function &fn = *fns.front();
+  std::map<std::string, std::vector<tensor::Tensor>> byInput;
+  for (const std::string &arg : argsGiven) {
+    auto [name, file] = llvm::StringRef(arg).split('=');
+    std::string input;
+    if (file.empty()) {
+      file = name;
+      if (fn.inputs().size() != 1)
+        return fail("--calibrate " + arg + ": the entry has " + llvm::Twine(fn.inputs().size()) +
+                    " inputs; name the one this file holds (NAME=FILE.npy)");
+      input = fn.inputs()[0]->stringAttr("name").value_or("");
+    } else {
+      input = name.str();
+    }
+    const ir::Op *op = nullptr;
+    for (const ir::Op *in : fn.inputs())
+      if (in->stringAttr("name").value_or("") == input)
+        op = in;
+    if (!op)
+      return fail("--calibrate " + arg + ": the entry has no input '" + input + "'");
+    auto data = tensor::readNpyFile(file);
+    if (!data)
+      return data.takeError();
+    size_t rank = op->type().rank();
+    if (data->dtype() != op->type().dtype)
+      return fail(file + ": holds " + ir::Type{data->dtype(), data->shape().vec()}.str() + ", but input '" + input + "' is " +
+                  tensor::dtypeName(op->type().dtype).str());
+    auto &list = byInput[input];
+    if (data->rank() == rank) {
+      list.push_back(std::move(*data));
+    } else if (data->rank() == rank + 1) {
+      std::vector<int64_t> shape(data->shape().begin() + 1, data->shape().end());
+      for (int64_t k = 0; k < data->shape()[0]; ++k) {
+        auto slice = tensor::sliceAxis(*data, 0, k, 1);
+        if (!slice)
+          return slice.takeError();
+        auto sample = tensor::Tensor::fromBytes(data->dtype(), shape, slice->bytes());
+        if (!sample)
+          return sample.takeError();
+        list.push_back(std::move(*sample));
+      }
+    } else {
+      return fail(file + ": holds " + ir::Type{data->dtype(), data->shape().vec()}.str() + "; input '" + input + "' has rank " +
+                  llvm::Twine(rank) + ", so a file holds one sample (rank " + llvm::Twine(rank) +
+                  ") or a stack of them (rank " + llvm::Twine(rank + 1) + ")");
+    }
+  }
+  std::vector<std::map<std::string, tensor::Tensor>> samples;
+  size_t count = byInput.empty() ? 0 : byInput.begin()->second.size();
+  for (const ir::Op *in : fn.inputs()) {
+    std::string name = in->stringAttr("name").value_or("");
+    auto it = byInput.find(name);
+    if (it == byInput.end())
+      return fail("--calibrate gives no samples of input '" + name + "'");
+    if (it->second.size() != count)
+      return fail("--calibrate gives " + llvm::Twine(it->second.size()) + " sample(s) of '" +
+                  name + "' but " + llvm::Twine(count) + " of '" + byInput.begin()->first + "'");
+  }
+  if (count == 0)
+    return fail("--calibrate: the files hold no samples");
+  samples.resize(count);
+  for (auto &[name, list] : byInput)
+    for (size_t k = 0; k < count; ++k)
+      samples[k].emplace(name, std::move(list[k]));
+  return samples;
+}
+
+/// lpurun --reference --calibrate: observe, print the scales as a table
+/// (stdout) and write them (--dump-scales).
+int calibrateReference(const ir::Module &module, const ReferenceArgs &args,
+                       const interp::WeightSource &source, const interp::InterpreterOptions &running,
+                       const Feedback &feedback) {
+  auto functions = interp::entryFunctions(module, args.entry);
+  if (!functions) {
+    feedback.error(llvm::toString(functions.takeError()));
+    return tools::kExitUsageError;
+  }
+  auto samples = readSamples(args.calibrate, *functions);
+  if (!samples) {
+    feedback.error(llvm::toString(samples.takeError()));
+    return tools::kExitInputError;
+  }
+  auto calibration =
+      interp::calibrateEntry(module, args.entry, *samples, source, args.observer, running);
+  feedback.endProgress();
+  if (!calibration) {
+    feedback.error(llvm::toString(calibration.takeError()));
+    return tools::kExitInputError;
+  }
+  if (!args.dumpScales.empty())
+    if (auto e = tensor::writeSafeTensorsFile(args.dumpScales, calibration->tensors())) {
+      feedback.error(llvm::toString(std::move(e)));
+      return tools::kExitUsageError;
+    }
+  if (!feedback.quiet)
+    *feedback.errs << "calibrate: entry " << calibration->function->name() << ", bucket "
+                   << calibration->bucketText << ", " << calibration->samples << " sample(s), "
+                   << calibration->scales.size() << " scale(s) in " << calibration->rounds
+                   << " round(s)\n";
+  // One line per channel range: path, observed range, scale, zero point.
+  llvm::outs() << "# scale  [channel]  observed-low  observed-high  scale  zero-point\n";
+  for (const interp::CalibratedScale &c : calibration->scales)
+    for (size_t ch = 0; ch < c.lo.size(); ++ch) {
+      llvm::outs() << c.scale;
+      if (c.axis)
+        llvm::outs() << " [" << ch << "]";
+      llvm::outs() << llvm::format("  %.6g  %.6g  %.9g  ", c.lo[ch], c.hi[ch],
+                                   double(c.scaleValue.getFloat(int64_t(ch))))
+                   << (c.zero.empty() ? c.fixedZero : c.zeroValue.getInt(int64_t(ch))) << "\n";
+    }
+  return tools::kExitSuccess;
+}
 
 /// lpurun --reference: compile, load weights, run the entry's best bucket,
 /// write or print the outputs; the bucket and padding go to stderr.
@@ -157,6 +286,8 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
   running.threads = args.threads;
   running.progress = feedback.progress();
   running.timing = feedback.timing();
+  if (!args.calibrate.empty())
+    return calibrateReference(**module, args, source, running, feedback);
   auto run = interp::runEntry(**module, args.entry, args.inputs, source, running);
   feedback.endProgress();
   if (!run) {
@@ -204,8 +335,8 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
 
 int main(int argc, char **argv) {
   CLI::App app{"Runs an lpuc program file (binary .lpx or its text form) on the simulated LPU."};
-  std::string programPath, entry, weights, report, tracePath, chipName, emit, emitPath = "-";
-  std::vector<std::string> inputs, outputs;
+  std::string programPath, entry, report, tracePath, chipName, emit, emitPath = "-";
+  std::vector<std::string> inputs, outputs, weights, calibrate;
   std::optional<uint64_t> seed;
   unsigned threads = 1;
   bool timingOnly = false, reference = false, checkShifts = false;
@@ -223,7 +354,26 @@ int main(int argc, char **argv) {
                  "with --reference: write the weights used to a .safetensors file");
   app.add_option("--entry", entry, "entry to run (needed when the program has several)");
   app.add_option("--input", inputs, "NAME=FILE.npy or NAME=2x3xf32=1,2,... (repeatable)");
-  auto *w = app.add_option("--weights", weights, "parameters from a .safetensors file");
+  auto *w = app.add_option("--weights", weights,
+                           "parameters from a .safetensors file (repeatable: several files "
+                           "that together hold each parameter once)")
+                ->allow_extra_args(false);
+  std::string observer = "minmax", dumpScales;
+  double percentile = 99.99;
+  app.add_option("--calibrate", calibrate,
+                             "with --reference: observe the inputs of quantize() in FILE.npy "
+                             "or NAME=FILE.npy (a sample, or a stack of samples on a new first "
+                             "axis; repeatable) and compute the scales (docs/quantization.md)")
+                  ->allow_extra_args(false);
+  app.add_option("--observer", observer, "with --calibrate: minmax (default) or percentile")
+      ->check(CLI::IsMember({"minmax", "percentile"}));
+  app.add_option("--percentile", percentile,
+                 "with --observer=percentile: the percentile of the high end (default 99.99; "
+                 "the low end takes 100 minus it)")
+      ->check(CLI::Range(50.0, 100.0));
+  app.add_option("--dump-scales", dumpScales,
+                 "with --calibrate: write the computed scales and zero points to a "
+                 ".safetensors file");
   auto *r = app.add_option("--random-weights", seed, "deterministic random parameters from SEED");
   w->excludes(r);
   app.add_option("--output", outputs,
@@ -313,6 +463,27 @@ int main(int argc, char **argv) {
     args.weights = weights;
     args.seed = seed;
     args.dumpWeights = dumpWeights;
+    args.calibrate = calibrate;
+    args.observer.kind = observer == "percentile" ? interp::Observer::Kind::Percentile
+                                                  : interp::Observer::Kind::MinMax;
+    args.observer.percentile = percentile;
+    args.dumpScales = dumpScales;
+    for (const char *flag : {"--observer", "--percentile", "--dump-scales"})
+      if (app.count(flag) && calibrate.empty()) {
+        feedback.error(llvm::Twine(flag) + " needs --calibrate");
+        return tools::kExitUsageError;
+      }
+    if (app.count("--percentile") && observer != "percentile") {
+      feedback.error("--percentile needs --observer=percentile");
+      return tools::kExitUsageError;
+    }
+    if (!calibrate.empty())
+      for (const char *flag : {"--input", "--output", "--dump-weights"})
+        if (app.count(flag)) {
+          feedback.error(llvm::Twine(flag) + " does not apply to --calibrate (the samples are "
+                                             "its inputs, the scales its output)");
+          return tools::kExitUsageError;
+        }
     args.threads = app.count("--threads") ? threads : 0;
     if (int rc = collectTensorArgs(inputs, outputs, weights, args.inputs, args.outputFiles,
                                    args.printAll, feedback);
@@ -324,6 +495,11 @@ int main(int argc, char **argv) {
     feedback.error("--dump-weights needs --reference");
     return tools::kExitUsageError;
   }
+  for (const char *flag : {"--calibrate", "--observer", "--percentile", "--dump-scales"})
+    if (app.count(flag)) {
+      feedback.error(llvm::Twine(flag) + " needs --reference");
+      return tools::kExitUsageError;
+    }
 
   feedback.progress().status("read program");
   support::TimedScope readingProgram(feedback.timing(), "read program");
@@ -398,7 +574,7 @@ int main(int argc, char **argv) {
 
   sim::SessionOptions options;
   options.entry = entry;
-  options.weightsFile = weights;
+  options.weightsFiles = weights;
   options.randomSeed = seed;
   options.run.threads = threads;
   options.run.timingOnly = timingOnly;

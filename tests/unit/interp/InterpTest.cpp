@@ -178,11 +178,11 @@ TEST(Interp, WeightsFromFilesAndSeeds) {
   ASSERT_TRUE(bool(specsOr)) << llvm::toString(specsOr.takeError());
   std::vector<tensor::TensorSpec> specs = std::move(*specsOr);
   ASSERT_EQ(specs.size(), 1u);
-  auto seeded = loadWeights({"", 3}, specs);
+  auto seeded = loadWeights({{}, 3}, specs);
   ASSERT_TRUE(bool(seeded));
   auto out = runOk(b.fn(), {}, *seeded);
   EXPECT_TRUE(out["w"] == seeded->at("l.w"));
-  auto again = loadWeights({"", 3}, specs);
+  auto again = loadWeights({{}, 3}, specs);
   ASSERT_TRUE(bool(again));
   EXPECT_TRUE(again->at("l.w") == seeded->at("l.w"));
 
@@ -190,9 +190,22 @@ TEST(Interp, WeightsFromFilesAndSeeds) {
   std::string path = dir.file("w.safetensors");
   ASSERT_FALSE(bool(tensor::writeSafeTensorsFile(
       path, {{"l.w", f16({2, 2}, {1, 2, 3, 4})}, {"l.extra", f16({1}, {0})}})));
-  auto fromFile = loadWeights({path, 0}, specs);
+  auto fromFile = loadWeights({{path}, 0}, specs);
   ASSERT_FALSE(bool(fromFile));
   EXPECT_THAT(llvm::toString(fromFile.takeError()), HasSubstr("extra (1): l.extra"));
+
+  // Several files together hold each weight once; a weight in two is an
+  // error naming both files.
+  std::string only = dir.file("only.safetensors"), none = dir.file("none.safetensors");
+  ASSERT_FALSE(bool(tensor::writeSafeTensorsFile(only, {{"l.w", f16({2, 2}, {1, 2, 3, 4})}})));
+  ASSERT_FALSE(bool(tensor::writeSafeTensorsFile(none, {})));
+  auto split = loadWeights({{none, only}, 0}, specs);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_TRUE(split->at("l.w") == f16({2, 2}, {1, 2, 3, 4}));
+  auto twice = loadWeights({{only, path}, 0}, specs);
+  ASSERT_FALSE(bool(twice));
+  EXPECT_THAT(llvm::toString(twice.takeError()),
+              HasSubstr("in two files (1): l.w (" + only + " and " + path + ")"));
 }
 
 // Params that hold slices of one weight (attribute `shard`) ask for the
@@ -224,7 +237,7 @@ TEST(Interp, ShardedParamsBindTheirSlicesOfTheWholeWeight) {
   EXPECT_THAT(runError(b.fn(), {}, {{"w", f16({2, 3}, {0, 1, 2, 3, 4, 5})}}),
               HasSubstr("w (expected f16[2, 5], given f16[2, 3])"));
   // Random weights are drawn whole: the slices are of the same tensor.
-  auto random = loadWeights({"", 7}, *specs);
+  auto random = loadWeights({{}, 7}, *specs);
   ASSERT_TRUE(bool(random));
   auto fromRandom = runOk(b.fn(), {}, *random);
   std::vector<float> all = random->at("w").toFloats();
