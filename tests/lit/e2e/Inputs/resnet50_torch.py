@@ -294,7 +294,14 @@ def int8_forward(p, q, x):
     h = F.max_pool2d(h.float(), 3, 2, 1).half()
     for name, b in blocks(q):
         h, _ = _block(p, name, b, h)
-    pooled = h.float().mean(dim=(2, 3)).half()
+    # mean(f32(h), axis = [2, 3]) as the reference interpreter sums
+    # (docs/reference-interpreter.md): one f32 accumulator, the elements in
+    # row-major order, then the division by the count in f32.
+    flat = h.float().flatten(2)
+    acc = torch.zeros(flat.shape[:2], dtype=torch.float32)
+    for i in range(flat.shape[2]):
+        acc = acc + flat[:, :, i]
+    pooled = (acc / torch.tensor(float(flat.shape[2]), dtype=torch.float32)).half()
     zero = int(p["fc.x_zero"])
     qx = _quantize(pooled, p["fc.x_scale"], zero)
     w = torch.from_numpy(p["fc.w"].astype(np.float64))
