@@ -124,7 +124,13 @@ def main(argv):
         w = expect(weights, f"{p}.w", np.float16, w.shape, src)
         bn = [expect(weights, f"{p}.bn.{r}", np.float16, [w.shape[0]], src) for r in BN]
         used |= {f"{p}.w"} | {f"{p}.bn.{r}" for r in BN}
+        bad = int((bn[3].astype(np.float32) + EPS <= 0).sum())
+        if bad:
+            fail(f"{src}: {p}.bn.running_var is negative in {bad} of {w.shape[0]} channels, where "
+                 f"batch norm's rsqrt is NaN (lpurun --random-weights draws such variances)")
         folded, shift = fold(w, *bn)
+        if not (np.isfinite(folded).all() and np.isfinite(shift).all()):
+            fail(f"{src}: {p}: the folded weights are not finite")
         out[f"{p}.w"], out[f"{p}.w_scale"] = quantize_channels(folded, axis=0)
         out[f"{p}.b"] = shift
     fc_w = weights.get("fc.w")
