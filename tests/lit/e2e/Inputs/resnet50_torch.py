@@ -23,7 +23,7 @@ Which torch tensor each int8 parameter stands for (resnet50_int8.lpu):
                                  B's conv1's and conv2's outputs;
   B.out3, B.out_down             B's conv3's (ConvBn, no relu) and
                                  downsample's outputs;
-  B.out                          B's skip_add_relu;
+  B.out                          B's skip_add_relu (zero point 0: relu's);
   fc.x_scale, fc.x_zero          layer4's last block's output (the average
                                  pool keeps the grid).
 """
@@ -195,7 +195,10 @@ def activation_params(q):
         if b.downsample is not None:
             x_scale(f"{p}.downsample", prev)
             out[f"{p}.out_down.scale"], out[f"{p}.out_down.zero"] = grid(b.downsample[0])
-        prev = out[f"{p}.out.scale"], out[f"{p}.out.zero"] = grid(b.skip_add_relu)
+        prev = grid(b.skip_add_relu)
+        if int(prev[1]) != 0:
+            raise SystemExit(f"{p}: the sum's zero point {int(prev[1])}, FakeQuant takes 0")
+        out[f"{p}.out.scale"] = prev[0]
     out["fc.x_scale"], out["fc.x_zero"] = prev
     return out
 
@@ -260,8 +263,9 @@ def _qconv(p, name, x, stride=1, padding=0):
 
 
 def _fake_quant(p, name, x):
-    q = _quantize(x, p[f"{name}.scale"], p[f"{name}.zero"])
-    return _dequantize16(q, p[f"{name}.scale"], p[f"{name}.zero"]), q
+    zero = p.get(f"{name}.zero", 0)  # FakeQuantZ has one, FakeQuant 0
+    q = _quantize(x, p[f"{name}.scale"], zero)
+    return _dequantize16(q, p[f"{name}.scale"], zero), q
 
 
 def _block(p, name, b, x, forced=None):
