@@ -151,7 +151,7 @@ public:
 
 class Expr {
 public:
-  enum class Kind { Int, Float, Bool, String, Name, Unary, Binary, Call, Index, Member, List };
+  enum class Kind { Int, Float, Bool, String, Name, Unary, Binary, Call, Index, Member, List, Tuple };
   virtual ~Expr() = default;
   Kind kind() const { return kind_; }
   SMRange range;
@@ -277,6 +277,15 @@ public:
   static bool classof(const Expr *e) { return e->kind() == Kind::List; }
 };
 
+/// `(a, b)`: several values, such as the results of a fn declared to
+/// return a tuple.
+class TupleExpr : public Expr {
+public:
+  explicit TupleExpr(SMRange range) : Expr(Kind::Tuple, range) {}
+  std::vector<ExprPtr> elements;
+  static bool classof(const Expr *e) { return e->kind() == Kind::Tuple; }
+};
+
 // ------------------------------------------------------------------ statements
 
 class Stmt;
@@ -307,7 +316,8 @@ public:
   LetStmt(bool isVar, Ident name, SMRange range)
       : Stmt(Kind::Let, range), isVar(isVar), name(std::move(name)) {}
   bool isVar;
-  Ident name;
+  Ident name;                // empty when `names` destructures a tuple
+  std::vector<Ident> names;  // `let (a, b) = f(x)`
   TypeExprPtr type; // optional
   ExprPtr value;
   static bool classof(const Stmt *s) { return s->kind() == Kind::Let; }
@@ -437,7 +447,17 @@ public:
   explicit FnDecl(SMRange range) : Decl(Kind::Fn, range) {}
   std::vector<GenericParam> generics;
   std::vector<FnParam> params;
+  /// The result: one type, or a tuple of fields (`results`, when
+  /// `tupleResult`; returnType is then null) spanning `resultRange`.
   TypeExprPtr returnType;
+  struct ResultField {
+    Ident name; // empty when unnamed
+    TypeExprPtr type;
+    SMRange range;
+  };
+  std::vector<ResultField> results;
+  bool tupleResult = false;
+  SMRange resultRange;
   std::vector<WhereConstraint> where;
   Block body;
   static bool classof(const Decl *d) { return d->kind() == Kind::Fn; }

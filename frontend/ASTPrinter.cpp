@@ -202,7 +202,19 @@ private:
         line() << "Param " << p.name.name << ": " << (p.type ? toString(*p.type) : "?");
         range(p.range);
       }
-      type("Returns", f->returnType);
+      if (f->tupleResult) {
+        line() << "Returns tuple";
+        range(f->resultRange);
+        ++depth_;
+        for (const FnDecl::ResultField &r : f->results) {
+          line() << "Result " << (r.name.name.empty() ? "_" : r.name.name) << ": "
+                 << (r.type ? toString(*r.type) : "?");
+          range(r.range);
+        }
+        --depth_;
+      } else {
+        type("Returns", f->returnType);
+      }
       for (const WhereConstraint &w : f->where) {
         line() << "Where " << (w.lhs ? toString(*w.lhs) : "?") << " " << spelling(w.op) << " "
                << (w.rhs ? toString(*w.rhs) : "?");
@@ -253,6 +265,12 @@ private:
   void stmt(const Stmt &s) {
     if (auto *l = llvm::dyn_cast<LetStmt>(&s)) {
       line() << (l->isVar ? "VarStmt " : "LetStmt ") << l->name.name;
+      if (!l->names.empty()) {
+        os_ << "(";
+        for (size_t i = 0; i < l->names.size(); ++i)
+          os_ << (i ? ", " : "") << l->names[i].name;
+        os_ << ")";
+      }
       if (l->type)
         os_ << ": " << toString(*l->type);
       range(s.range);
@@ -384,6 +402,14 @@ private:
       line() << "List";
       range(e->range);
       for (const ExprPtr &x : l->elements)
+        child(x.get());
+      return;
+    }
+    case Expr::Kind::Tuple: {
+      auto *t = llvm::cast<TupleExpr>(e);
+      line() << "Tuple";
+      range(e->range);
+      for (const ExprPtr &x : t->elements)
         child(x.get());
       return;
     }

@@ -160,6 +160,32 @@ const ast::Decl *Checker::findMember(const ast::ModelDecl &model, llvm::StringRe
   return nullptr;
 }
 
+std::optional<ResultType> Checker::resultType(const ast::FnDecl &fn, const Env &env) {
+  ResultType r;
+  if (!fn.tupleResult) {
+    if (!fn.returnType)
+      return std::nullopt;
+    auto t = tensorType(*fn.returnType, env);
+    if (!t)
+      return std::nullopt;
+    r.types.push_back(std::move(*t));
+    r.names.emplace_back();
+    return r;
+  }
+  r.tuple = true;
+  bool ok = true;
+  for (const ast::FnDecl::ResultField &field : fn.results) {
+    auto t = field.type ? tensorType(*field.type, env) : std::nullopt;
+    ok &= t.has_value();
+    if (t)
+      r.types.push_back(std::move(*t));
+    r.names.push_back(field.name.name);
+  }
+  if (!ok)
+    return std::nullopt;
+  return r;
+}
+
 std::optional<TensorType> Checker::tensorType(const ast::TypeExpr &type, const Env &env) {
   auto *nt = llvm::dyn_cast<ast::NamedType>(&type);
   if (!nt || nt->path.size() != 1 || nt->hasGenericArgs) {
@@ -487,8 +513,17 @@ void Checker::checkFnDefinition(ModuleInfo &m, const ast::FnDecl &fn, ModelInstP
       v.sources = {RuntimeSource::input(p.name.name, fnLabel, p.name.range)};
     f.scopes.back()[p.name.name] = Local{v, p.name.range, false};
   }
-  if (fn.returnType)
-    f.returnType = tensorType(*fn.returnType, f.env);
+  // Result fields share one namespace (the outputs of an entry).
+  std::map<std::string, llvm::SMRange> resultNames;
+  for (const ast::FnDecl::ResultField &field : fn.results) {
+    if (field.name.name.empty())
+      continue;
+    auto [it, fresh] = resultNames.emplace(field.name.name, field.name.range);
+    if (!fresh)
+      error(DiagID::DuplicateDefinition, field.name.range, field.name.name)
+          .note("first defined here", it->second);
+  }
+  f.returnType = resultType(fn, f.env);
   definingFn_ = &fn;
   checkBlock(fn.body, f);
   definingFn_ = nullptr;

@@ -367,7 +367,7 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
       sig += (args.empty() ? "" : ", ") + p.name.name + ": " + t->str();
       args.push_back(Value::ofTensor(*t));
     }
-    auto ret = ok && fn->returnType ? tensorType(*fn->returnType, fenv) : std::nullopt;
+    auto ret = ok ? resultType(*fn, fenv) : std::nullopt;
     if (!ret) {
       done();
       return;

@@ -178,6 +178,18 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
       error(DiagID::NotFirstClass, let->value->range, v.describe());
       v = Value::error();
     }
+    if (!let->names.empty()) {
+      // `let (a, b) = f(x)`: one local per value of the tuple.
+      size_t n = let->names.size();
+      if (!v.isError() && (v.kind != Value::Kind::List || !v.tuple || v.elements.size() != n)) {
+        error(DiagID::TypeMismatch, let->value->range,
+              "a tuple of " + std::to_string(n) + " values", v.describe());
+        v = Value::error();
+      }
+      for (size_t i = 0; i < n; ++i)
+        declareLocal(f, let->names[i], v.isError() ? Value::error() : v.elements[i], let->isVar);
+      return;
+    }
     if (let->type)
       v = annotated(*let->type, *let->value, v, f);
     declareLocal(f, let->name, v, let->isVar);
@@ -211,14 +223,35 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
     f.ended = true;
     if (v.isError() || !f.returnType)
       return;
-    const TensorType &t = *f.returnType;
-    if (adoptsType(v, t))
+    const ResultType &rt = *f.returnType;
+    auto mismatch = [&](llvm::SMRange at, const std::string &expected, const Value &found,
+                        const ast::Expr *origin) {
+      auto b = error(DiagID::TypeMismatch, at, expected, found.describe());
+      if (f.fn && f.fn->resultRange.Start.isValid())
+        b.label(f.fn->resultRange, "return type declared here");
+      noteOrigin(b, origin, found);
+    };
+    if (!rt.tuple) {
+      const TensorType &t = rt.types[0];
+      if (adoptsType(v, t))
+        return;
+      if (!v.isTensor() || !mayEqual(v.tensor, t))
+        mismatch(ret->value->range, t.str(), v, ret->value.get());
       return;
-    if (!v.isTensor() || !mayEqual(v.tensor, t)) {
-      auto b = error(DiagID::TypeMismatch, ret->value->range, t.str(), v.describe());
-      if (f.fn && f.fn->returnType)
-        b.label(f.fn->returnType->range, "return type declared here");
-      noteOrigin(b, ret->value.get(), v);
+    }
+    if (v.kind != Value::Kind::List || !v.tuple || v.elements.size() != rt.types.size()) {
+      mismatch(ret->value->range, rt.str(), v, ret->value.get());
+      return;
+    }
+    // Each value against its field, at the value when it is written out.
+    auto *written = llvm::dyn_cast<ast::TupleExpr>(ret->value.get());
+    for (size_t i = 0; i < rt.types.size(); ++i) {
+      const Value &el = v.elements[i];
+      if (adoptsType(el, rt.types[i]) || (el.isTensor() && mayEqual(el.tensor, rt.types[i])))
+        continue;
+      const ast::Expr *at = written && i < written->elements.size() ? written->elements[i].get()
+                                                                   : ret->value.get();
+      mismatch(at->range, rt.types[i].str(), el, at);
     }
     return;
   }
@@ -473,6 +506,22 @@ Value Checker::exprOf(const ast::Expr &e, Frame &f) {
       Value x = el ? expr(*el, f) : Value::error();
       if (x.isError())
         return x;
+      v.elements.push_back(std::move(x));
+    }
+    break;
+  }
+  case ast::Expr::Kind::Tuple: {
+    // Values of any first-class kind but tuples themselves (no nesting).
+    v.kind = Value::Kind::List;
+    v.tuple = true;
+    for (const ast::ExprPtr &el : llvm::cast<ast::TupleExpr>(e).elements) {
+      Value x = el ? expr(*el, f) : Value::error();
+      if (x.isError())
+        return x;
+      if (!isStorable(x) || x.kind == Value::Kind::List) {
+        error(DiagID::ExpectedTensor, el->range, x.describe());
+        return Value::error();
+      }
       v.elements.push_back(std::move(x));
     }
     break;

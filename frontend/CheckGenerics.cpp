@@ -416,10 +416,10 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     }
   }
 
-  auto ret = fn.returnType ? tensorType(*fn.returnType, env) : std::nullopt;
+  auto ret = resultType(fn, env);
   if (!ret)
     return Value::error();
-  Value result = Value::ofTensor(*ret);
+  Value result = ret->value();
   if (env.concrete) {
     std::string label = self ? self->name + "." + fn.name.name : fn.name.name;
     Value returned;
@@ -430,7 +430,15 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     if (lowering()) {
       if (returned.isError())
         return Value::error();
-      result.op = lower_->materialize(returned, *ret, callRange);
+      if (!ret->tuple) {
+        result.op = lower_->materialize(returned, ret->types[0], callRange);
+      } else {
+        for (size_t i = 0; i < ret->types.size(); ++i)
+          result.elements[i].op =
+              i < returned.elements.size()
+                  ? lower_->materialize(returned.elements[i], ret->types[i], callRange)
+                  : nullptr;
+      }
     }
   }
   result.origin = callRange;
@@ -485,8 +493,7 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
           fn.params[i].name.range)};
     f.scopes.back()[fn.params[i].name.name] = Local{v, fn.params[i].name.range, false};
   }
-  if (fn.returnType)
-    f.returnType = tensorType(*fn.returnType, f.env);
+  f.returnType = resultType(fn, f.env);
   // The entry's own body needs no "in ..." note: the entry note says it.
   bool nested = !label.empty();
   if (nested)

@@ -49,7 +49,7 @@ struct Frame {
   Env env;
   const ast::FnDecl *fn = nullptr;
   std::vector<std::map<std::string, Local>> scopes;
-  std::optional<TensorType> returnType;
+  std::optional<ResultType> returnType;
   /// The value of the first `return` reached: a `return` ends the body.
   Value returned;
   bool hasReturned = false;
@@ -126,6 +126,9 @@ public:
   Value paramValue(const ModelInst &inst, const ast::ParamDecl &param);
   Value resolveParamType(const ast::TypeExpr &type, const Env &env, const std::string &what);
   std::optional<TensorType> tensorType(const ast::TypeExpr &type, const Env &env);
+  /// A fn's declared result in `env`; nullopt when a type in it is bad
+  /// (reported) or it has none (a syntax error).
+  std::optional<ResultType> resultType(const ast::FnDecl &fn, const Env &env);
   const ast::Decl *findMember(const ast::ModelDecl &model, llvm::StringRef name) const;
   void detectRecursion();
   void detectSelfContainment();

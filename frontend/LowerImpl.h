@@ -20,7 +20,9 @@ public:
   void beginFunction(const std::string &name,
                      std::vector<std::pair<std::string, int64_t>> bucket);
   /// Appends the Return of `returned` (of the entry's return type `ret`).
-  void finishFunction(const Value &returned, const TensorType &ret, llvm::SMRange at);
+  /// A tuple's values are the entry's outputs in order, named after their
+  /// fields (`out0`, `out1`, ... where unnamed); a single result is `out`.
+  void finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at);
   /// Drops the function being built (its entry failed to check).
   void abandonFunction();
 

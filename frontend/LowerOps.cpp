@@ -71,19 +71,30 @@ void Lowering::abandonFunction() {
   params_.clear();
 }
 
-void Lowering::finishFunction(const Value &returned, const TensorType &ret, llvm::SMRange at) {
+void Lowering::finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at) {
   if (!fn_)
     return;
-  ir::Op *out = materialize(returned, ret, at);
-  if (!out) {
-    // The checker reported why, or a hook did; say so only if neither did.
-    if (!failed_)
-      cannotLower(at, "the entry", "its result has no IR value");
-    abandonFunction();
-    return;
+  std::vector<ir::Op *> outs;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ret.types.size(); ++i) {
+    const Value *v = !ret.tuple ? &returned
+                     : i < returned.elements.size() ? &returned.elements[i]
+                                                    : nullptr;
+    ir::Op *out = v ? materialize(*v, ret.types[i], at) : nullptr;
+    if (!out) {
+      // The checker reported why, or a hook did; say so only if neither did.
+      if (!failed_)
+        cannotLower(at, "the entry", "its result has no IR value");
+      abandonFunction();
+      return;
+    }
+    outs.push_back(out);
+    names.push_back(!ret.tuple               ? std::string("out")
+                    : !ret.names[i].empty() ? ret.names[i]
+                                            : "out" + std::to_string(i));
   }
-  ir::Op *r = fn_->append(ir::OpKind::Return, ir::Type{}, {out}, location(at.Start));
-  r->setAttr("names", std::vector<std::string>{"out"});
+  ir::Op *r = fn_->append(ir::OpKind::Return, ir::Type{}, outs, location(at.Start));
+  r->setAttr("names", names);
   module_.functions.push_back(std::move(building_));
   fn_ = nullptr;
   params_.clear();

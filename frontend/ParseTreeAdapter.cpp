@@ -205,7 +205,21 @@ private:
       param.range = range(p);
       d->params.push_back(std::move(param));
     }
-    d->returnType = typeExpr(ctx->typeExpr());
+    if (auto *t = ctx->resultTuple()) {
+      d->tupleResult = true;
+      d->resultRange = range(t);
+      for (auto *field : t->resultField()) {
+        FnDecl::ResultField rf;
+        rf.name = ident(field->IDENT());
+        rf.type = typeExpr(field->typeExpr());
+        rf.range = range(field);
+        d->results.push_back(std::move(rf));
+      }
+    } else {
+      d->returnType = typeExpr(ctx->typeExpr());
+      if (d->returnType)
+        d->resultRange = d->returnType->range;
+    }
     if (auto *w = ctx->whereClause())
       for (auto *c : w->constraint()) {
         WhereConstraint wc;
@@ -412,7 +426,15 @@ private:
   StmtPtr stmt(LPUParser::StmtContext *ctx) {
     SMRange r = range(ctx);
     if (auto *c = dynamic_cast<LPUParser::LetStmtContext *>(ctx)) {
-      auto s = std::make_unique<LetStmt>(false, ident(c->IDENT()), r);
+      std::vector<antlr4::tree::TerminalNode *> names = c->IDENT();
+      if (c->LPAREN()) { // `let (a, b) = f(x)`
+        auto s = std::make_unique<LetStmt>(false, Ident{}, r);
+        for (auto *name : names)
+          s->names.push_back(ident(name));
+        s->value = expr(c->expr());
+        return s;
+      }
+      auto s = std::make_unique<LetStmt>(false, ident(names.empty() ? nullptr : names[0]), r);
       if (c->typeExpr())
         s->type = typeExpr(c->typeExpr());
       s->value = expr(c->expr());
@@ -755,8 +777,17 @@ private:
           c->STRING() ? decodeStringLiteral(locator_.text(c->STRING()->getSymbol())) : "", r);
     if (auto *c = dynamic_cast<LPUParser::NameExprContext *>(ctx))
       return std::make_unique<NameExpr>(ident(c->IDENT()).name, r);
-    if (auto *c = dynamic_cast<LPUParser::ParenExprContext *>(ctx))
-      return expr(c->expr());
+    if (auto *c = dynamic_cast<LPUParser::ParenExprContext *>(ctx)) {
+      if (c->expr().size() == 1)
+        return expr(c->expr(0));
+      // `(a, b)`: a tuple (one alternative with the parenthesis, so that a
+      // parse error inside either reads the same).
+      auto tuple = std::make_unique<TupleExpr>(r);
+      for (auto *e : c->expr())
+        if (ExprPtr x = expr(e))
+          tuple->elements.push_back(std::move(x));
+      return tuple;
+    }
     if (auto *c = dynamic_cast<LPUParser::ListExprContext *>(ctx)) {
       auto list = std::make_unique<ListExpr>(r);
       for (auto *e : c->expr())

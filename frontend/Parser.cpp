@@ -159,7 +159,10 @@ const char *ruleWords(size_t rule) {
   case LPUParser::RuleBlock:
   case LPUParser::RuleStmt: return "a statement";
   case LPUParser::RuleTypeExpr:
-  case LPUParser::RuleDims: return "a type";
+  case LPUParser::RuleDims:
+  case LPUParser::RuleFnDecl: // only its result wants a whole construct
+  case LPUParser::RuleResultTuple:
+  case LPUParser::RuleResultField: return "a type";
   case LPUParser::RuleDim:
   case LPUParser::RuleSizeExpr:
   case LPUParser::RuleConstraint: return "a size expression";
@@ -386,10 +389,16 @@ private:
 
     // A short list of tokens reads well ("expected ',' or '>'"); once a name
     // is among several choices, what is wanted is a whole construct.
+    // A name or a parenthesised list of names (`let (a, b) = ...`) is not
+    // a construct.
+    const bool nameOrNames = types.size() == 2 &&
+                             llvm::is_contained(types, size_t(LPULexer::IDENT)) &&
+                             llvm::is_contained(types, size_t(LPULexer::LPAREN));
     bool wantsConstruct =
-        types.size() > 3 ||
-        (types.size() > 1 &&
-         std::find(types.begin(), types.end(), size_t(LPULexer::IDENT)) != types.end());
+        !nameOrNames &&
+        (types.size() > 3 ||
+         (types.size() > 1 &&
+          std::find(types.begin(), types.end(), size_t(LPULexer::IDENT)) != types.end()));
     std::string expected;
     if (wantsConstruct) {
       expected = ruleWords(parser->getContext() ? parser->getContext()->getRuleIndex()

@@ -63,7 +63,16 @@ std::string Value::describe() const {
   case Kind::Float: return "a compile-time float";
   case Kind::Bool: return "a compile-time bool";
   case Kind::String: return "a string";
-  case Kind::List: return "a list";
+  case Kind::List: {
+    if (!tuple)
+      return "a list";
+    std::string s = "a tuple (";
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const Value &e = elements[i];
+      s += (i ? ", " : "") + (e.isTensor() ? e.tensor.str() : e.describe());
+    }
+    return s + ")";
+  }
   case Kind::Model: return "the model " + (model ? model->name : std::string("?"));
   case Kind::ModelArray:
     return "an array of " + size.str() + " " + (model ? model->name : std::string("?"));
@@ -176,6 +185,26 @@ std::string sourceText(llvm::SMRange r) {
   if (!r.isValid())
     return "";
   return std::string(r.Start.getPointer(), r.End.getPointer());
+}
+
+std::string ResultType::str() const {
+  if (!tuple)
+    return types.empty() ? std::string("?") : types[0].str();
+  std::string s = "(";
+  for (size_t i = 0; i < types.size(); ++i)
+    s += (i ? ", " : "") + (names[i].empty() ? "" : names[i] + ": ") + types[i].str();
+  return s + ")";
+}
+
+Value ResultType::value() const {
+  if (!tuple)
+    return types.empty() ? Value::error() : Value::ofTensor(types[0]);
+  Value v;
+  v.kind = Value::Kind::List;
+  v.tuple = true;
+  for (const TensorType &t : types)
+    v.elements.push_back(Value::ofTensor(t));
+  return v;
 }
 
 } // namespace lpu::check

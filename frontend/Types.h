@@ -106,6 +106,7 @@ struct Value {
   std::optional<bool> boolean; // Bool: nullopt when it depends on a size
   std::string text;            // String, Dtype, Builtin name
   std::vector<Value> elements; // List
+  bool tuple = false;          // List: a tuple `(a, b)` (a fn's results)
   ModelInstPtr model;          // Model, ModelArray element, Function's model
   const ast::FnDecl *fn = nullptr;
   ModuleInfo *module = nullptr; // Module, Function's module
@@ -158,6 +159,18 @@ struct Value {
   /// "computed at run time from input 'i'", or "a compile-time float, not
   /// an integer".
   std::string describeNotStatic(const std::string &wanted) const;
+};
+
+/// A fn's declared result: one tensor type, or a tuple of them (`->
+/// (logits: f16[S, V], i32[1])`), each field named or not.
+struct ResultType {
+  std::vector<TensorType> types;
+  std::vector<std::string> names; // per field; empty when unnamed
+  bool tuple = false;
+  /// `f16[4]`, or `(logits: f16[4], i32[1])`.
+  std::string str() const;
+  /// The value a call gives before its body is looked at.
+  Value value() const;
 };
 
 /// Whether a compile-time value becomes a tensor of type `t` where it meets

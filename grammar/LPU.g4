@@ -34,8 +34,13 @@ constDecl : CONST IDENT (COLON typeExpr)? ASSIGN expr ;
 
 fnDecl
   : FN IDENT genericParams? LPAREN (fnParam (COMMA fnParam)* COMMA?)? RPAREN
-    ARROW typeExpr whereClause? block
+    ARROW (typeExpr | resultTuple) whereClause? block
   ;
+
+// Several results: `-> (logits: f16[S, V], next: i32[1])`; names optional.
+resultTuple : LPAREN resultField (COMMA resultField)+ COMMA? RPAREN ;
+
+resultField : (IDENT COLON)? typeExpr ;
 
 fnParam : IDENT COLON typeExpr ;
 
@@ -113,7 +118,8 @@ sizeExpr
 block : LBRACE stmt* RBRACE ;
 
 stmt
-  : LET IDENT (COLON typeExpr)? ASSIGN expr               # letStmt
+  : LET (IDENT (COLON typeExpr)? | LPAREN IDENT (COMMA IDENT)+ COMMA? RPAREN)
+    ASSIGN expr                                           # letStmt
   | VAR IDENT (COLON typeExpr)? ASSIGN expr               # varStmt
   | IDENT ASSIGN expr                                     # assignStmt
   | RETURN expr                                           # returnStmt
@@ -168,7 +174,7 @@ primaryExpr
   | (TRUE | FALSE)                                        # boolLit
   | STRING                                                # stringLit
   | IDENT                                                 # nameExpr
-  | LPAREN expr RPAREN                                    # parenExpr
+  | LPAREN expr ((COMMA expr)+ COMMA?)? RPAREN            # parenExpr
   | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK            # listExpr
   ;
 

@@ -108,6 +108,15 @@ private:
 
   /// `first (COMMA first)* COMMA?` before `close`, or nothing when the list
   /// may be empty and `close` follows.
+  /// `(COMMA element)* COMMA?` after a first element.
+  template <typename F> void commaTail(int closeKind, F element) {
+    while (at(L::COMMA) && kind(1) != closeKind) {
+      take();
+      element();
+    }
+    accept(L::COMMA);
+  }
+
   template <typename F> void commaList(int closeKind, bool mayBeEmpty, F element) {
     if (mayBeEmpty && at(closeKind))
       return;
@@ -171,7 +180,7 @@ private:
   }
 
   // fnDecl : FN IDENT genericParams? LPAREN (fnParam (COMMA fnParam)* COMMA?)?
-  //          RPAREN ARROW typeExpr whereClause? block
+  //          RPAREN ARROW (typeExpr | resultTuple) whereClause? block
   void fnDecl() {
     size_t m = build_.start();
     expect(L::FN);
@@ -182,11 +191,37 @@ private:
     commaList(L::RPAREN, true, [&] { fnParam(); });
     expect(L::RPAREN);
     expect(L::ARROW);
-    typeExpr();
+    if (at(L::LPAREN))
+      resultTuple();
+    else
+      typeExpr();
     if (at(L::WHERE))
       whereClause();
     block();
     close(m, P::RuleFnDecl);
+  }
+
+  // resultTuple : LPAREN resultField (COMMA resultField)+ COMMA? RPAREN
+  void resultTuple() {
+    size_t m = build_.start();
+    expect(L::LPAREN);
+    resultField();
+    if (!at(L::COMMA) || kind(1) == L::RPAREN)
+      throw Reject{}; // one field is not a tuple
+    commaTail(L::RPAREN, [&] { resultField(); });
+    expect(L::RPAREN);
+    build_.finish(m, P::RuleResultTuple);
+  }
+
+  // resultField : (IDENT COLON)? typeExpr
+  void resultField() {
+    size_t m = build_.start();
+    if (at(L::IDENT) && kind(1) == L::COLON) {
+      take();
+      take();
+    }
+    typeExpr();
+    close(m, P::RuleResultField);
   }
 
   // fnParam : IDENT COLON typeExpr
@@ -433,12 +468,26 @@ private:
   }
 
   // stmt : LET IDENT (COLON typeExpr)? ASSIGN expr | VAR ... | IDENT ASSIGN expr
+  //        (a let may bind a tuple: LET LPAREN IDENT (COMMA IDENT)+ COMMA? RPAREN)
   //      | RETURN expr | ASSERT expr (COMMA STRING)?
   //      | FOR IDENT IN expr DOTDOT expr block | ifStmt | expr
   void stmt() {
     size_t m = build_.start();
     switch (kind()) {
     case L::LET:
+      if (kind(1) == L::LPAREN) {
+        take();
+        take();
+        expect(L::IDENT);
+        if (!at(L::COMMA) || kind(1) == L::RPAREN)
+          throw Reject{};
+        commaTail(L::RPAREN, [&] { expect(L::IDENT); });
+        expect(L::RPAREN);
+        expect(L::ASSIGN);
+        expr(0);
+        break;
+      }
+      [[fallthrough]];
     case L::VAR:
       take();
       expect(L::IDENT);
@@ -577,7 +626,8 @@ private:
 
   // primaryExpr : IDENT (DOT IDENT)* genericArgs LPAREN (callArg (COMMA callArg)* COMMA?)? RPAREN
   //             | (INT | HEX_INT) | FLOAT | (TRUE | FALSE) | STRING | IDENT
-  //             | LPAREN expr RPAREN | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK
+  //             | LPAREN expr ((COMMA expr)+ COMMA?)? RPAREN
+  //             | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK
   void primaryExpr() {
     size_t m = build_.start();
     switch (kind()) {
@@ -592,6 +642,11 @@ private:
     case L::LPAREN:
       take();
       expr(0);
+      if (at(L::COMMA)) { // a tuple: at least two values
+        if (kind(1) == L::RPAREN)
+          throw Reject{};
+        commaTail(L::RPAREN, [&] { expr(0); });
+      }
       expect(L::RPAREN);
       break;
     case L::LBRACK:

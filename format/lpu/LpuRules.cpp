@@ -372,6 +372,8 @@ Doc primaryRule(FormatContext &cx, uint32_t node) {
   llvm::ArrayRef<SyntaxChild> kids = cx.childrenOf(node);
   if (isToken(kids[0], cx, P::LBRACK))
     return commaList(cx, kids, 0, kids.size() - 1, /*mayFill=*/true);
+  if (isToken(kids[0], cx, P::LPAREN) && findToken(cx, kids, P::COMMA) != kids.size())
+    return commaList(cx, kids, 0, kids.size() - 1, /*mayFill=*/true); // a tuple
   size_t paren = findToken(cx, kids, P::LPAREN);
   if (isToken(kids[0], cx, P::IDENT) && paren != kids.size()) {
     // A generic call `nn.f<A>(x)`: name, generic arguments and list hug.
@@ -409,6 +411,7 @@ const RuleTable &lpuRules() {
           {P::RuleGenericParams, listRule<P::LT>},
           {P::RuleGenericArgs, listRule<P::LT>},
           {P::RuleDims, listRule<P::LBRACK>},
+          {P::RuleResultTuple, listRule<P::LPAREN>},
           {P::RuleGenericArg, genericArgRule},
           {P::RuleSizeExpr, exprRule},
           {P::RuleExpr, exprRule},
