@@ -14,6 +14,12 @@ Weights that make sense: i8 weights over the whole range, positive scales
 sized so that activations stay of order 1 (w_scale about 1 / (73
 sqrt(fan-in)), the rms of a uniform i8), small shifts and zero points.
 Prints one line per layout and entry; exits 1 on the first difference.
+
+With --example, the file is examples/resnet50_int8.lpu: its entry
+`classify` at N=1, lpuc's own layouts only, simulator against reference
+(tests/lit/e2e/resnet50-int8.test).
+
+usage: resnet_int8_check.py [--example] LPU TMPDIR
 """
 import json
 import os
@@ -109,9 +115,12 @@ def qconvnormz(x, p, stride, pad):
     return (y.astype(np.float32) + p["b"][None, :, None, None]).astype(np.float16)
 
 
-def main(lpu, tmp):
+def main(lpu, tmp, example=False):
     inputs = {"net": (1, 3, 45, 47), "stem": (1, 3, 37, 41)}
-    for layout, knobs in [("default", []), ("rows stem", ["--knob", "rows-layout-advantage=1"])]:
+    layouts = [("default", []), ("rows stem", ["--knob", "rows-layout-advantage=1"])]
+    if example:
+        inputs, layouts = {"classify": (1, 3, 224, 224)}, layouts[:1]
+    for layout, knobs in layouts:
         tag = layout.replace(" ", "-")
         program = os.path.join(tmp, f"resnet-int8-{tag}.lpx")
         report = json.loads(run(["lpuc", lpu, "-o", program, "--report", "--json", *knobs]))
@@ -156,4 +165,7 @@ def main(lpu, tmp):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    args = sys.argv[1:]
+    example = "--example" in args
+    args = [a for a in args if a != "--example"]
+    main(args[0], args[1], example)
