@@ -435,6 +435,13 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     //               r = (v + 1.5 * 2^23) - 1.5 * 2^23   (round half to even)
     //               q = i8(clamp(r + f32(zero_point), -128, 127))
     //   dequantize: f32(i32(q) - i32(zero_point)) * scale
+    // With a zero point known here (a number, or none: 0), quantize clamps
+    // once, before rounding, to the integers that stay in range:
+    //               v = clamp(f32(x) / scale, -128 - z, 127 - z)
+    //               q = i8(((v + 1.5 * 2^23) - 1.5 * 2^23) + z)   (no add for z = 0)
+    // the same value (rounding is monotonic and keeps integers, so it
+    // commutes with a clamp to integers; NaN still gives 0), in 7 VXM ops
+    // of every element instead of 10.
     auto a = bind({"x", "scale", "zero_point", "axis"});
     if (!a[0] || !a[0]->op)
       return;
@@ -472,9 +479,22 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     ir::Op *scale = spread(a[1], ir::DType::F32, 1.0);
     if (name == "quantize") {
       ir::Op *v = op2(ir::OpKind::Div, to(x, ir::DType::F32), scale);
+      constexpr double kRound = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer
+      std::optional<double> z = a[2] ? numberOf(*a[2]) : std::optional<double>(0.0);
+      if (a[2] && a[2]->isTensor())
+        z.reset();
+      if (z && *z >= -128 && *z <= 127 && *z == double(int64_t(*z))) {
+        v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-128 - *z, ir::DType::F32)),
+                splat(127 - *z, ir::DType::F32));
+        v = op2(ir::OpKind::Sub, op2(ir::OpKind::Add, v, splat(kRound, ir::DType::F32)),
+                splat(kRound, ir::DType::F32));
+        if (*z != 0)
+          v = op2(ir::OpKind::Add, v, splat(*z, ir::DType::F32));
+        result.op = to(v, ir::DType::I8);
+        return;
+      }
       v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-1024, ir::DType::F32)),
               splat(1024, ir::DType::F32));
-      constexpr double kRound = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer
       v = op2(ir::OpKind::Sub, op2(ir::OpKind::Add, v, splat(kRound, ir::DType::F32)),
               splat(kRound, ir::DType::F32));
       v = op2(ir::OpKind::Add, v, to(spread(a[2], ir::DType::I8, 0), ir::DType::F32));
