@@ -308,6 +308,11 @@ public:
   llvm::Expected<TensorView> constant(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
                                       std::vector<uint8_t> data,
                                       const std::vector<uint16_t> &avoid = {});
+  /// `v` (a view of a constant stored by `constant`) read from another
+  /// copy of the same constant, stored on no slice of `avoid` (made now if
+  /// none is); nullopt when `v` is no such constant.
+  std::optional<TensorView> constantElsewhere(const ir::Op &op, const TensorView &v,
+                                              const std::vector<uint16_t> &avoid);
   std::vector<backend::TensorPlacement> constants;
 
   // Set by the driver.
