@@ -448,6 +448,18 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     ir::Op *x = a[0]->op;
     const std::vector<int64_t> shape = x->type().shape;
     const int64_t axis = axisOf(a[3], int64_t(shape.size()));
+    // A value of a scale's or zero point's shape ([] or [x.shape[axis]])
+    // broadcast to x's shape.
+    auto spreadOp = [&](ir::Op *t) -> ir::Op * {
+      if (!t)
+        return nullptr;
+      if (t->type().rank() == 1) {
+        std::vector<int64_t> lined(shape.size(), 1);
+        lined[size_t(axis)] = t->type().shape[0];
+        t = reshapeTo(t, lined, at);
+      }
+      return broadcastTo(t, shape, at);
+    };
     // A scale or zero point as a tensor of x's shape in `dtype`.
     auto spread = [&](const Value *v, ir::DType dtype, double dflt) -> ir::Op * {
       ir::Type full{dtype, shape};
@@ -462,12 +474,7 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
         return nullptr;
       if (t->type().dtype != dtype)
         t = emit(ir::OpKind::Convert, ir::Type{dtype, t->type().shape}, {t}, at);
-      if (t && t->type().rank() == 1) {
-        std::vector<int64_t> lined(shape.size(), 1);
-        lined[size_t(axis)] = t->type().shape[0];
-        t = reshapeTo(t, lined, at);
-      }
-      return broadcastTo(t, shape, at);
+      return spreadOp(t);
     };
     auto splat = [&](double value, ir::DType dtype) { return constant(value, ir::Type{dtype, shape}, at); };
     auto op2 = [&](ir::OpKind kind, ir::Op *l, ir::Op *r) {
@@ -493,6 +500,22 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
         result.op = to(v, ir::DType::I8);
         return;
       }
+      // A zero point as a tensor: the same single clamp, its bounds
+      // -128 - z and 127 - z computed once on the zero point's own shape
+      // and broadcast.
+      ir::Op *zt = a[2] && a[2]->isTensor() ? a[2]->op : nullptr;
+      if (zt && zt->type().dtype == ir::DType::I8 && zt->type().rank() <= 1) {
+        ir::Type zf{ir::DType::F32, zt->type().shape};
+        ir::Op *z32 = emit(ir::OpKind::Convert, zf, {zt}, at);
+        ir::Op *lo = z32 ? emit(ir::OpKind::Sub, zf, {constant(-128, zf, at), z32}, at) : nullptr;
+        ir::Op *hi = z32 ? emit(ir::OpKind::Sub, zf, {constant(127, zf, at), z32}, at) : nullptr;
+        v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, spreadOp(lo)), spreadOp(hi));
+        v = op2(ir::OpKind::Sub, op2(ir::OpKind::Add, v, splat(kRound, ir::DType::F32)),
+                splat(kRound, ir::DType::F32));
+        v = op2(ir::OpKind::Add, v, spreadOp(z32));
+        result.op = to(v, ir::DType::I8);
+        return;
+      }
       v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-1024, ir::DType::F32)),
               splat(1024, ir::DType::F32));
       v = op2(ir::OpKind::Sub, op2(ir::OpKind::Add, v, splat(kRound, ir::DType::F32)),
@@ -501,6 +524,14 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
       v = op2(ir::OpKind::Minimum, op2(ir::OpKind::Maximum, v, splat(-128, ir::DType::F32)),
               splat(127, ir::DType::F32));
       result.op = to(v, ir::DType::I8);
+      return;
+    }
+    // i8 less its zero point is an integer of at most 255 in magnitude,
+    // exact in f32: subtracted there, one conversion of each instead of
+    // two (the same value).
+    if (x->type().dtype == ir::DType::I8 && a[2] && a[2]->isTensor()) {
+      ir::Op *d = op2(ir::OpKind::Sub, to(x, ir::DType::F32), spread(a[2], ir::DType::F32, 0));
+      result.op = op2(ir::OpKind::Mul, d, scale);
       return;
     }
     ir::Op *d = op2(ir::OpKind::Sub, to(x, ir::DType::I32),
