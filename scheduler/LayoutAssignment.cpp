@@ -269,14 +269,24 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
       // (arithmetic on other operands that a group after a conv takes in:
       // a group's ops are all channels-last or none is); the operands
       // channels-last, or copied so unless they are fused into this op.
-      bool any = feedsActivation(&op);
+      // Arithmetic that only leads to an activation does not read a
+      // value wider than f16 through a copy: the int8 stem's epilogue (its
+      // i32 sums and ones-convolution, rows layout) copied both i32
+      // results channels-last, four byte planes each, where its f16
+      // result, copied for the pool after it, takes two.
+      bool any = feedsActivation(&op), leads = !any;
       for (const ir::Op *operand : op.operands()) {
         bool fused = ir::isElementwise(operand->kind()) && operand->fusionGroup() &&
                      operand->fusionGroup() == op.fusionGroup();
         if (!cl.count(operand) && (fused || !copyable(*operand)))
           return false;
+        leads = leads || activation(operand);
         any |= activation(operand);
       }
+      if (!leads)
+        for (const ir::Op *operand : op.operands())
+          if (!cl.count(operand) && tensor::dtypeSize(operand->type().dtype) > 2)
+            return false;
       return any;
     }
     }
