@@ -6,7 +6,12 @@
   the ratio;
 - GPT-2 small at 64 tokens: examples/gpt2_w8.lpu (int8 weights) on one chip
   next to examples/gpt2.lpu (f16) on two, with the weights' bytes and the
-  compile seconds.
+  compile seconds;
+- ResNet-50 at N=1: examples/resnet50_int8.lpu (int8 weights and
+  activations, std.nn's QConvNorm models) next to examples/resnet50.lpu
+  (f16): cycles, images/s at the chip's clock, the physical bound and the
+  ratio, and the published figure for the Groq chip, 20,400 images/s
+  (Abts et al., ISCA 2020).
 
 usage: int8_bench.py LPUC
 """
@@ -39,13 +44,19 @@ entry e = M.f
 }
 
 
-def report(lpuc, path, flags=()):
+PUBLISHED_IMAGES_PER_S = 20400  # ResNet-50, int8, batch 1 (ISCA 2020)
+
+
+def report(lpuc, path, flags=(), clock=False):
     start = time.monotonic()
     r = subprocess.run([lpuc, path, "--report", "--json", *flags], capture_output=True, text=True)
     seconds = time.monotonic() - start
     if r.returncode != 0:
         return None, r.stderr.strip().splitlines()[0] if r.stderr else f"exit {r.returncode}", seconds
-    return json.loads(r.stdout)["buckets"][0], None, seconds
+    out = json.loads(r.stdout)
+    if clock:
+        out["buckets"][0]["clock_mhz"] = out["clock_mhz"]
+    return out["buckets"][0], None, seconds
 
 
 def main(lpuc):
@@ -76,6 +87,22 @@ def main(lpuc):
         chips = 2 if flags else 1
         print(f"{name:<22} {chips:>5} {b['cycles']:>9} {b['cycles'] / 900:>10.1f} {weights / 1e6:>10.1f} "
               f"{seconds:>9.1f}")
+
+    print()
+    print(f"# ResNet-50, N=1; published: {PUBLISHED_IMAGES_PER_S} images/s (ISCA 2020), "
+          f"ratio: cycles / physical bound")
+    print(f"{'model':<22} {'cycles':>9} {'images/s':>9} {'physical':>9} {'resource':>17} {'ratio':>6} "
+          f"{'of published':>12} {'compile s':>9}")
+    for name, path, flags in (("resnet50_int8 (int8)", "resnet50_int8.lpu", ()),
+                              ("resnet50 (f16)", "resnet50.lpu", ("--bucket", "N=1"))):
+        b, err, seconds = report(lpuc, os.path.join(ROOT, "examples", path), flags, clock=True)
+        if b is None:
+            print(f"{name:<22} {err}")
+            continue
+        images = b["clock_mhz"] * 1e6 / b["cycles"]
+        print(f"{name:<22} {b['cycles']:>9} {images:>9.0f} {b['physical_bound']:>9} "
+              f"{b['physical_resource']:>17} {b['cycles'] / b['physical_bound']:>6.2f} "
+              f"{images / PUBLISHED_IMAGES_PER_S:>12.2f} {seconds:>9.1f}")
 
 
 if __name__ == "__main__":

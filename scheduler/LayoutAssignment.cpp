@@ -181,11 +181,17 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
     // [C, 1, 1] a broadcast repeats, an addend [1, C, H, W]) is laid out so.
     if (declared.count(&op))
       continue;
+    // A per-tensor scale or zero point broadcast over an activation: one
+    // stored row of C copies, whatever the activation's size (moveLanes).
+    if (rank4(op) && uniformBroadcast(op) && !channelBroadcast(op)) {
+      cl.insert(&op);
+      continue;
+    }
     if (((kind == K::Conv2d && convCandidate(op) && !rowsFarCheaperThanChannelsLast(op, chip, knobs.rowsLayoutAdvantage)) ||
          kind == K::Input || kind == K::Constant ||
          kind == K::Param || isPool(kind) || channelReshape(op) || channelBroadcast(op) ||
          ir::isElementwise(kind)) &&
-        fits(op))
+        (fits(op) || uniformBroadcast(op)))
       cl.insert(&op);
   }
   // `activation`: a conv or pool result, or arithmetic on one;
@@ -240,7 +246,7 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
     case K::AvgPool2d:
       return cl.count(op.operand(0)) || copyable(*op.operand(0));
     case K::Broadcast:
-      return cl.count(op.operand(0)) > 0;
+      return cl.count(op.operand(0)) > 0 || (uniformBroadcast(op) && !channelBroadcast(op));
     case K::Reshape:
       return !cl.count(op.operand(0)) && !weights.count(op.operand(0));
     case K::Param: {
@@ -263,14 +269,24 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
       // (arithmetic on other operands that a group after a conv takes in:
       // a group's ops are all channels-last or none is); the operands
       // channels-last, or copied so unless they are fused into this op.
-      bool any = feedsActivation(&op);
+      // Arithmetic that only leads to an activation does not read a
+      // value wider than f16 through a copy: the int8 stem's epilogue (its
+      // i32 sums and ones-convolution, rows layout) copied both i32
+      // results channels-last, four byte planes each, where its f16
+      // result, copied for the pool after it, takes two.
+      bool any = feedsActivation(&op), leads = !any;
       for (const ir::Op *operand : op.operands()) {
         bool fused = ir::isElementwise(operand->kind()) && operand->fusionGroup() &&
                      operand->fusionGroup() == op.fusionGroup();
         if (!cl.count(operand) && (fused || !copyable(*operand)))
           return false;
+        leads = leads || activation(operand);
         any |= activation(operand);
       }
+      if (!leads)
+        for (const ir::Op *operand : op.operands())
+          if (!cl.count(operand) && tensor::dtypeSize(operand->type().dtype) > 2)
+            return false;
       return any;
     }
     }
@@ -361,6 +377,8 @@ LoweringFn storedOrderLowering(const ir::Op &op, const LoweringContext &ctx) {
     return lowerConvChannelsLast;
   if (isPool(kind) && mine)
     return lowerPoolChannelsLast;
+  if (kind == K::Broadcast && mine && uniformBroadcast(op) && !channelBroadcast(op))
+    return moveLanes; // one row of copies, every pixel row repeating it
   if ((kind == K::Reshape || kind == K::Broadcast) && mine)
     return storedView;
   if (transposeOfStored(op, ctx.storedOrder))
@@ -449,6 +467,8 @@ bool aliasesOperand(const ir::Op &op, const LayoutAssignment &layouts, unsigned 
   if (transposeOfStored(op, layouts.order))
     return true;
   const bool mine = layouts.order.count(&op) > 0;
+  if (op.kind() == K::Broadcast && mine && uniformBroadcast(op) && !channelBroadcast(op))
+    return false; // a row of its own (moveLanes)
   if ((op.kind() == K::Reshape || op.kind() == K::Broadcast) && mine)
     return true;
   if (layouts.order.count(op.operand(0)))

@@ -506,6 +506,29 @@ llvm::Expected<TensorView> LoweringContext::constant(const ir::Op &op, ir::DType
   return view;
 }
 
+std::optional<TensorView> LoweringContext::constantElsewhere(const ir::Op &op, const TensorView &v,
+                                                            const std::vector<uint16_t> &avoid) {
+  for (const auto &[key, copies] : constantViews_)
+    for (const TensorView &copy : copies) {
+      if (copy.storage != v.storage)
+        continue;
+      // key: "<dtype>x<rows>x<cols>" and the data.
+      const std::string &shape = key.first;
+      const size_t c = shape.rfind('x'), r = shape.rfind('x', c - 1);
+      const int64_t rows = std::stoll(shape.substr(r + 1, c - r - 1)), cols = std::stoll(shape.substr(c + 1));
+      std::vector<uint8_t> data = key.second;
+      auto other = constant(op, copy.dtype, rows, cols, std::move(data), avoid);
+      if (!other) {
+        llvm::consumeError(other.takeError());
+        return std::nullopt;
+      }
+      TensorView out = v;
+      out.storage = other->storage;
+      return out;
+    }
+  return std::nullopt;
+}
+
 int64_t LoweringContext::pathOf(const ir::Op &op) const {
   if (auto it = pathEnd.find(&op); it != pathEnd.end())
     return it->second;

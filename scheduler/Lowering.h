@@ -308,6 +308,11 @@ public:
   llvm::Expected<TensorView> constant(const ir::Op &op, ir::DType dtype, int64_t rows, int64_t cols,
                                       std::vector<uint8_t> data,
                                       const std::vector<uint16_t> &avoid = {});
+  /// `v` (a view of a constant stored by `constant`) read from another
+  /// copy of the same constant, stored on no slice of `avoid` (made now if
+  /// none is); nullopt when `v` is no such constant.
+  std::optional<TensorView> constantElsewhere(const ir::Op &op, const TensorView &v,
+                                              const std::vector<uint16_t> &avoid);
   std::vector<backend::TensorPlacement> constants;
 
   // Set by the driver.
@@ -568,6 +573,10 @@ bool laneSplat(const ir::Op &op, unsigned lanes);
 /// operand's stored vectors as they are, a view (past one vector, each of
 /// a row's vectors is the one stored: TensorView::repeatVector).
 bool splatAcrossLanes(const ir::Op &op, unsigned lanes);
+/// A broadcast of a single element (`[]` or all 1s: a per-tensor scale or
+/// zero point): assembled as one stored row of copies that every row of
+/// the result repeats, in any stored order (moveLanes).
+bool uniformBroadcast(const ir::Op &op);
 /// The row of a broadcast's operand (shape `from`, its dimensions aligned
 /// to the end of `to`) that row `row` of the result (shape `to`) repeats:
 /// the row's indices, 0 along the dimensions the operand has as 1.

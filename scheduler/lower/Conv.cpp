@@ -66,11 +66,12 @@ bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const ChipDescription &chi
                              &ys = op.type().shape;
   const int64_t N = xs[0], C = xs[1], O = ws[0], KH = ws[2], KW = ws[3], Ho = ys[2], Wo = ys[3];
   const int64_t dim = chip.mxmDim, planes = chip.mxmPlanes;
-  const int64_t issue = chip.timingOf(Opcode::MatMul, DType::F16).issue;
+  // i8 multiplies at the int8 rate in both forms (the rows layout's
+  // packed form only).
+  const DType mm = op.operand(0)->type().dtype == DType::I8 ? DType::I8 : DType::F16;
+  const int64_t issue = chip.timingOf(Opcode::MatMul, mm).issue;
   if (Wo > int64_t(chip.lanes) || xs[3] > int64_t(chip.lanes))
     return false; // the rows layout takes rows of one vector
-  if (op.operand(0)->type().dtype == DType::I8)
-    return false; // the rows layout multiplies f16 only
   // Channels-last: one mm per output pixel, kernel offset and tile of
   // input and of output channels, shared by the planes.
   const int64_t channelsLast =
@@ -109,6 +110,9 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
   const int64_t groups = op.intAttr("groups").value_or(1), Og = O / groups;
   const unsigned lanes = chip.lanes, dim = chip.mxmDim, planes = chip.mxmPlanes;
   const int64_t K = Cg * KH * KW;
+  // i8 input rows installed and i8 weight vectors streamed: the MXM's int8
+  // mode, exact i32 sums that are the result ("Int8 matmuls").
+  const bool int8 = xin.type().dtype == DType::I8;
   ctx.decide(op, "rows layout, packed: " + std::to_string(K) + " contracted rows (c, kh, kw) per output row, " +
                      std::to_string((K + dim - 1) / dim) + " K-tile(s)");
 
@@ -143,6 +147,7 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
   };
   auto batchOf = [&](int64_t b) { return Batch{b / (groups * Ho), b / Ho % groups, b % Ho}; };
   MatmulWork work;
+  work.dtype = int8 ? DType::I8 : DType::F16;
   work.batches = N * groups * Ho;
   work.rows = Og;
   work.K = K;
@@ -172,7 +177,7 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
     return read;
   };
   work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
-    return fromAccumulator(tree, value, Y.dtype);
+    return int8 ? value : fromAccumulator(tree, value, Y.dtype);
   };
   work.cRow = [&](int64_t crow) {
     const Batch at = batchOf(crow / Og);
@@ -190,7 +195,11 @@ llvm::Error lowerConvPackedRows(const ir::Op &op, LoweringContext &ctx, const ir
 llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const ir::Op &xin = *op.operand(0), &win = *op.operand(1);
-  if (xin.type().dtype != DType::F16 || win.type().dtype != DType::F16)
+  // i8 x i8 into i32: the packed form only (the MXM's int8 mode); the
+  // install-per-row form multiplies f16.
+  const bool int8 = xin.type().dtype == DType::I8 && win.type().dtype == DType::I8 &&
+                    op.type().dtype == DType::I32;
+  if (!int8 && (xin.type().dtype != DType::F16 || win.type().dtype != DType::F16))
     return refuse<Refusal::ConvOperandDtype>(
         op, xin.type().dtype != DType::F16 ? xin.type().dtype : win.type().dtype);
   const std::vector<int64_t> &xs = xin.type().shape, &ws = win.type().shape, &ys = op.type().shape;
@@ -211,8 +220,10 @@ llvm::Error lowerConv(const ir::Op &op, LoweringContext &ctx) {
   const int64_t Og = O / groups;
 
   if (auto packed = ctx.convRowWeights.find(&win);
-      packed != ctx.convRowWeights.end() && packedRowsPay(op, chip))
+      packed != ctx.convRowWeights.end() && (int8 || packedRowsPay(op, chip)))
     return lowerConvPackedRows(op, ctx, *packed->second);
+  if (int8)
+    return refuse<Refusal::ConvOperandDtype>(op, xin.type().dtype);
 
   ctx.decide(op, "rows layout, an install per input row: KW contracted rows");
   const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);

@@ -194,6 +194,13 @@ DType bitsType(DType t) {
   }
 }
 
+bool uniformBroadcast(const ir::Op &op) {
+  if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1)
+    return false;
+  const Shape &from = op.operand(0)->type().shape;
+  return std::all_of(from.begin(), from.end(), [](int64_t d) { return d == 1; });
+}
+
 bool aliasesOperand(const ir::Op &op, unsigned lanes) {
   if (op.operands().size() != 1)
     return false;
@@ -423,19 +430,32 @@ llvm::Error assembleLanes(const ir::Op &op, const ir::Type &type, LoweringContex
 /// operand's with the target's last dimension ([1, C, 1, 1] -> [N, C, H, W]
 /// gives [1, C, 1, W], one row per channel). The target's other rows repeat
 /// those rows (a view), so the lanes move once per distinct row instead of
-/// once per row of a tensor that may be far larger. Nullopt when that
-/// saves no rows, or when the result is stored in another order (its rows
-/// are not whole rows of the declared order).
+/// once per row of a tensor that may be far larger. A single element (a
+/// per-tensor scale) is assembled as one stored row of copies in whatever
+/// order the result is stored (channels-last: one row of C), which every
+/// row repeats. Nullopt when that saves no rows, or when the result is
+/// stored in another order and its operand is not a single element (its
+/// rows are not whole rows of the declared order).
 std::optional<ir::Type> laneFilled(const ir::Op &op, const LoweringContext &ctx) {
-  if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1 || ctx.storedOrder.count(&op))
+  if (op.kind() != ir::OpKind::Broadcast || op.operands().size() != 1)
     return std::nullopt;
   const Shape &to = op.type().shape, &from = op.operand(0)->type().shape;
-  if (to.empty() || from.empty() || from.size() > to.size())
-    return std::nullopt;
+  auto order = ctx.storedOrder.find(&op);
+  const std::vector<uint8_t> perm =
+      order == ctx.storedOrder.end() ? std::vector<uint8_t>{} : order->second;
   ir::Type filled = op.type();
-  filled.shape = from;
-  filled.shape.back() = to.back();
-  if (LoweringContext::rowsAndCols(filled).first >= LoweringContext::rowsAndCols(op.type()).first)
+  if (uniformBroadcast(op) && !to.empty()) {
+    const size_t last = perm.empty() ? to.size() - 1 : size_t(perm.back());
+    filled.shape.assign(to.size(), 1);
+    filled.shape[last] = to[last];
+  } else {
+    if (!perm.empty() || to.empty() || from.empty() || from.size() > to.size())
+      return std::nullopt;
+    filled.shape = from;
+    filled.shape.back() = to.back();
+  }
+  if (LoweringContext::rowsAndCols(LoweringContext::storedType(filled, perm)).first >=
+      LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), perm)).first)
     return std::nullopt;
   return filled;
 }
@@ -452,12 +472,13 @@ llvm::Error moveLanes(const ir::Op &op, LoweringContext &ctx) {
   // dimensions (0 where the operand's is 1), as a row-repeating broadcast.
   const Shape &to = op.type().shape, &from = op.operand(0)->type().shape;
   TensorView view = ctx.view(&op);
-  auto [rows, cols] = LoweringContext::rowsAndCols(op.type());
+  auto [rows, cols] = LoweringContext::rowsAndCols(LoweringContext::storedType(op.type(), view.perm));
   view.rows = rows;
   view.cols = cols;
   view.rowMap.assign(size_t(rows), 0);
-  for (int64_t r = 0; r < rows; ++r)
-    view.rowMap[size_t(r)] = broadcastSourceRow(to, from, r);
+  if (!uniformBroadcast(op)) // else every row is the one filled row
+    for (int64_t r = 0; r < rows; ++r)
+      view.rowMap[size_t(r)] = broadcastSourceRow(to, from, r);
   ctx.setView(&op, std::move(view));
   return llvm::Error::success();
 }
