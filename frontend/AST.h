@@ -467,6 +467,8 @@ class ParamDecl : public Decl {
 public:
   explicit ParamDecl(SMRange range) : Decl(Kind::Param, range) {}
   TypeExprPtr type;
+  /// `state`: a tensor kept between calls, which the model's fns assign.
+  bool isState = false;
   static bool classof(const Decl *d) { return d->kind() == Kind::Param; }
 };
 

@@ -236,7 +236,7 @@ private:
       return;
     }
     if (auto *p = llvm::dyn_cast<ParamDecl>(&d)) {
-      line() << "ParamDecl " << p->name.name << ": " << (p->type ? toString(*p->type) : "?");
+      line() << (p->isState ? "StateDecl " : "ParamDecl ") << p->name.name << ": " << (p->type ? toString(*p->type) : "?");
       range(d.range);
       doc(d);
       return;

@@ -18,7 +18,7 @@ const char *const kOthers[] = {"select",     "sum",        "mean",
                                "transpose", "concat",  "split",      "broadcast_to", "gather",
                                "iota",    "zeros",     "ones",       "full",       "conv2d",
                                "max_pool2d", "avg_pool2d", "floordiv", "ceildiv", "quantize",
-                               "dequantize"};
+                               "dequantize", "update"};
 
 /// The dtype a contraction (`@`, conv2d) of two `dtype` operands gives:
 /// i8 sums in i32 (the MXM's int8 mode), every other dtype keeps its own.
@@ -547,6 +547,66 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
     out.dims.insert(out.dims.end(), ids->dims.begin(), ids->dims.end());
     out.dims.insert(out.dims.end(), table->dims.begin() + *axis + 1, table->dims.end());
     return result(out, Size(), {&(*a)[1]->value});
+  }
+  if (name == "update") {
+    // update(x, pos, rows, axis = 0): x with rows written from index pos
+    // of axis on; pos is known only at run time, so it is clamped there.
+    auto a = bind({"x", "pos", "rows", "axis"}, 3);
+    if (!a)
+      return Value::error();
+    const TensorType *x = tensorArg((*a)[0]);
+    if (!x)
+      return Value::error();
+    const Value &posValue = (*a)[1]->value;
+    if (posValue.isTensor()) {
+      const TensorType &p = posValue.tensor;
+      auto n = p.elements().constantValue();
+      if (!isIntDtype(p.dtype) || p.pack || p.dims.size() > 1 || !n || *n != 1) {
+        error(DiagID::BadBuiltinArgument, (*a)[1]->range, name,
+              "the position is one integer (i32[] or i32[1]), not " + p.str());
+        return Value::error();
+      }
+    } else if (!constInt(posValue)) {
+      error(DiagID::BadBuiltinArgument, (*a)[1]->range, name,
+            "the position is one integer (i32[] or i32[1]), not " + posValue.describe());
+      return Value::error();
+    }
+    const TensorType *rows = tensorArg((*a)[2]);
+    auto axisValue = intArg((*a)[3], 0);
+    if (!rows || !axisValue)
+      return Value::error();
+    if (rows->dtype != x->dtype) {
+      error(DiagID::DtypeMismatch, e.range, name, x->dtype, rows->dtype);
+      return Value::error();
+    }
+    auto axis = normaliseAxis(*axisValue, *x, f, (*a)[3] ? (*a)[3]->range : e.range);
+    if (!axis)
+      return Value::error();
+    if (x->pack || rows->pack) {
+      error(DiagID::PackMismatch, e.range, x->str(), rows->str());
+      return Value::error();
+    }
+    if (rows->dims.size() != x->dims.size()) {
+      error(DiagID::RankMismatch, (*a)[2]->range, "'update'", x->str(), rows->str());
+      return Value::error();
+    }
+    for (size_t d = 0; d < x->dims.size(); ++d) {
+      bool fits;
+      if (static_cast<int64_t>(d) == *axis) {
+        auto have = x->dims[d].constantValue(), want = rows->dims[d].constantValue();
+        fits = !have || !want || *want <= *have;
+      } else {
+        fits = sizesEqual(x->dims[d], rows->dims[d]) != Decision::No;
+      }
+      if (!fits) {
+        error(DiagID::ShapeMismatch, (*a)[2]->range, name, x->str(), rows->str())
+            .note("the rows must match every dimension but axis " + std::to_string(*axis) +
+                      ", and be no longer along it",
+                  (*a)[3] ? (*a)[3]->range : e.range);
+        return Value::error();
+      }
+    }
+    return result(*x, Size(), {&(*a)[0]->value, &(*a)[2]->value});
   }
   if (name == "iota" || name == "zeros" || name == "ones" || name == "full") {
     auto a = name == "full" ? bind({"value"}, 1) : bind({}, 0);

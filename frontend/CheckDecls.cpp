@@ -438,7 +438,10 @@ void Checker::checkDefinitions(ModuleInfo &m) {
     for (const ast::DeclPtr &mem : model->members)
       if (auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(mem.get())) {
         Value v = paramValue(*self, *p);
-        if (v.kind == Value::Kind::Model || v.kind == Value::Kind::ModelArray)
+        if (p->isState && !v.isError() && !v.isTensor())
+          error(DiagID::StateNotTensor, p->type ? p->type->range : p->range, p->name.name,
+                v.describe());
+        else if (v.kind == Value::Kind::Model || v.kind == Value::Kind::ModelArray)
           containment_[model].push_back({v.model->decl, p->range});
       }
     for (const ast::DeclPtr &mem : model->members)

@@ -43,8 +43,12 @@ void Checker::countParams(const ModelInst &inst, const std::string &prefix, Buck
       if (!n)
         continue;
       uint64_t bytes = static_cast<uint64_t>(*n) * dtypeBytes(v.tensor.dtype);
-      out.params += static_cast<uint64_t>(*n);
-      out.paramBytes += bytes;
+      if (p->isState) {
+        out.stateBytes += bytes;
+      } else {
+        out.params += static_cast<uint64_t>(*n);
+        out.paramBytes += bytes;
+      }
       bytesByDecl[owner] += bytes;
     } else if (v.kind == Value::Kind::Model) {
       countParams(*v.model, prefix + p->name.name + ".", out, bytesByDecl, owner);
@@ -57,6 +61,7 @@ void Checker::countParams(const ModelInst &inst, const std::string &prefix, Buck
       countParams(*v.model, prefix + p->name.name + ".0.", one, oneBytes, owner);
       out.params += one.params * static_cast<uint64_t>(*n);
       out.paramBytes += one.paramBytes * static_cast<uint64_t>(*n);
+      out.stateBytes += one.stateBytes * static_cast<uint64_t>(*n);
       for (const auto &[d, b] : oneBytes)
         bytesByDecl[d] += b * static_cast<uint64_t>(*n);
     }
@@ -71,6 +76,8 @@ void Checker::listParams(const ModelInst &inst, const std::string &prefix,
       continue;
     Value v = paramValue(inst, *p);
     std::string path = prefix + p->name.name;
+    if (p->isState)
+      continue; // not a weight
     if (v.isTensor())
       out.push_back(path + ": " + v.tensor.str());
     else if (v.kind == Value::Kind::Model)
@@ -403,7 +410,8 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     uint64_t capacity = options_.sramBytesPerChip * options_.chips;
     const bool compiled = options_.sramRuleEntries.empty() ||
                           llvm::is_contained(options_.sramRuleEntries, entryName);
-    if (options_.sramRule && compiled && bucket.paramBytes > capacity) {
+    const uint64_t held = bucket.paramBytes + bucket.stateBytes;
+    if (options_.sramRule && compiled && held > capacity) {
       std::vector<std::pair<uint64_t, const ast::ParamDecl *>> largest;
       for (const auto &[d, bytes] : bytesByDecl)
         largest.push_back({bytes, d});
@@ -416,17 +424,17 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
                ") holds " + mib(largest[k].first) + " in all";
       };
       llvm::SMRange at = largest.empty() ? entry.name.range : largest[0].second->range;
-      auto b = error(DiagID::ParamsExceedSram, at, entryName, mib(bucket.paramBytes),
+      auto b = error(DiagID::ParamsExceedSram, at, entryName, mib(held),
                      mib(capacity), options_.chips);
       if (!largest.empty())
         b.primaryLabel(describe(0));
       // The few largest, and none too small to matter.
       for (size_t k = 1; k < largest.size() && k < 3; ++k)
-        if (largest[k].first * 100 >= bucket.paramBytes)
+        if (largest[k].first * 100 >= held)
           b.note(describe(k), largest[k].second->range);
       if (!largest.empty())
         b.note("entry '" + entryName + "' needs all of them", entry.name.range);
-      uint64_t need = (bucket.paramBytes + options_.sramBytesPerChip - 1) / options_.sramBytesPerChip;
+      uint64_t need = (held + options_.sramBytesPerChip - 1) / options_.sramBytesPerChip;
       b.help("compile for " + std::to_string(need) + " chips with --chips " + std::to_string(need));
     }
     if (inner_.errorCount() > before)
@@ -451,6 +459,8 @@ void printStats(const CheckResult &result, llvm::raw_ostream &os) {
       os << "    signature: " << b.signature << "\n";
       os << "    params: " << b.params << "\n";
       os << "    param_bytes: " << b.paramBytes << "\n";
+      if (b.stateBytes)
+        os << "    state_bytes: " << b.stateBytes << "\n";
       os << "    flops: " << b.flops << "\n";
       os << "    peak_activation_bytes: " << b.peakActivationBytes << "\n";
     }
@@ -465,13 +475,16 @@ void printStatsJson(const CheckResult &result, llvm::raw_ostream &os) {
       llvm::json::Object sizes;
       for (const auto &[n, v] : b.sizes)
         sizes[n] = v;
-      buckets.push_back(llvm::json::Object{
+      llvm::json::Object bucket{
           {"sizes", std::move(sizes)},
           {"signature", b.signature},
           {"params", static_cast<int64_t>(b.params)},
           {"param_bytes", static_cast<int64_t>(b.paramBytes)},
           {"flops", static_cast<int64_t>(b.flops)},
-          {"peak_activation_bytes", static_cast<int64_t>(b.peakActivationBytes)}});
+          {"peak_activation_bytes", static_cast<int64_t>(b.peakActivationBytes)}};
+      if (b.stateBytes)
+        bucket["state_bytes"] = static_cast<int64_t>(b.stateBytes);
+      buckets.push_back(std::move(bucket));
     }
     entries.push_back(llvm::json::Object{
         {"name", e.name}, {"target", e.target}, {"buckets", std::move(buckets)}});

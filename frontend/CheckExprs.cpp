@@ -171,6 +171,28 @@ Value Checker::annotated(const ast::TypeExpr &type, const ast::Expr &value, Valu
   return v;
 }
 
+void Checker::assignState(const ast::AssignStmt &as, const ast::ParamDecl &p, const Value &v,
+                          Frame &f) {
+  if (!p.isState) {
+    error(DiagID::AssignToParam, as.name.range, as.name.name)
+        .note("'" + as.name.name + "' is declared here", p.name.range)
+        .help("declare it with 'state' to keep a value between calls");
+    return;
+  }
+  Value st = paramValue(*f.env.self, p);
+  if (v.isError() || !st.isTensor())
+    return;
+  if (!adoptsType(v, st.tensor) && (!v.isTensor() || !mayEqual(v.tensor, st.tensor))) {
+    auto b = error(DiagID::TypeMismatch, as.value->range, st.tensor.str(), v.describe());
+    b.label(p.range, "state declared here");
+    noteOrigin(b, as.value.get(), v);
+    return;
+  }
+  if (lowering())
+    lower_->stateWrite(childPath(f.env.selfPath, p.name.name),
+                       lower_->materialize(v, st.tensor, as.value->range), as.range);
+}
+
 void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
   if (auto *let = llvm::dyn_cast<ast::LetStmt>(&s)) {
     Value v = let->value ? expr(*let->value, f) : Value::error();
@@ -198,6 +220,14 @@ void Checker::checkStmt(const ast::Stmt &s, Frame &f) {
   if (auto *as = llvm::dyn_cast<ast::AssignStmt>(&s)) {
     Value v = as->value ? expr(*as->value, f) : Value::error();
     Local *l = findLocal(f, as->name.name);
+    if (!l && f.env.self) {
+      // `cache = update(cache, pos, k)`: a state of this fn's own model.
+      auto *p = llvm::dyn_cast_or_null<ast::ParamDecl>(findMember(*f.env.self->decl, as->name.name));
+      if (p) {
+        assignState(*as, *p, v, f);
+        return;
+      }
+    }
     if (!l) {
       error(DiagID::UnknownName, as->name.range, as->name.name);
       return;
@@ -380,9 +410,12 @@ Value Checker::lookupName(const std::string &name, llvm::SMRange range, Frame &f
       Value v = paramValue(*self, *p);
       v.path = childPath(f.env.selfPath, p->name.name);
       if (v.isTensor())
-        v.sources = {RuntimeSource::weight(p->name.name, self->decl->name.name, p->name.range)};
+        v.sources = {p->isState
+                         ? RuntimeSource::state(p->name.name, self->decl->name.name, p->name.range)
+                         : RuntimeSource::weight(p->name.name, self->decl->name.name, p->name.range)};
       if (v.isTensor() && lowering())
-        v.op = lower_->param(v.path, v.tensor, p->name.range);
+        v.op = p->isState ? lower_->stateRead(v.path, v.tensor, p->name.range)
+                          : lower_->param(v.path, v.tensor, p->name.range);
       return v;
     }
     if (auto *fn = llvm::dyn_cast<ast::FnDecl>(d)) {

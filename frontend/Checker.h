@@ -55,6 +55,7 @@ struct BucketReport {
   std::string signature;                              // `(x: f16[1, 784]) -> f32[1, 10]`
   uint64_t params = 0;
   uint64_t paramBytes = 0;
+  uint64_t stateBytes = 0; // `state` members: in memory, not weights
   uint64_t flops = 0;
   uint64_t peakActivationBytes = 0;
   /// `line:col  source  : type`, when CheckOptions::recordTypes.

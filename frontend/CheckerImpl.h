@@ -159,6 +159,9 @@ public:
   Value checkBlock(const ast::Block &block, Frame &f);
   Value annotated(const ast::TypeExpr &type, const ast::Expr &value, Value v, Frame &f);
   void checkStmt(const ast::Stmt &s, Frame &f);
+  /// `name = e` where `name` is a member of the fn's model: a state's new
+  /// value, or E0214 for a param.
+  void assignState(const ast::AssignStmt &as, const ast::ParamDecl &p, const Value &v, Frame &f);
   /// Checks `e`; a tensor result carries the run-time sources of `e`'s
   /// operands (Frame::sources).
   Value expr(const ast::Expr &e, Frame &f);

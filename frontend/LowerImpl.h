@@ -29,6 +29,12 @@ public:
   ir::Op *input(const std::string &name, const TensorType &t, llvm::SMRange at);
   /// The weight at `path`, made once per function.
   ir::Op *param(const std::string &path, const TensorType &t, llvm::SMRange at);
+  /// The state at `path` as this function has left it so far: on first use,
+  /// an `input` marked `state` (its value when the call starts).
+  ir::Op *stateRead(const std::string &path, const TensorType &t, llvm::SMRange at);
+  /// `path = value`: the state's value from here on, and at the end of the
+  /// call (an output of the same name, listed in the return's `states`).
+  void stateWrite(const std::string &path, ir::Op *value, llvm::SMRange at);
   /// `v` as an op of type `t`: a number or bool becomes a constant, a
   /// tensor is broadcast to t's shape when it differs.
   ir::Op *materialize(const Value &v, const TensorType &t, llvm::SMRange at);
@@ -68,6 +74,9 @@ private:
   unsigned errorsAtStart_ = 0, ownErrors_ = 0;
   std::unique_ptr<ir::Function> building_;
   std::map<std::string, ir::Op *> params_;
+  /// Each state's current value, and the states written, in order.
+  std::map<std::string, ir::Op *> states_;
+  std::vector<std::string> written_;
 };
 
 } // namespace lpu::check

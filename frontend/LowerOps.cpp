@@ -5,6 +5,8 @@
 // reshapes and broadcasts around an IR matmul of rank >= 2.
 #include "frontend/LowerImpl.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <numeric>
 
 namespace lpu::check {
@@ -63,12 +65,16 @@ void Lowering::beginFunction(const std::string &name,
   errorsAtStart_ = diags_.errorCount();
   ownErrors_ = 0;
   params_.clear();
+  states_.clear();
+  written_.clear();
 }
 
 void Lowering::abandonFunction() {
   building_.reset();
   fn_ = nullptr;
   params_.clear();
+  states_.clear();
+  written_.clear();
 }
 
 void Lowering::finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at) {
@@ -93,11 +99,25 @@ void Lowering::finishFunction(const Value &returned, const ResultType &ret, llvm
                     : !ret.names[i].empty() ? ret.names[i]
                                             : "out" + std::to_string(i));
   }
+  // The states this call wrote, after the results: each named by its path.
+  for (const std::string &path : written_) {
+    if (llvm::is_contained(names, path)) {
+      cannotLower(at, "state '" + path + "'", "a result of the entry has the same name");
+      abandonFunction();
+      return;
+    }
+    outs.push_back(states_.at(path));
+    names.push_back(path);
+  }
   ir::Op *r = fn_->append(ir::OpKind::Return, ir::Type{}, outs, location(at.Start));
   r->setAttr("names", names);
+  if (!written_.empty())
+    r->setAttr("states", written_);
   module_.functions.push_back(std::move(building_));
   fn_ = nullptr;
   params_.clear();
+  states_.clear();
+  written_.clear();
 }
 
 // ---------------------------------------------------------------- helpers
@@ -205,6 +225,33 @@ ir::Op *Lowering::param(const std::string &path, const TensorType &t, llvm::SMRa
   ir::Op *op = type ? emit(ir::OpKind::Param, *type, {}, at, {{"path", path}}) : nullptr;
   params_[path] = op;
   return op;
+}
+
+ir::Op *Lowering::stateRead(const std::string &path, const TensorType &t, llvm::SMRange at) {
+  if (auto it = states_.find(path); it != states_.end())
+    return it->second;
+  for (const auto &op : fn_->ops())
+    if (op->kind() == ir::OpKind::Input && op->stringAttr("name") == path) {
+      cannotLower(at, "state '" + path + "'", "a parameter of the entry has the same name");
+      states_[path] = nullptr;
+      return nullptr;
+    }
+  auto type = irType(t, at);
+  ir::Op *op = type ? emit(ir::OpKind::Input, *type, {}, at, {{"name", path}, {"state", true}})
+                    : nullptr;
+  states_[path] = op;
+  return op;
+}
+
+void Lowering::stateWrite(const std::string &path, ir::Op *value, llvm::SMRange at) {
+  if (!value) {
+    if (!failed_)
+      cannotLower(at, "state '" + path + "'", "its new value has no IR value");
+    return;
+  }
+  states_[path] = value;
+  if (!llvm::is_contained(written_, path))
+    written_.push_back(path);
 }
 
 ir::Op *Lowering::materialize(const Value &v, const TensorType &t, llvm::SMRange at) {
@@ -650,6 +697,21 @@ void Lowering::builtin(const std::string &name, const ast::CallExpr &e,
     if (ids->type().dtype != ir::DType::I32)
       ids = emit(ir::OpKind::Convert, ir::Type{ir::DType::I32, ids->type().shape}, {ids}, at);
     result.op = emit(ir::OpKind::Gather, *type, {a[0]->op, ids}, at, {{"axis", axis}});
+    return;
+  }
+  if (name == "update") {
+    auto a = bind({"x", "pos", "rows", "axis"});
+    if (!a[0]->op || !a[2]->op)
+      return;
+    int64_t axis = axisOf(a[3], static_cast<int64_t>(a[0]->op->type().rank()));
+    // The position as i32: a number becomes a constant, a narrower integer
+    // widens.
+    ir::Op *pos = a[1]->op;
+    if (!a[1]->isTensor())
+      pos = constant(double(intOf(*a[1]).value_or(0)), ir::Type{ir::DType::I32, {}}, at);
+    else if (pos && pos->type().dtype != ir::DType::I32)
+      pos = emit(ir::OpKind::Convert, ir::Type{ir::DType::I32, pos->type().shape}, {pos}, at);
+    result.op = emit(ir::OpKind::Update, *type, {a[0]->op, pos, a[2]->op}, at, {{"axis", axis}});
     return;
   }
   if (name == "iota") {

@@ -247,6 +247,7 @@ private:
         param->doc = docComment(p);
         param->name = ident(p->IDENT());
         param->type = typeExpr(p->typeExpr());
+        param->isState = p->STATE() != nullptr;
         d->members.push_back(std::move(param));
       } else if (auto *f = m->fnDecl()) {
         d->members.push_back(fnDecl(f));

@@ -109,6 +109,13 @@ RuntimeSource RuntimeSource::weight(const std::string &name, const std::string &
               "': a weight, known only when the program runs"};
 }
 
+RuntimeSource RuntimeSource::state(const std::string &name, const std::string &model,
+                                   llvm::SMRange decl) {
+  return {Kind::State, name, decl,
+          "'" + name + "' is a state of '" + model +
+              "': kept between calls, known only when the program runs"};
+}
+
 void mergeSources(std::vector<RuntimeSource> &into, const std::vector<RuntimeSource> &from) {
   for (const RuntimeSource &s : from) {
     bool known = false;
@@ -124,14 +131,17 @@ std::string describeSources(const std::vector<RuntimeSource> &sources) {
   constexpr size_t shown = 3;
   size_t more = sources.size() > shown ? sources.size() - shown : 0;
   std::vector<std::string> groups;
-  for (auto kind : {RuntimeSource::Kind::Input, RuntimeSource::Kind::Weight}) {
+  for (auto kind :
+       {RuntimeSource::Kind::Input, RuntimeSource::Kind::Weight, RuntimeSource::Kind::State}) {
     std::vector<std::string> names;
     for (size_t i = 0; i < sources.size() && i < shown; ++i)
       if (sources[i].kind == kind)
         names.push_back("'" + sources[i].name + "'");
     if (names.empty())
       continue;
-    std::string g = kind == RuntimeSource::Kind::Input ? "input" : "param";
+    std::string g = kind == RuntimeSource::Kind::Input    ? "input"
+                    : kind == RuntimeSource::Kind::Weight ? "param"
+                                                          : "state";
     g += names.size() > 1 ? "s " : " ";
     groups.push_back(std::move(g));
     // `'x', 'y' and 'z'` alone; `'x', 'y'` beside params or a count.

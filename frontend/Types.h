@@ -64,7 +64,7 @@ using ModelInstPtr = std::shared_ptr<const ModelInst>;
 /// `fc1.w`). Messages about values that are only known when the program
 /// runs name them.
 struct RuntimeSource {
-  enum class Kind { Input, Weight };
+  enum class Kind { Input, Weight, State };
   Kind kind = Kind::Input;
   std::string name;   // as written where it is used: `x`, `w`, `fc1.w`
   llvm::SMRange decl; // its declaration's name
@@ -75,6 +75,9 @@ struct RuntimeSource {
   /// Param `name` of model `model`, a weight.
   static RuntimeSource weight(const std::string &name, const std::string &model,
                               llvm::SMRange decl);
+  /// State `name` of model `model`, kept between calls.
+  static RuntimeSource state(const std::string &name, const std::string &model,
+                             llvm::SMRange decl);
 };
 /// Adds the sources of `from` that `into` lacks, keeping the order met.
 void mergeSources(std::vector<RuntimeSource> &into, const std::vector<RuntimeSource> &from);

@@ -66,7 +66,9 @@ modelMember
   | constDecl
   ;
 
-paramDecl : PARAM IDENT COLON typeExpr ;
+// `param` a weight; `state` a tensor that lives between calls (zeros at
+// the start), which the model's fns may assign.
+paramDecl : (PARAM | STATE) IDENT COLON typeExpr ;
 
 entryDecl : ENTRY IDENT ASSIGN pathSegment (DOT pathSegment)* ;
 
@@ -184,6 +186,7 @@ IMPORT : 'import' ;
 AS     : 'as' ;
 MODEL  : 'model' ;
 PARAM  : 'param' ;
+STATE  : 'state' ;
 FN     : 'fn' ;
 LET    : 'let' ;
 VAR    : 'var' ;

@@ -25,6 +25,7 @@ size_t keywordOrIdent(const char32_t *s, size_t n) {
       {"in", LPULexer::IN},         {"if", LPULexer::IF},         {"else", LPULexer::ELSE},
       {"entry", LPULexer::ENTRY},   {"where", LPULexer::WHERE},   {"const", LPULexer::CONST},
       {"assert", LPULexer::ASSERT}, {"true", LPULexer::TRUE},     {"false", LPULexer::FALSE},
+      {"state", LPULexer::STATE},
   };
   if (n < 2 || n > 6)
     return LPULexer::IDENT;

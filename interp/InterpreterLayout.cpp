@@ -398,6 +398,34 @@ llvm::Expected<Value> evalLayout(const Op &op, llvm::ArrayRef<const Value *> arg
       return y;
     });
   }
+  case OpKind::Update: {
+    const Value &pos = *args[1], &rows = *args[2];
+    if (pos.isFloat() || pos.i->size() != 1)
+      return opError(op, "the position must be one integer");
+    if (rows.isFloat() != x.isFloat())
+      return opError(op, "rows and tensor differ in kind");
+    int64_t axis = normalizeAxis(op.intAttr("axis").value_or(0), shape.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+      return opError(op, "axis out of range");
+    int64_t outer = product(llvm::ArrayRef<int64_t>(shape).take_front(axis));
+    int64_t inner = product(llvm::ArrayRef<int64_t>(shape).drop_front(axis + 1));
+    int64_t dim = shape[axis], n = rows.type.shape[axis];
+    // A position past either end is clamped so that all n rows land inside
+    // (docs/ir.md), as gather clamps its ids.
+    int64_t at = std::clamp<int64_t>(pos.ints()[0], 0, dim - n);
+    return onData(op, x, [&](const auto *d) {
+      using T = std::decay_t<decltype(*d)>;
+      std::vector<T> y(d, d + outer * dim * inner);
+      const T *src;
+      if constexpr (std::is_same_v<T, float>)
+        src = rows.floats();
+      else
+        src = rows.ints();
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy(src + o * n * inner, src + (o + 1) * n * inner, y.data() + (o * dim + at) * inner);
+      return y;
+    });
+  }
   default:
     return opError(op, "is not a data movement op");
   }

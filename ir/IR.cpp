@@ -696,6 +696,21 @@ Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Ty
     out.shape.insert(out.shape.end(), x.shape.begin() + *axis + 1, x.shape.end());
     return out;
   }
+  case OpKind::Update: {
+    const Type &pos = in[1], &rows = in[2];
+    if (pos.dtype != DType::I32 || pos.numElements() != 1 || pos.rank() > 1)
+      return name.str() + ": position type " + pos.str() + " is not i32[] or i32[1]";
+    auto axis = r.axis("axis", x.rank());
+    if (!axis)
+      return r.error;
+    if (rows.dtype != x.dtype || rows.rank() != x.rank())
+      return name.str() + ": rows " + rows.str() + " do not match " + x.str();
+    for (size_t d = 0; d < x.rank(); ++d)
+      if (int64_t(d) == *axis ? rows.shape[d] > x.shape[d] : rows.shape[d] != x.shape[d])
+        return name.str() + ": rows " + rows.str() + " do not fit " + x.str() + " along axis " +
+               std::to_string(*axis);
+    return x;
+  }
   default:
     return name.str() + ": not a layout op";
   }

@@ -165,6 +165,38 @@ private:
                       ": a value crosses chips only through a transfer");
   }
 
+  /// `states = ["path", ..]`: outputs that are a state's value when the
+  /// call ends, each one of the names, and of the type of the state's input.
+  void verifyStates(const Op &ret) {
+    if (!ret.attr("states"))
+      return;
+    auto states = ret.stringsAttr("states");
+    if (!states) {
+      error(ret, "attribute 'states' must be a list of strings");
+      return;
+    }
+    auto names = ret.stringsAttr("names").value_or(std::vector<std::string>{});
+    for (const std::string &s : *states) {
+      auto at = std::find(names.begin(), names.end(), s);
+      if (at == names.end()) {
+        error(ret, "state \"" + s + "\" is not one of the outputs' names");
+        continue;
+      }
+      if (std::count(states->begin(), states->end(), s) > 1) {
+        error(ret, "state \"" + s + "\" is listed twice");
+        continue;
+      }
+      size_t i = size_t(at - names.begin());
+      if (i >= ret.operands().size())
+        continue;
+      for (const auto &op : fn_.ops())
+        if (op->kind() == OpKind::Input && op->stringAttr("name") == s &&
+            op->boolAttr("state").value_or(false) && op->type() != ret.operand(i)->type())
+          error(ret, "state \"" + s + "\" is read as " + op->type().str() + " but written as " +
+                         ret.operand(i)->type().str());
+    }
+  }
+
   void verifyOp(const Op &op, size_t index) {
     if (op.parent() != &fn_)
       error(op, "belongs to another function");
@@ -173,6 +205,11 @@ private:
     switch (op.kind()) {
     case OpKind::Input:
       verifyName(op, "name", inputNames_, op.chip());
+      if (const Attr *state = op.attr("state"); state && !std::holds_alternative<bool>(*state))
+        error(op, "attribute 'state' must be true or false");
+      break;
+    case OpKind::Return:
+      verifyStates(op);
       break;
     case OpKind::Param:
       // A weight (an input, above) is placed once per chip that reads it.

@@ -75,6 +75,8 @@ bool rewritten(const Op &op) {
     int64_t axis = normalAxis(op.intAttr("axis").value_or(0), rank);
     return rank >= 2 && axis > 0 && axis < rank && op.operand(1)->type().dtype == ir::DType::I32;
   }
+  case OpKind::Update:
+    return true;
   default:
     return false;
   }
@@ -164,6 +166,8 @@ private:
     }
     case OpKind::Gather:
       return gather(op, x, operands[1]);
+    case OpKind::Update:
+      return update(op, x, operands[1], operands[2]);
     default:
       return reduce(op, x);
     }
@@ -195,6 +199,75 @@ private:
     for (int64_t j = k + m; j < m + rank - 1; ++j)
       back.push_back(j);
     return transpose(op, *g, back);
+  }
+
+  /// update(x, pos, rows, axis = k) without a write at a run-time address:
+  /// every index i of axis k takes rows[i - start] where start <= i <
+  /// start + n (start = pos clamped into [0, dim - n]), else keeps x[i]. A
+  /// gather of the rows by the clamped offsets and a select by the mask,
+  /// both computed from pos on the chip.
+  llvm::Expected<Op *> update(const Op &op, Op *x, Op *pos, Op *rows) {
+    const ir::Type &xt = x->type();
+    const int64_t rank = int64_t(xt.rank());
+    const int64_t k = normalAxis(op.intAttr("axis").value_or(0), rank);
+    const int64_t dim = xt.shape[size_t(k)], n = rows->type().shape[size_t(k)];
+    if (n == dim)
+      return rows; // every index is written, wherever pos points
+    if (n == 0)
+      return x;
+    const ir::Type one{ir::DType::I32, {1}}, line{ir::DType::I32, {dim}};
+    auto constant = [&](int64_t value, const ir::Type &type) {
+      return emit(op, OpKind::Constant, {}, {{"value", value}}, &type);
+    };
+    auto binary = [&](OpKind kind, llvm::Expected<Op *> a, llvm::Expected<Op *> b) -> llvm::Expected<Op *> {
+      if (!a)
+        return a.takeError();
+      if (!b)
+        return b.takeError();
+      return emit(op, kind, {*a, *b}, {});
+    };
+    Op *p = pos;
+    if (pos->type().rank() == 0) {
+      auto r = emit(op, OpKind::Reshape, {pos}, {}, &one);
+      if (!r)
+        return r.takeError();
+      p = *r;
+    }
+    auto start = binary(OpKind::Minimum, binary(OpKind::Maximum, p, constant(0, one)),
+                        constant(dim - n, one));
+    if (!start)
+      return start.takeError();
+    auto starts = emit(op, OpKind::Broadcast, {*start}, {}, &line);
+    auto iota = emit(op, OpKind::Iota, {}, {{"axis", int64_t(0)}}, &line);
+    auto rel = binary(OpKind::Sub, std::move(iota), std::move(starts));
+    if (!rel)
+      return rel.takeError();
+    auto inside = binary(OpKind::And, binary(OpKind::Ge, *rel, constant(0, line)),
+                         binary(OpKind::Lt, *rel, constant(n, line)));
+    auto ids = binary(OpKind::Minimum, binary(OpKind::Maximum, *rel, constant(0, line)),
+                      constant(n - 1, line));
+    if (!inside)
+      return inside.takeError();
+    if (!ids)
+      return ids.takeError();
+    auto taken = k == 0 ? emit(op, OpKind::Gather, {rows, *ids}, {{"axis", int64_t(0)}})
+                        : gather(op, rows, *ids);
+    if (!taken)
+      return taken.takeError();
+    Op *mask = *inside;
+    if (k != rank - 1) {
+      ir::Type column{ir::DType::Bool, std::vector<int64_t>(size_t(rank - k), 1)};
+      column.shape[0] = dim;
+      auto r = emit(op, OpKind::Reshape, {mask}, {}, &column);
+      if (!r)
+        return r.takeError();
+      mask = *r;
+    }
+    const ir::Type full{ir::DType::Bool, xt.shape};
+    auto masks = emit(op, OpKind::Broadcast, {mask}, {}, &full);
+    if (!masks)
+      return masks.takeError();
+    return emit(op, OpKind::Select, {*masks, *taken, x}, {});
   }
 
   /// A reduction over the last axis and others: over the others first

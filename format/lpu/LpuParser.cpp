@@ -292,7 +292,8 @@ private:
     expect(L::LBRACE);
     while (!at(L::RBRACE)) {
       switch (kind()) { // modelMember : paramDecl | fnDecl | constDecl
-      case L::PARAM: paramDecl(); break;
+      case L::PARAM:
+      case L::STATE: paramDecl(); break;
       case L::FN: fnDecl(); break;
       case L::CONST: constDecl(); break;
       default: throw Reject{};
@@ -302,10 +303,13 @@ private:
     close(m, P::RuleModelDecl);
   }
 
-  // paramDecl : PARAM IDENT COLON typeExpr
+  // paramDecl : (PARAM | STATE) IDENT COLON typeExpr
   void paramDecl() {
     size_t m = build_.start();
-    expect(L::PARAM);
+    if (at(L::STATE))
+      take();
+    else
+      expect(L::PARAM);
     expect(L::IDENT);
     expect(L::COLON);
     typeExpr();

@@ -25,7 +25,7 @@ int keywordOrIdent(llvm::StringRef word) {
       {"fn", L::FN},         {"let", L::LET},       {"var", L::VAR},     {"return", L::RETURN},
       {"for", L::FOR},       {"in", L::IN},         {"if", L::IF},       {"else", L::ELSE},
       {"entry", L::ENTRY},   {"where", L::WHERE},   {"const", L::CONST}, {"assert", L::ASSERT},
-      {"true", L::TRUE},     {"false", L::FALSE},
+      {"true", L::TRUE},     {"false", L::FALSE},   {"state", L::STATE},
   };
   if (word.size() < 2 || word.size() > 6)
     return L::IDENT;
