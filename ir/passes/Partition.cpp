@@ -66,20 +66,26 @@ std::vector<bool> legalCuts(const std::vector<const Op *> &body) {
 
 /// Whether each op's value is work on the inputs (the stream the pipeline
 /// carries), which crosses chips; the others (leaves, masks and position
-/// tables computed from constants, views of weights or of inputs) are
-/// computed again on every chip that reads them.
+/// tables computed from constants, views of weights or of inputs, a decode
+/// step's mask computed from its one-element position) are computed again
+/// on every chip that reads them.
 std::map<const Op *, bool> streamed(const Function &fn) {
-  std::map<const Op *, bool> fromInput, work;
+  std::map<const Op *, bool> fromInput, work, small;
   for (const auto &op : fn.ops()) {
     bool input = op->kind() == OpKind::Input, w = false;
+    // Computed from constants and one-element inputs alone.
+    bool onlySmall = op->kind() == OpKind::Input ? op->type().numElements() <= 1
+                                                 : op->kind() != OpKind::Param;
     const bool view = op->kind() == OpKind::Reshape || op->kind() == OpKind::Broadcast ||
                       op->kind() == OpKind::Transpose || op->kind() == OpKind::Slice;
     for (const Op *operand : op->operands()) {
       input |= fromInput[operand];
       w |= work[operand] || (!view && fromInput[operand]);
+      onlySmall &= small[operand];
     }
     fromInput[op.get()] = input;
-    work[op.get()] = w;
+    work[op.get()] = w && !onlySmall;
+    small[op.get()] = onlySmall;
   }
   return work;
 }
@@ -103,10 +109,8 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
     for (const Op *operand : body[i]->operands())
       if (index.count(root(operand)) && dep[operand])
         lastUse[root(operand)] = std::max(lastUse[root(operand)], i);
-  if (const Op *ret = fn.terminator())
-    for (const Op *operand : ret->operands())
-      if (index.count(root(operand)) && dep[operand])
-        lastUse[root(operand)] = body.size();
+  // An output crosses no cut: the return collects each from the chip that
+  // computes it (a state's new value, an early result of a tuple).
   // crossing[i]: values defined before op i and read at or after it.
   std::vector<int64_t> delta(body.size() + 2, 0);
   std::vector<int64_t> deltaBytes(body.size() + 2, 0);
