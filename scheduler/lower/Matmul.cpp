@@ -683,6 +683,27 @@ int64_t sliceChunk(const ir::Op &op, const LoweringContext &ctx) {
   return chunk;
 }
 
+
+/// The order of A's rows first..first+rows-1 through the planes (as
+/// offsets from `first`): as they become ready, every K-tile of the row,
+/// row order on a tie. Rows received from other chips, a chunk per link,
+/// are multiplied as they land rather than in row order behind the last
+/// chunk to arrive.
+std::vector<int64_t> streamOrder(const ir::Op &op, const TensorView &A, int64_t first, int64_t rows,
+                                 const LoweringContext &ctx) {
+  const int64_t kt = (op.operand(0)->type().shape.back() + ctx.chip().mxmDim - 1) / ctx.chip().mxmDim;
+  std::vector<int64_t> ready(size_t(rows), 0), order;
+  for (int64_t m = 0; m < rows; ++m) {
+    order.push_back(m);
+    for (int64_t t = 0; t < kt; ++t)
+      ready[size_t(m)] = std::max(ready[size_t(m)], A.readyAt(first + m, t));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return ready[size_t(x)] < ready[size_t(y)]; });
+  return order;
+}
+} // namespace
+
 /// The rows of the chunks `op`'s rows are taken in turns by (sliceChunk),
 /// or, when its one use leads through ops that keep each row its own (a
 /// reshape or transpose that keeps the last axis and the rows, a convert,
@@ -691,7 +712,7 @@ int64_t sliceChunk(const ir::Op &op, const LoweringContext &ctx) {
 /// context of a head on a chip feed an output projection whose sums go
 /// out a chunk per link, and a pass in row order there leaves the last
 /// chunk's link waiting for the last rows of attention.
-int64_t turnChunk(const ir::Op &op, const LoweringContext &ctx, int depth = 0) {
+int64_t turnChunk(const ir::Op &op, const LoweringContext &ctx, int depth) {
   if (const int64_t chunk = sliceChunk(op, ctx))
     return chunk;
   auto flatRows = [](const ir::Type &t) {
@@ -732,26 +753,6 @@ int64_t turnChunk(const ir::Op &op, const LoweringContext &ctx, int depth = 0) {
   }
   return 0;
 }
-
-/// The order of A's rows first..first+rows-1 through the planes (as
-/// offsets from `first`): as they become ready, every K-tile of the row,
-/// row order on a tie. Rows received from other chips, a chunk per link,
-/// are multiplied as they land rather than in row order behind the last
-/// chunk to arrive.
-std::vector<int64_t> streamOrder(const ir::Op &op, const TensorView &A, int64_t first, int64_t rows,
-                                 const LoweringContext &ctx) {
-  const int64_t kt = (op.operand(0)->type().shape.back() + ctx.chip().mxmDim - 1) / ctx.chip().mxmDim;
-  std::vector<int64_t> ready(size_t(rows), 0), order;
-  for (int64_t m = 0; m < rows; ++m) {
-    order.push_back(m);
-    for (int64_t t = 0; t < kt; ++t)
-      ready[size_t(m)] = std::max(ready[size_t(m)], A.readyAt(first + m, t));
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t x, int64_t y) { return ready[size_t(x)] < ready[size_t(y)]; });
-  return order;
-}
-} // namespace
 
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
