@@ -496,6 +496,13 @@ struct PlaneShare {
   bool dealt = false;
 };
 PlaneShare planeShare(int64_t jobs, int64_t kt, int64_t planes);
+/// The rows of the chunks a matmul's rows are to be taken in turns by
+/// (MatmulWork::rowChunk): those of its row slices when its every use is a
+/// slice of whole rows into chunks of one size (a reduce-scatter's partial
+/// sums), or those of the matmul its one use leads to row by row as the
+/// left operand (through reshapes, transposes of one-element axes,
+/// converts, elementwise ops and softmaxes); 0 when none.
+int64_t turnChunk(const ir::Op &op, const LoweringContext &ctx, int depth = 0);
 llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, const MatmulWork &work,
                                       const TensorView &C);
 

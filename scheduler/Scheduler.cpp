@@ -268,6 +268,78 @@ int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
   return ctx.heuristics.weightsByKTile && cuts && rows > dim ? std::max<int64_t>(chunk, 1) : 0;
 }
 
+/// The order the ops are lowered in: program order, except that a matmul
+/// whose product becomes the right operand of another matmul (through
+/// reshapes, transposes, converts and elementwise ops with constants or
+/// parameters: attention's keys, `q @ transpose(k)`) goes just before the
+/// matmul whose product becomes that matmul's left operand (the queries)
+/// when it comes after it and reads only what is defined before it. The
+/// right operand is loaded into the planes whole before the first row goes
+/// through, while the left one's rows stream through as they are written:
+/// the keys computed first are transposed and loaded while the queries are
+/// multiplied, instead of after them. Only for a chip of a lockstep group
+/// (`reorder`), where it was measured to help (docs/scheduler.md, "Lowering
+/// order").
+std::vector<const ir::Op *> loweringOrder(const ir::Function &fn, bool reorder) {
+  std::vector<const ir::Op *> order;
+  std::map<const ir::Op *, size_t> at;
+  for (const auto &op : fn.ops()) {
+    at[op.get()] = order.size();
+    order.push_back(op.get());
+  }
+  if (!reorder)
+    return order;
+  // The matmul a value is the product of, through ops that carry it alone.
+  auto productOf = [](const ir::Op *v) -> const ir::Op * {
+    for (int steps = 0; v && steps < 16; ++steps) {
+      if (v->kind() == ir::OpKind::Matmul)
+        return v;
+      const ir::Op *next = nullptr;
+      const bool carries = v->kind() == ir::OpKind::Reshape || v->kind() == ir::OpKind::Transpose ||
+                           v->kind() == ir::OpKind::Convert || ir::isElementwise(v->kind());
+      if (!carries)
+        return nullptr;
+      for (const ir::Op *operand : v->operands()) {
+        const ir::OpClass c = ir::opClass(operand->kind());
+        if (c == ir::OpClass::Leaf || operand->kind() == ir::OpKind::Broadcast)
+          continue;
+        if (next)
+          return nullptr;
+        next = operand;
+      }
+      v = next;
+    }
+    return nullptr;
+  };
+  std::map<const ir::Op *, const ir::Op *> before; // moved matmul -> the one it goes before
+  for (const ir::Op *op : order) {
+    if (op->kind() != ir::OpKind::Matmul)
+      continue;
+    const ir::Op *left = productOf(op->operand(0)), *right = productOf(op->operand(1));
+    if (!left || !right || left == right || at[right] < at[left] || before.count(right) ||
+        before.count(left))
+      continue;
+    // (Parameters and constants are placed before any op is lowered.)
+    if (llvm::all_of(right->operands(), [&](const ir::Op *o) {
+          return at[o] < at[left] || o->kind() == ir::OpKind::Param || o->kind() == ir::OpKind::Constant;
+        }))
+      before[right] = left;
+  }
+  if (before.empty())
+    return order;
+  std::vector<const ir::Op *> moved;
+  for (const ir::Op *op : order) {
+    if (before.count(op))
+      continue;
+    for (const auto &[m, target] : before)
+      if (target == op)
+        moved.push_back(m);
+    moved.push_back(op);
+  }
+  // (A matmul another goes before is never moved itself.)
+  return moved.size() == order.size() ? moved : order;
+}
+
 /// Why a chip of a lockstep group stops without an error of its own.
 llvm::Error abortedBy(const ChipTraffic::Incoming &in, unsigned chip) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -323,9 +395,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     return it == layouts.order.end() ? std::vector<uint8_t>{} : it->second;
   };
 
+  const std::vector<const ir::Op *> lowering = loweringOrder(fn, lockstep);
   std::map<const ir::Op *, size_t> index;
-  for (const auto &op : fn.ops())
-    index[op.get()] = index.size();
+  for (const ir::Op *op : lowering)
+    index[op] = index.size();
   // The op whose timing (Schedule::ops) each lowered result is in.
   std::map<const ir::Op *, uint32_t> timed;
   // A transfer's sends or recvs as an op of their own ("send", "recv"),
@@ -541,8 +614,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   // An op inside a fusion group is computed when its group's materialized
   // ops are lowered (later in program order): its reads happen there.
   std::map<const ir::Op *, size_t> readsAt;
-  for (auto it = fn.ops().rbegin(); it != fn.ops().rend(); ++it) {
-    const ir::Op *op = it->get();
+  for (auto it = lowering.rbegin(); it != lowering.rend(); ++it) {
+    const ir::Op *op = *it;
     size_t at = index[op];
     if (auto a = absorbedBy.find(op); a != absorbedBy.end())
       at = index[a->second->scores];
@@ -562,8 +635,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   for (const auto &[root, at] : lastUse)
     releaseAfter[at].push_back(root);
 
-  for (const auto &owned : fn.ops()) {
-    const ir::Op &op = *owned;
+  for (const ir::Op *lowered : lowering) {
+    const ir::Op &op = *lowered;
     switch (op.kind()) {
     case ir::OpKind::Input: {
       // Lockstep: a value from another chip, received in its turn once its

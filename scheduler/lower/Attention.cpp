@@ -317,6 +317,10 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     work.rows = Sq;
     work.K = D;
     work.N = per * Sk;
+    // The queries' rows in the turns the output projection takes them in
+    // (a reduce-scatter's chunks), as the context's below.
+    if (work.batches == 1 && (work.rowChunk = turnChunk(*a.merged, ctx)))
+      work.rowReady = [&](int64_t, int64_t m, int64_t t) { return Q.readyAt(m, t); };
     // Group g's lanes of Q: [lo, hi).
     auto lo = [&](int64_t bg) { return bg % groups * per * dh; };
     auto hi = [&](int64_t bg) { return lo(bg) + headsOf(bg % groups) * dh; };
@@ -420,6 +424,8 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     work.rows = Sq;
     work.K = groups * dim;
     work.N = D;
+    if (B == 1 && (work.rowChunk = turnChunk(*a.merged, ctx)))
+      work.rowReady = [&](int64_t, int64_t m, int64_t g) { return probs->readyAt(g * Sq + m, 0); };
     work.rowsLoaded = [&](int64_t, int64_t g, int64_t) { return headsOf(g) * Sk; };
     work.weightRow = [&](WorkTree &tree, int64_t b, int64_t g, int64_t r, int64_t j, unsigned p, int,
                          std::vector<const TensorView *> &reads) {

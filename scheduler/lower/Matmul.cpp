@@ -683,6 +683,7 @@ int64_t sliceChunk(const ir::Op &op, const LoweringContext &ctx) {
   return chunk;
 }
 
+
 /// The order of A's rows first..first+rows-1 through the planes (as
 /// offsets from `first`): as they become ready, every K-tile of the row,
 /// row order on a tie. Rows received from other chips, a chunk per link,
@@ -702,6 +703,56 @@ std::vector<int64_t> streamOrder(const ir::Op &op, const TensorView &A, int64_t 
   return order;
 }
 } // namespace
+
+/// The rows of the chunks `op`'s rows are taken in turns by (sliceChunk),
+/// or, when its one use leads through ops that keep each row its own (a
+/// reshape or transpose that keeps the last axis and the rows, a convert,
+/// an elementwise op, a softmax over the last axis) to the rows of a
+/// matmul that takes them in turns, that matmul's chunks: the scores and
+/// context of a head on a chip feed an output projection whose sums go
+/// out a chunk per link, and a pass in row order there leaves the last
+/// chunk's link waiting for the last rows of attention.
+int64_t turnChunk(const ir::Op &op, const LoweringContext &ctx, int depth) {
+  if (const int64_t chunk = sliceChunk(op, ctx))
+    return chunk;
+  auto flatRows = [](const ir::Type &t) {
+    const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
+    return cols > 0 ? t.numElements() / cols : 0;
+  };
+  const int64_t rows = flatRows(op.type());
+  const ir::Op *cur = &op;
+  for (int steps = 0; steps < 16 && depth < 4; ++steps) {
+    auto it = ctx.users.find(cur);
+    if (it == ctx.users.end() || it->second.size() != 1 || ctx.returned.count(cur))
+      return 0;
+    const ir::Op *u = it->second.front();
+    if (u->kind() == ir::OpKind::Matmul) {
+      if (u->operand(0) != cur || u->operand(1) == cur || flatRows(u->type()) != rows)
+        return 0;
+      return turnChunk(*u, ctx, depth + 1);
+    }
+    const bool rowWise = u->kind() == ir::OpKind::Reshape || u->kind() == ir::OpKind::Transpose ||
+                         u->kind() == ir::OpKind::Convert || u->kind() == ir::OpKind::Softmax ||
+                         ir::isElementwise(u->kind());
+    if (!rowWise || u->type().shape.empty() || cur->type().shape.empty() ||
+        u->type().shape.back() != cur->type().shape.back() || flatRows(u->type()) != rows)
+      return 0;
+    if (u->kind() == ir::OpKind::Transpose) {
+      // Only axes of one element move: every row stays where it was.
+      std::vector<int64_t> before, after;
+      for (int64_t d : cur->type().shape)
+        if (d != 1)
+          before.push_back(d);
+      for (int64_t d : u->type().shape)
+        if (d != 1)
+          after.push_back(d);
+      if (before != after)
+        return 0;
+    }
+    cur = u;
+  }
+  return 0;
+}
 
 llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
@@ -853,7 +904,7 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   work.rowOrder = [&](int64_t b, int64_t m0, int64_t rows) {
     return streamOrder(op, A, b * mPerBatch + m0, rows, ctx);
   };
-  work.rowChunk = batches == 1 ? sliceChunk(op, ctx) : 0;
+  work.rowChunk = batches == 1 ? turnChunk(op, ctx) : 0;
   work.balancedCut = batches == 1 && work.rowChunk == 0 && work.aPieces == 1 && work.bPieces == 1;
   work.rowReady = [&](int64_t b, int64_t m, int64_t t) { return A.readyAt(b * mPerBatch + m, t); };
   work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
