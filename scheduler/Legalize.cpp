@@ -215,6 +215,32 @@ private:
       return rows; // every index is written, wherever pos points
     if (n == 0)
       return x;
+    if (pos->kind() == OpKind::Constant) {
+      // A position known at compile time (a prefill's 0): x's slices
+      // before and after the rows, and the rows between them.
+      auto value = pos->attr("value");
+      int64_t at = value && std::holds_alternative<int64_t>(*value) ? std::get<int64_t>(*value) : 0;
+      at = std::clamp<int64_t>(at, 0, dim - n);
+      std::vector<Op *> parts;
+      auto piece = [&](int64_t from, int64_t to) -> llvm::Error {
+        if (from == to)
+          return llvm::Error::success();
+        std::vector<int64_t> start(size_t(rank), 0), limit = xt.shape;
+        start[size_t(k)] = from;
+        limit[size_t(k)] = to;
+        auto s = emit(op, OpKind::Slice, {x}, {{"start", start}, {"limit", limit}});
+        if (!s)
+          return s.takeError();
+        parts.push_back(*s);
+        return llvm::Error::success();
+      };
+      if (auto e = piece(0, at))
+        return e;
+      parts.push_back(rows);
+      if (auto e = piece(at + n, dim))
+        return e;
+      return emit(op, OpKind::Concat, parts, {{"axis", k}});
+    }
     const ir::Type one{ir::DType::I32, {1}}, line{ir::DType::I32, {dim}};
     auto constant = [&](int64_t value, const ir::Type &type) {
       return emit(op, OpKind::Constant, {}, {{"value", value}}, &type);

@@ -55,3 +55,9 @@ for p in (2, -4, 6, 40):
         assert np.load(path(f)).tolist() == [42], f
     print(f'pos {p}: rows {start}..{start + 1} written, cols {start}..{start + 1} written')
 print('simulator equals reference, reference equals NumPy, calls 41 -> 42')
+want = rows0.copy()
+want[0:2] = x
+want[5:7] = (x.astype(np.float32) * 2).astype(np.float16)
+for f in ('fixed.npy', 'ref_fixed.npy'):
+    assert np.array_equal(np.load(path(f)), want), (f, np.load(path(f)), want)
+print('positions 0 and 6 known when compiling: rows 0..1 and 5..6 written')
