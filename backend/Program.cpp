@@ -377,7 +377,8 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
         // it from a call of one entry to the next call of any.
         if (t.state) {
           std::vector<int64_t> shape = bucket.concreteShape(t);
-          auto [it, fresh] = states.try_emplace(t.name, t.dtype, shape, tw);
+          auto [it, fresh] = states.try_emplace(
+              t.name, t.dtype, shape, tensorRoleName(t.role).str() + " '" + t.name + "' in " + where);
           if (!fresh && (std::get<0>(it->second) != t.dtype || std::get<1>(it->second) != shape))
             return error(tw + " is a state " + placedType(t.dtype, shape) + ", but " +
                          std::get<2>(it->second) + " is " +
