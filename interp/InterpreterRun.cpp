@@ -106,14 +106,19 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   };
   options.progress.status("bind weights");
   support::TimedScope binding(options.timing, "bind weights");
-  auto specs = paramSpecs(fn);
-  if (!specs)
-    return specs.takeError();
-  auto weights = loadWeights(source, *specs);
-  if (!weights)
-    return weights.takeError();
+  std::map<std::string, tensor::Tensor> read;
+  if (!source.loaded) {
+    auto specs = paramSpecs(fn);
+    if (!specs)
+      return specs.takeError();
+    auto weights = loadWeights(source, *specs);
+    if (!weights)
+      return weights.takeError();
+    read = std::move(*weights);
+  }
+  const std::map<std::string, tensor::Tensor> &weights = source.loaded ? *source.loaded : read;
   auto t0 = Clock::now();
-  auto interpreter = Interpreter::create(fn, *weights, options);
+  auto interpreter = Interpreter::create(fn, weights, options);
   if (!interpreter)
     return interpreter.takeError();
   binding.stop();
@@ -132,7 +137,7 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   run.function = &fn;
   run.bucketText = backend::bucketLabel(bucket.dims);
   run.paddingFraction = choice->paddingFraction;
-  run.weights = std::move(*weights);
+  run.weights = std::move(read); // empty when the weights were given loaded
   size_t i = 0;
   for (const backend::TensorPlacement &t : bucket.tensors) {
     if (t.role != backend::TensorRole::Output)

@@ -32,7 +32,8 @@ struct EntryRun {
   std::string bucketText;             // "S=128", or "fixed shapes"
   double paddingFraction = 0;         // 1 - given / bucket input elements
   /// The weights the bucket ran with, by parameter path (what
-  /// `lpurun --dump-weights` writes).
+  /// `lpurun --dump-weights` writes); empty when WeightSource::loaded gave
+  /// them.
   std::map<std::string, tensor::Tensor> weights;
   /// Wall time binding the weights (Interpreter::create) and running; CPU
   /// time of the run over all threads (a shared machine needs both).

@@ -413,6 +413,27 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
     interp::InterpreterOptions quiet = running;
     quiet.progress = {};
     quiet.timing = {};
+    // The weights of both entries, read once (a missing entry is the
+    // contract's error, below).
+    std::vector<const ir::Function *> fns;
+    for (const std::string &name : {options.prefillEntry, options.decodeEntry})
+      if (auto found = interp::entryFunctions(**module, name))
+        fns.insert(fns.end(), found->begin(), found->end());
+      else
+        llvm::consumeError(found.takeError());
+    std::map<std::string, tensor::Tensor> loaded;
+    auto specs = interp::paramSpecs(fns);
+    if (!specs) {
+      feedback.error(llvm::toString(specs.takeError()));
+      return tools::kExitInputError;
+    }
+    if (auto weights = interp::loadWeights(source, *specs)) {
+      loaded = std::move(*weights);
+    } else {
+      feedback.error(llvm::toString(weights.takeError()));
+      return tools::kExitInputError;
+    }
+    source.loaded = &loaded;
     auto call = [&](const std::string &entry, const std::map<std::string, tensor::Tensor> &inputs)
         -> llvm::Expected<lpurun::CallResult> {
       feedback.progress().status("run " + entry);
