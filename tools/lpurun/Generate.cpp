@@ -304,6 +304,16 @@ std::string formatGenerateReport(const GenerateResult &result, double clockMHz) 
     os << ", " << llvm::format("%.0f", double(total) / result.hostSeconds)
        << " simulated cycles/s";
   os << "\n";
+  if (!result.states.empty()) {
+    size_t bytes = 0;
+    std::vector<std::string> names;
+    for (const auto &[name, value] : result.states) {
+      bytes += value.byteSize();
+      names.push_back(name);
+    }
+    os << "state: " << llvm::join(names, ", ") << ", " << bytes
+       << " bytes, carried on the host between calls\n";
+  }
   return out;
 }
 

@@ -448,7 +448,9 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
       c.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return c;
     };
+    support::TimedScope looping(feedback.timing(), "generate");
     auto result = lpurun::generate(entries, options, call);
+    looping.stop();
     feedback.endProgress();
     if (!result) {
       feedback.error(llvm::toString(result.takeError()));
@@ -858,7 +860,9 @@ int main(int argc, char **argv) {
       c.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return c;
     };
+    support::TimedScope looping(feedback.timing(), "generate");
     auto result = lpurun::generate(program->entries, genOptions, call);
+    looping.stop();
     feedback.endProgress();
     if (!result) {
       feedback.error(llvm::toString(result.takeError()));
