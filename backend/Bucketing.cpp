@@ -1,5 +1,6 @@
 #include "backend/Bucketing.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
 
 #include <cstring>
@@ -17,7 +18,8 @@ std::string bucketLabel(llvm::ArrayRef<BucketDim> dims) {
 void nameBucketDims(Entry &entry) {
   for (Bucket &bucket : entry.buckets)
     for (TensorPlacement &t : bucket.tensors) {
-      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
+      // A state has one shape whatever the bucket: never padded.
+      if ((t.role != TensorRole::Input && t.role != TensorRole::Output) || t.state)
         continue;
       for (size_t d = 0; d < t.shape.size(); ++d)
         for (const BucketDim &size : bucket.dims) {
@@ -39,6 +41,30 @@ void nameBucketDims(Entry &entry) {
             break;
           }
         }
+    }
+}
+
+std::vector<tensor::TensorSpec> stateSpecs(llvm::ArrayRef<Entry> entries) {
+  std::vector<tensor::TensorSpec> specs;
+  for (const Entry &e : entries)
+    for (const Bucket &b : e.buckets)
+      for (const TensorPlacement &t : b.tensors)
+        if (t.state && llvm::none_of(specs, [&](const tensor::TensorSpec &s) { return s.name == t.name; }))
+          specs.push_back({t.name, t.dtype, b.concreteShape(t)});
+  return specs;
+}
+
+void addZeroStates(const Entry &entry, std::map<std::string, tensor::Tensor> &inputs) {
+  if (entry.buckets.empty())
+    return;
+  const Bucket &b = entry.buckets.front();
+  for (const TensorPlacement &t : b.tensors)
+    if (t.state && t.role == TensorRole::Input && !inputs.count(t.name)) {
+      auto zeros = tensor::Tensor::create(t.dtype, b.concreteShape(t));
+      if (zeros) // a shape too large fails later, with the input's name
+        inputs.emplace(t.name, std::move(*zeros));
+      else
+        llvm::consumeError(zeros.takeError());
     }
 }
 

@@ -38,6 +38,15 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
 /// The shape of `t` with bucket dimensions replaced by their bound sizes.
 std::vector<int64_t> boundShape(const TensorPlacement &t, const BucketChoice &choice);
 
+/// The states the entries read or write (TensorPlacement::state), each
+/// once, in the order first seen: name, dtype and shape (a state's shape
+/// is fixed: the same in every bucket).
+std::vector<tensor::TensorSpec> stateSpecs(llvm::ArrayRef<Entry> entries);
+
+/// Adds to `inputs` every state input of `entry` it does not hold, as
+/// zeros: a state starts at zero unless the run gives its first value.
+void addZeroStates(const Entry &entry, std::map<std::string, tensor::Tensor> &inputs);
+
 /// `value` zero-padded at the end of each dimension up to `shape`.
 tensor::Tensor padTo(const tensor::Tensor &value, llvm::ArrayRef<int64_t> shape);
 /// The leading `shape` block of `value`.

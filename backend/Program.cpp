@@ -309,6 +309,8 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
                  " chips but the program says " + llvm::Twine(program.numChips));
   if (program.entries.empty())
     return error("program has no entries");
+  // Each state's dtype, shape and where first seen.
+  std::map<std::string, std::tuple<DType, std::vector<int64_t>, std::string>> states;
   for (const Entry &entry : program.entries) {
     if (entry.buckets.empty())
       return error("entry '" + entry.name + "' has no buckets");
@@ -369,6 +371,20 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
           return error(tw + " holds data, which only a const tensor may");
         if (auto e = verifyShard(t, bucket, tw))
           return e;
+        if (t.state && t.role != TensorRole::Input && t.role != TensorRole::Output)
+          return error(tw + " is marked a state: only an input or an output may be");
+        // One state is one tensor in every entry and bucket: lpurun carries
+        // it from a call of one entry to the next call of any.
+        if (t.state) {
+          std::vector<int64_t> shape = bucket.concreteShape(t);
+          auto [it, fresh] = states.try_emplace(
+              t.name, t.dtype, shape, tensorRoleName(t.role).str() + " '" + t.name + "' in " + where);
+          if (!fresh && (std::get<0>(it->second) != t.dtype || std::get<1>(it->second) != shape))
+            return error(tw + " is a state " + placedType(t.dtype, shape) + ", but " +
+                         std::get<2>(it->second) + " is " +
+                         placedType(std::get<0>(it->second), std::get<1>(it->second)) +
+                         " (a state has one dtype and shape in every entry and bucket)");
+        }
       }
       // Every placement of a parameter is the same weight, or a slice of
       // it: lpurun reads the weight once and writes each its part.

@@ -78,6 +78,11 @@ struct TensorPlacement {
   /// its elements [start, start + size) there, size being the placement's
   /// dimension `axis`. Empty: the whole weight. Only parameters have one.
   std::vector<int64_t> shard;
+  /// An input or an output that is a model's state (docs/generation.md): an
+  /// input it is the state's value when the call starts, an output its value
+  /// when the call ends, under the same name. lpurun starts a state at zeros
+  /// and carries it from one call to the next. Only inputs and outputs.
+  bool state = false;
   bool operator==(const TensorPlacement &) const = default;
 };
 

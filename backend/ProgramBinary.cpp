@@ -217,6 +217,8 @@ std::string writeVersion(const Program &p, uint32_t version) {
           for (int64_t v : t.shard)
             w.u64(uint64_t(v));
         }
+        if (version >= 7)
+          w.u8(t.state ? 1 : 0);
         if (t.role == TensorRole::Constant)
           w.str(llvm::StringRef(reinterpret_cast<const char *>(t.data.data()), t.data.size()));
       }
@@ -276,6 +278,8 @@ llvm::Expected<std::string> writeProgramBinary(const Program &p, uint32_t versio
           return fail("tensor '" + t.name + "' is packed (version 4 added the packed layout)");
         if (version < 5 && !t.shard.empty())
           return fail("tensor '" + t.name + "' holds a shard of its weight (version 5 added shards)");
+        if (version < 7 && t.state)
+          return fail(tensorRoleName(t.role) + " '" + t.name + "' is a state (version 7 added states)");
       }
   if (version < 6)
     for (const Entry &e : p.entries)
@@ -386,11 +390,22 @@ llvm::Expected<Program> readProgramBinary(llvm::ArrayRef<uint8_t> bytes, llvm::S
           for (uint32_t k = 0; k < shardSize && !r.failed(); ++k)
             t.shard.push_back(int64_t(r.u64()));
         }
+        uint8_t stateFlag = 0;
+        if (version >= 7) {
+          stateFlag = r.u8();
+          t.state = stateFlag == 1;
+        }
         // The placement's shape against the rest waits for verifyProgram
         // (it needs the chip); what needs no chip is checked here.
         if (!r.failed() && placementProblem.empty()) {
           unsigned planes = streamWidth(t.dtype);
-          if (layout > maxLayout)
+          if (stateFlag > 1)
+            placementProblem = tensorRoleName(t.role).str() + " '" + t.name + "': state flag " +
+                               std::to_string(stateFlag) + " (0 = not a state, 1 = a state)";
+          else if (stateFlag == 1 && t.role != TensorRole::Input && t.role != TensorRole::Output)
+            placementProblem = tensorRoleName(t.role).str() + " '" + t.name +
+                               "' is marked a state: only an input or an output may be";
+          else if (layout > maxLayout)
             placementProblem = "tensor '" + t.name + "': unknown layout " + std::to_string(layout) +
                                " (format version " + std::to_string(version) + " has 0 = rows" +
                                (maxLayout >= 1 ? ", 1 = packed)" : ")");

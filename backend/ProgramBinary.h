@@ -20,7 +20,7 @@ namespace lpu::backend {
 /// chunk rows; version 4 added Layout::Packed (layout byte 1). Versions 3
 /// and 4 still read (no shards; a version 3 file rows only); an older
 /// reader refuses a newer file by its header.
-inline constexpr uint32_t kProgramFormatVersion = 6;
+inline constexpr uint32_t kProgramFormatVersion = 7;
 inline constexpr uint32_t kOldestProgramFormatVersion = 3;
 inline constexpr char kProgramMagic[8] = {'L', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
 

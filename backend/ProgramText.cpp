@@ -130,7 +130,12 @@ std::string printProgramText(const Program &p) {
         out += " " + d.name + "=" + std::to_string(d.value);
       out += "\n";
       for (const TensorPlacement &t : b.tensors) {
-        out += "    tensor " + tensorRoleName(t.role).str() + " " + t.name + " " +
+        // A state input or output is written `state-in` or `state-out`.
+        std::string role = !t.state                       ? tensorRoleName(t.role).str()
+                           : t.role == TensorRole::Input  ? std::string("state-in")
+                           : t.role == TensorRole::Output ? std::string("state-out")
+                                                          : tensorRoleName(t.role).str() + "?state";
+        out += "    tensor " + role + " " + t.name + " " +
                tensor::dtypeName(t.dtype).str() + " [";
         for (size_t i = 0; i < t.shape.size(); ++i)
           out += (i ? "," : "") + printDim(t.shape[i]);
@@ -275,8 +280,12 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
         t.role = TensorRole::Param;
       else if (words[1] == "const")
         t.role = TensorRole::Constant;
-      else
-        return fail("tensor role must be input, output, param or const, found '" + words[1] + "'");
+      else if (words[1] == "state-in" || words[1] == "state-out") {
+        t.role = words[1] == "state-in" ? TensorRole::Input : TensorRole::Output;
+        t.state = true;
+      } else
+        return fail("tensor role must be input, output, param, const, state-in or state-out, "
+                    "found '" + words[1] + "'");
       t.name = words[2].str();
       if (!isProgramToken(t.name))
         return fail("bad tensor name '" + words[2] + "'");

@@ -67,6 +67,10 @@ paramSpecs(llvm::ArrayRef<const Function *> functions);
 struct WeightSource {
   std::vector<std::string> files;
   uint64_t randomSeed = 0;
+  /// Set: weights already read (a superset of what a run needs), used by
+  /// runEntry instead of the files or the seed, so that repeated calls
+  /// (lpurun --reference --generate) read them once.
+  const std::map<std::string, tensor::Tensor> *loaded = nullptr;
 };
 /// Every tensor of `params`; the files must hold exactly them (one error lists
 /// every missing, extra, mis-typed and mis-shaped name).

@@ -50,23 +50,30 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
   entry.name = functions.empty() ? "" : functions.front()->name();
   for (const Function *fn : functions) {
     backend::Bucket bucket = bucketOf(*fn);
-    auto place = [&](backend::TensorRole role, const std::string &name, const Type &type) {
+    auto place = [&](backend::TensorRole role, const std::string &name, const Type &type,
+                     bool state) {
       backend::TensorPlacement t;
       t.role = role;
       t.name = name;
+      t.state = state;
       t.dtype = type.dtype;
       for (int64_t d : type.shape)
         t.shape.push_back(backend::Dim{d, ""});
       bucket.tensors.push_back(std::move(t));
     };
     for (const Op *in : fn->inputs())
-      place(backend::TensorRole::Input, in->stringAttr("name").value_or(""), in->type());
+      place(backend::TensorRole::Input, in->stringAttr("name").value_or(""), in->type(),
+            in->boolAttr("state").value_or(false));
     if (const Op *ret = fn->terminator()) {
       std::vector<std::string> names =
           ret->stringsAttr("names").value_or(std::vector<std::string>{});
-      for (size_t i = 0; i < ret->operands().size(); ++i)
-        place(backend::TensorRole::Output, i < names.size() ? names[i] : "out" + std::to_string(i),
-              ret->operand(i)->type());
+      std::vector<std::string> states =
+          ret->stringsAttr("states").value_or(std::vector<std::string>{});
+      for (size_t i = 0; i < ret->operands().size(); ++i) {
+        std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
+        bool state = llvm::is_contained(states, name);
+        place(backend::TensorRole::Output, name, ret->operand(i)->type(), state);
+      }
     }
     entry.buckets.push_back(std::move(bucket));
   }
@@ -81,7 +88,10 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   if (!functions)
     return functions.takeError();
   backend::Entry entry = describeEntry(*functions);
-  auto choice = backend::selectBucket(entry, inputs);
+  // A state the run does not give starts at zeros.
+  std::map<std::string, tensor::Tensor> withStates = inputs;
+  backend::addZeroStates(entry, withStates);
+  auto choice = backend::selectBucket(entry, withStates);
   if (!choice)
     return choice.takeError();
   const Function &fn = *(*functions)[choice->index];
@@ -89,21 +99,26 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   std::map<std::string, tensor::Tensor> padded;
   for (const backend::TensorPlacement &t : bucket.tensors)
     if (t.role == backend::TensorRole::Input)
-      padded.emplace(t.name, backend::padTo(inputs.at(t.name), bucket.concreteShape(t)));
+      padded.emplace(t.name, backend::padTo(withStates.at(t.name), bucket.concreteShape(t)));
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
   options.progress.status("bind weights");
   support::TimedScope binding(options.timing, "bind weights");
-  auto specs = paramSpecs(fn);
-  if (!specs)
-    return specs.takeError();
-  auto weights = loadWeights(source, *specs);
-  if (!weights)
-    return weights.takeError();
+  std::map<std::string, tensor::Tensor> read;
+  if (!source.loaded) {
+    auto specs = paramSpecs(fn);
+    if (!specs)
+      return specs.takeError();
+    auto weights = loadWeights(source, *specs);
+    if (!weights)
+      return weights.takeError();
+    read = std::move(*weights);
+  }
+  const std::map<std::string, tensor::Tensor> &weights = source.loaded ? *source.loaded : read;
   auto t0 = Clock::now();
-  auto interpreter = Interpreter::create(fn, *weights, options);
+  auto interpreter = Interpreter::create(fn, weights, options);
   if (!interpreter)
     return interpreter.takeError();
   binding.stop();
@@ -122,7 +137,7 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
   run.function = &fn;
   run.bucketText = backend::bucketLabel(bucket.dims);
   run.paddingFraction = choice->paddingFraction;
-  run.weights = std::move(*weights);
+  run.weights = std::move(read); // empty when the weights were given loaded
   size_t i = 0;
   for (const backend::TensorPlacement &t : bucket.tensors) {
     if (t.role != backend::TensorRole::Output)
@@ -136,7 +151,7 @@ llvm::Expected<EntryRun> runEntry(const Module &module, llvm::StringRef entryNam
         shape[k] = bound->second;
     }
     NamedTensor &out = (*outputs)[i++];
-    run.outputs.emplace_back(out.first, backend::cropTo(out.second, shape));
+    (t.state ? run.states : run.outputs).emplace_back(out.first, backend::cropTo(out.second, shape));
   }
   return run;
 }

@@ -24,19 +24,24 @@ llvm::Expected<std::vector<const Function *>> entryFunctions(const Module &modul
 backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions);
 
 struct EntryRun {
-  std::vector<NamedTensor> outputs;   // cropped to the sizes the inputs imply
+  std::vector<NamedTensor> outputs;   // cropped to the sizes the inputs imply; no states
+  /// The state outputs: each state's value when the call ended. A state
+  /// input the run did not give started at zeros.
+  std::vector<NamedTensor> states;
   const Function *function = nullptr; // the bucket that ran
   std::string bucketText;             // "S=128", or "fixed shapes"
   double paddingFraction = 0;         // 1 - given / bucket input elements
   /// The weights the bucket ran with, by parameter path (what
-  /// `lpurun --dump-weights` writes).
+  /// `lpurun --dump-weights` writes); empty when WeightSource::loaded gave
+  /// them.
   std::map<std::string, tensor::Tensor> weights;
   /// Wall time binding the weights (Interpreter::create) and running; CPU
   /// time of the run over all threads (a shared machine needs both).
   double prepareSeconds = 0, runSeconds = 0, runCpuSeconds = 0;
 };
 
-/// Runs the bucket of `entry` the inputs select with weights from `source`:
+/// Runs the bucket of `entry` the inputs select (a state input they do
+/// not hold starts at zeros) with weights from `source`:
 /// the parameters of that bucket's function and no others, as lpurun
 /// places them on the simulator. Other entries (another model, or the same
 /// parameter name at another shape) do not matter; a file must hold exactly

@@ -128,8 +128,15 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
         results.push_back(mapped.at(ret->operand(i)));
         names.push_back(i < declared.size() ? declared[i] : "out" + std::to_string(i));
       }
+    // The states this chip's outputs hold (docs/generation.md).
+    std::vector<std::string> states;
+    for (const std::string &s : ret->stringsAttr("states").value_or(std::vector<std::string>{}))
+      if (llvm::is_contained(names, s))
+        states.push_back(s);
     ir::Op *r = out->append(ir::OpKind::Return, ir::Type{}, std::move(results), ret->loc());
     r->setAttr("names", std::move(names));
+    if (!states.empty())
+      r->setAttr("states", std::move(states));
   }
   return out;
 }

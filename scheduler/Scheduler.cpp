@@ -567,6 +567,9 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       // writes it that slice of the whole weight).
       if (std::optional<ir::Shard> shard = ir::shardOf(op); shard && !input)
         params.back().shard = {shard->axis, shard->start, shard->full};
+      // A state's value when the call starts (docs/generation.md).
+      if (input)
+        inputs.back().state = op.boolAttr("state").value_or(false);
       break;
     }
     case ir::OpKind::Constant: {
@@ -709,6 +712,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       auto noteCopies = llvm::make_scope_exit([&] { noteOpTiming(schedule, before, op, op, ctx, timed); });
       std::vector<std::string> names = op.stringsAttr("names").value_or(std::vector<std::string>{});
       std::set<const ir::Op *> used;
+      // Outputs that are a state's value when the call ends.
+      const std::vector<std::string> states =
+          op.stringsAttr("states").value_or(std::vector<std::string>{});
+      auto isState = [&](const std::string &name) { return llvm::is_contained(states, name); };
       for (size_t i = 0; i < op.operands().size(); ++i) {
         const ir::Op *v = op.operand(i);
         std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
@@ -720,10 +727,12 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         if (outputRoots.count(root) && !used.count(root) && ctx.hasView(v) &&
             ctx.view(v).rowMap.empty() && !ctx.view(v).repeatVector) {
           used.insert(root);
-          if (sent)
+          if (sent) {
             sentViews[name] = ctx.view(v);
-          else
+          } else {
             outputs.push_back(placementOf(TensorRole::Output, name, v->type(), ctx.view(v)));
+            outputs.back().state = isState(name);
+          }
           continue;
         }
         // An output that is an input, a parameter, a constant, a broadcast
@@ -735,8 +744,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         TensorView copy = ctx.view(&op);
         if (sent)
           sentViews[name] = copy;
-        else
+        else {
           outputs.push_back(placementOf(TensorRole::Output, name, v->type(), copy));
+          outputs.back().state = isState(name);
+        }
       }
       break;
     }

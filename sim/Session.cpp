@@ -50,8 +50,11 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
                  llvm::join(names, ", ") + ")");
   }
   // Timing needs no data: without inputs a timing-only run takes bucket 0.
+  // A state the run does not give starts at zeros.
+  std::map<std::string, tensor::Tensor> inputs = options.inputs;
+  addZeroStates(*entry, inputs);
   llvm::Expected<BucketChoice> choice =
-      options.run.timingOnly && options.inputs.empty() ? BucketChoice{} : selectBucket(*entry, options.inputs);
+      options.run.timingOnly && options.inputs.empty() ? BucketChoice{} : selectBucket(*entry, inputs);
   if (!choice)
     return choice.takeError();
   SessionPlan plan;
@@ -69,7 +72,17 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
     if (t.role == TensorRole::Param && paramNames.insert(t.name).second)
       paramSpecs.push_back({t.name, t.dtype, bucket.fullShape(t)});
   if (!paramSpecs.empty() && !options.run.timingOnly) {
-    if (!options.weightsFiles.empty()) {
+    if (options.params) {
+      for (const tensor::TensorSpec &spec : paramSpecs) {
+        auto it = options.params->find(spec.name);
+        if (it == options.params->end())
+          return error("no weight '" + spec.name + "' among the parameters read");
+        if (it->second.dtype() != spec.dtype || it->second.shape() != llvm::ArrayRef(spec.shape))
+          return error("weight '" + spec.name + "' is " + it->second.typeString() +
+                       ", this entry reads " + tensor::typeString(spec.dtype, spec.shape));
+        plan.params.emplace(spec.name, it->second);
+      }
+    } else if (!options.weightsFiles.empty()) {
       auto loaded = tensor::loadTensorFiles(options.weightsFiles, paramSpecs);
       if (!loaded)
         return loaded.takeError();
@@ -96,7 +109,7 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
   if (!options.run.timingOnly)
     for (const TensorPlacement &t : bucket.tensors)
       if (t.role == TensorRole::Input)
-        plan.inputs.insert_or_assign(t.name, padTo(options.inputs.at(t.name), bucket.concreteShape(t)));
+        plan.inputs.insert_or_assign(t.name, padTo(inputs.at(t.name), bucket.concreteShape(t)));
   return plan;
 }
 
@@ -174,7 +187,7 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
       shape.push_back(d.name.empty() ? d.value
                       : choice->bound.count(d.name) ? choice->bound.at(d.name)
                                                     : bucket.concreteShape(t)[shape.size()]);
-    result.outputs.push_back({t.name, cropTo(*value, shape)});
+    (t.state ? result.states : result.outputs).push_back({t.name, cropTo(*value, shape)});
   }
   result.report = (*machine)->report();
   result.context.entry = entry->name;

@@ -25,6 +25,9 @@ struct SessionOptions {
   std::map<std::string, tensor::Tensor> inputs;
   std::vector<std::string> weightsFiles; // .safetensors, each weight in one; or none
   std::optional<uint64_t> randomSeed; // --random-weights
+  /// Set: the parameters already read (whole weights, by name), used
+  /// instead of weightsFiles and randomSeed (repeated calls read them once).
+  const std::map<std::string, tensor::Tensor> *params = nullptr;
   /// run.progress also gets the session's steps as statuses (bind
   /// weights, simulate, read outputs), and `timing` a row for each (lpurun
   /// --progress, --time-phases).
@@ -33,7 +36,10 @@ struct SessionOptions {
 };
 
 struct SessionResult {
-  std::vector<std::pair<std::string, tensor::Tensor>> outputs; // program order
+  std::vector<std::pair<std::string, tensor::Tensor>> outputs; // program order, states left out
+  /// The state outputs (TensorPlacement::state): each state's value when the
+  /// call ended, in program order.
+  std::vector<std::pair<std::string, tensor::Tensor>> states;
   RunReport report;
   ReportContext context;
   std::string traceJson; // when run.trace
@@ -46,6 +52,7 @@ struct SessionPlan {
   const backend::Entry *entry = nullptr;
   backend::BucketChoice choice;
   /// By name within each role: an input and a parameter may share a name.
+  /// The inputs include the states the run did not give, as zeros.
   /// A parameter is its whole weight, also when chips hold slices of it.
   std::map<std::string, tensor::Tensor> params, inputs;
   /// The slices of the weights that placements hold (TensorPlacement::shard),

@@ -7,6 +7,7 @@
 #include "backend/ProgramText.h"
 #include "support/Literal.h"
 #include "support/Npy.h"
+#include "support/RandomTensor.h"
 #include "support/SafeTensors.h"
 #include "frontend/Checker.h"
 #include "driver/LoadModel.h"
@@ -20,12 +21,16 @@
 #include "support/Progress.h"
 #include "support/TimeReport.h"
 #include "tools/common/ToolSupport.h"
+#include "tools/lpurun/Generate.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
 
 using namespace lpu;
 
@@ -114,6 +119,105 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
   return -1;
 }
 
+/// --dump-state: the states as a .safetensors file, by name.
+bool writeStates(const std::string &path, const std::map<std::string, tensor::Tensor> &states,
+                 const Feedback &feedback) {
+  std::vector<tensor::NamedTensor> list(states.begin(), states.end());
+  if (auto e = tensor::writeSafeTensorsFile(path, list)) {
+    feedback.error(llvm::toString(std::move(e)));
+    return false;
+  }
+  return true;
+}
+
+/// The state after one call: what the call wrote, else the value it
+/// started from (given, or zeros), for every state of `entries`.
+llvm::Expected<std::map<std::string, tensor::Tensor>>
+finalStates(llvm::ArrayRef<backend::Entry> entries,
+            llvm::ArrayRef<tensor::NamedTensor> written,
+            const std::map<std::string, tensor::Tensor> &given) {
+  std::map<std::string, tensor::Tensor> states;
+  for (const tensor::TensorSpec &s : backend::stateSpecs(entries)) {
+    auto w = llvm::find_if(written, [&](const tensor::NamedTensor &n) { return n.first == s.name; });
+    if (w != written.end()) {
+      states.emplace(s.name, w->second);
+    } else if (given.count(s.name)) {
+      states.emplace(s.name, given.at(s.name));
+    } else {
+      auto zeros = tensor::Tensor::create(s.dtype, s.shape);
+      if (!zeros)
+        return zeros.takeError();
+      states.emplace(s.name, std::move(*zeros));
+    }
+  }
+  return states;
+}
+
+/// Writes the outputs --output names (a state's too) and prints the
+/// others but the states when asked to print. Returns -1 when all is
+/// well, else the exit code.
+int emitOutputs(llvm::ArrayRef<tensor::NamedTensor> outputs, llvm::ArrayRef<tensor::NamedTensor> states,
+                const std::map<std::string, std::string> &outputFiles, bool printAll,
+                bool checkNames, const std::string &where, const Feedback &feedback) {
+  auto has = [](llvm::ArrayRef<tensor::NamedTensor> list, const std::string &name) {
+    return llvm::any_of(list, [&](const tensor::NamedTensor &n) { return n.first == name; });
+  };
+  if (checkNames)
+    for (const auto &[name, path] : outputFiles)
+      if (!has(outputs, name) && !has(states, name)) {
+        feedback.error("no output '" + name + "' in " + where);
+        return tools::kExitUsageError;
+      }
+  // A state is printed only when named: it is the model's memory, not a
+  // result.
+  for (bool state : {false, true})
+    for (const auto &[name, value] : state ? states : outputs) {
+      auto it = outputFiles.find(name);
+      if (it != outputFiles.end()) {
+        if (auto e = tensor::writeNpyFile(it->second, value)) {
+          feedback.error(llvm::toString(std::move(e)));
+          return tools::kExitUsageError;
+        }
+      } else if (printAll && !state) {
+        llvm::outs() << name << ": " << tensor::formatIree(value) << "\n";
+      }
+    }
+  return -1;
+}
+
+/// --generate's arguments, as given.
+struct GenerateArgs {
+  std::optional<int64_t> tokens; // set: --generate
+  std::string prompt, prefillEntry = "prefill", decodeEntry = "decode", dumpState;
+};
+
+/// The options of the loop: the prompt read, the --input values as the
+/// states' first values. Returns -1 when all is well, else the exit code.
+int prepareGenerate(const GenerateArgs &args, const std::map<std::string, tensor::Tensor> &inputs,
+                    bool timingOnly, lpurun::GenerateOptions &options, const Feedback &feedback) {
+  options.tokens = *args.tokens;
+  options.prefillEntry = args.prefillEntry;
+  options.decodeEntry = args.decodeEntry;
+  options.initialStates = inputs;
+  options.timingOnly = timingOnly;
+  auto prompt = tensor::readNpyFile(args.prompt);
+  if (!prompt) {
+    feedback.error(llvm::toString(prompt.takeError()));
+    return tools::kExitInputError;
+  }
+  options.prompt = std::move(*prompt);
+  return -1;
+}
+
+/// Prints the loop's report and writes --dump-state.
+int finishGenerate(const lpurun::GenerateResult &result, double clockMHz, const GenerateArgs &args,
+                   const Feedback &feedback) {
+  llvm::outs() << lpurun::formatGenerateReport(result, clockMHz);
+  if (!args.dumpState.empty() && !writeStates(args.dumpState, result.states, feedback))
+    return tools::kExitUsageError;
+  return tools::kExitSuccess;
+}
+
 /// The module of `path`: a .lpu source compiled (diagnostics on stderr), or
 /// IR text (.ir) parsed and verified.
 llvm::Expected<std::unique_ptr<ir::Module>> loadModule(const std::string &path, const char *argv0,
@@ -139,6 +243,8 @@ struct ReferenceArgs {
   std::map<std::string, tensor::Tensor> inputs;
   std::map<std::string, std::string> outputFiles;
   bool printAll = false;
+  std::string dumpState;
+  GenerateArgs generate;
 };
 
 /// The samples of --calibrate: each argument FILE.npy or NAME=FILE.npy (the
@@ -288,6 +394,70 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
   running.timing = feedback.timing();
   if (!args.calibrate.empty())
     return calibrateReference(**module, args, source, running, feedback);
+  // Every entry of the module, described as a program's (for states).
+  std::vector<backend::Entry> entries;
+  for (const auto &fn : (*module)->functions) {
+    if (llvm::any_of(entries, [&](const backend::Entry &e) { return e.name == fn->name(); }))
+      continue;
+    auto fns = interp::entryFunctions(**module, fn->name());
+    if (!fns) {
+      feedback.error(llvm::toString(fns.takeError()));
+      return tools::kExitInputError;
+    }
+    entries.push_back(interp::describeEntry(*fns));
+  }
+  if (args.generate.tokens) {
+    lpurun::GenerateOptions options;
+    if (int rc = prepareGenerate(args.generate, args.inputs, false, options, feedback); rc >= 0)
+      return rc;
+    interp::InterpreterOptions quiet = running;
+    quiet.progress = {};
+    quiet.timing = {};
+    // The weights of both entries, read once (a missing entry is the
+    // contract's error, below).
+    std::vector<const ir::Function *> fns;
+    for (const std::string &name : {options.prefillEntry, options.decodeEntry})
+      if (auto found = interp::entryFunctions(**module, name))
+        fns.insert(fns.end(), found->begin(), found->end());
+      else
+        llvm::consumeError(found.takeError());
+    std::map<std::string, tensor::Tensor> loaded;
+    auto specs = interp::paramSpecs(fns);
+    if (!specs) {
+      feedback.error(llvm::toString(specs.takeError()));
+      return tools::kExitInputError;
+    }
+    if (auto weights = interp::loadWeights(source, *specs)) {
+      loaded = std::move(*weights);
+    } else {
+      feedback.error(llvm::toString(weights.takeError()));
+      return tools::kExitInputError;
+    }
+    source.loaded = &loaded;
+    auto call = [&](const std::string &entry, const std::map<std::string, tensor::Tensor> &inputs)
+        -> llvm::Expected<lpurun::CallResult> {
+      feedback.progress().status("run " + entry);
+      auto start = std::chrono::steady_clock::now();
+      auto r = interp::runEntry(**module, entry, inputs, source, quiet);
+      if (!r)
+        return r.takeError();
+      lpurun::CallResult c;
+      c.outputs = std::move(r->outputs);
+      c.states = std::move(r->states);
+      c.bucket = r->bucketText;
+      c.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return c;
+    };
+    support::TimedScope looping(feedback.timing(), "generate");
+    auto result = lpurun::generate(entries, options, call);
+    looping.stop();
+    feedback.endProgress();
+    if (!result) {
+      feedback.error(llvm::toString(result.takeError()));
+      return tools::kExitInputError;
+    }
+    return finishGenerate(*result, 0, args.generate, feedback);
+  }
   auto run = interp::runEntry(**module, args.entry, args.inputs, source, running);
   feedback.endProgress();
   if (!run) {
@@ -309,25 +479,18 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
                    << "reference: weights bound in " << llvm::format("%.3f", run->prepareSeconds)
                    << " s, run " << llvm::format("%.3f", run->runSeconds) << " s (cpu "
                    << llvm::format("%.3f", run->runCpuSeconds) << " s)\n";
-  for (const auto &[name, path] : args.outputFiles) {
-    bool known = false;
-    for (const auto &[outName, value] : run->outputs)
-      known |= outName == name;
-    if (!known) {
-      feedback.error("no output '" + name + "' in entry '" + run->function->name() + "'");
+  if (int rc = emitOutputs(run->outputs, run->states, args.outputFiles, args.printAll, true,
+                           "entry '" + run->function->name() + "'", feedback);
+      rc >= 0)
+    return rc;
+  if (!args.dumpState.empty()) {
+    auto states = finalStates(entries, run->states, args.inputs);
+    if (!states) {
+      feedback.error(llvm::toString(states.takeError()));
+      return tools::kExitInputError;
+    }
+    if (!writeStates(args.dumpState, *states, feedback))
       return tools::kExitUsageError;
-    }
-  }
-  for (const auto &[name, value] : run->outputs) {
-    auto it = args.outputFiles.find(name);
-    if (it != args.outputFiles.end()) {
-      if (auto e = tensor::writeNpyFile(it->second, value)) {
-        feedback.error(llvm::toString(std::move(e)));
-        return tools::kExitUsageError;
-      }
-    } else if (args.printAll) {
-      llvm::outs() << name << ": " << tensor::formatIree(value) << "\n";
-    }
   }
   return tools::kExitSuccess;
 }
@@ -386,6 +549,19 @@ int main(int argc, char **argv) {
                  "one per core)")
       ->check(CLI::Range(1u, 256u));
   app.add_flag("--timing-only", timingOnly, "compute cycles only, without data");
+  GenerateArgs generate;
+  std::string dumpState;
+  app.add_option("--dump-state", dumpState,
+                 "write the state (the model's `state` members) after the run to a "
+                 ".safetensors file");
+  app.add_option("--generate", generate.tokens,
+                 "generate N tokens greedily: entry prefill on --prompt once, then N - 1 calls "
+                 "of entry decode, the state carried between calls (docs/generation.md)");
+  app.add_option("--prompt", generate.prompt, "with --generate: the prompt's ids, i32[1, S] (.npy)");
+  app.add_option("--prefill-entry", generate.prefillEntry,
+                 "with --generate: the entry run on the prompt (default prefill)");
+  app.add_option("--decode-entry", generate.decodeEntry,
+                 "with --generate: the entry run for each next token (default decode)");
   app.add_option("--chip", chipName, "chip description NAME or FILE (default: the program's)");
   app.add_option("--emit", emit, "convert the program instead of running it: text or binary")
       ->check(CLI::IsMember({"text", "binary"}));
@@ -448,6 +624,35 @@ int main(int argc, char **argv) {
     return tools::kExitUsageError;
   }
 
+  if (generate.tokens) {
+    if (*generate.tokens < 1) {
+      feedback.error("--generate " + llvm::Twine(*generate.tokens) +
+                     ": the number of tokens to generate is at least 1");
+      return tools::kExitUsageError;
+    }
+    if (generate.prompt.empty()) {
+      feedback.error("--generate needs --prompt FILE.npy (the prompt's ids, i32[1, S])");
+      return tools::kExitUsageError;
+    }
+    for (const char *flag : {"--entry", "--output", "--report", "--trace", "--check-shifts",
+                             "--emit", "--calibrate", "--dump-weights"})
+      if (app.count(flag)) {
+        feedback.error(llvm::Twine(flag) + " does not apply to --generate");
+        return tools::kExitUsageError;
+      }
+    if (!dumpState.empty())
+      generate.dumpState = dumpState;
+    if (timingOnly && !dumpState.empty()) {
+      feedback.error("--dump-state needs data: not with --timing-only");
+      return tools::kExitUsageError;
+    }
+  } else {
+    for (const char *flag : {"--prompt", "--prefill-entry", "--decode-entry"})
+      if (app.count(flag)) {
+        feedback.error(llvm::Twine(flag) + " needs --generate");
+        return tools::kExitUsageError;
+      }
+  }
   if (reference) {
     for (const char *flag : {"--report", "--trace", "--timing-only", "--chip", "--emit", "-o",
                              "--format-version",
@@ -485,6 +690,12 @@ int main(int argc, char **argv) {
           return tools::kExitUsageError;
         }
     args.threads = app.count("--threads") ? threads : 0;
+    args.dumpState = dumpState;
+    args.generate = generate;
+    if (!dumpState.empty() && !calibrate.empty()) {
+      feedback.error("--dump-state does not apply to --calibrate");
+      return tools::kExitUsageError;
+    }
     if (int rc = collectTensorArgs(inputs, outputs, weights, args.inputs, args.outputFiles,
                                    args.printAll, feedback);
         rc >= 0)
@@ -566,7 +777,7 @@ int main(int argc, char **argv) {
       return tools::kExitUsageError;
     }
   if (checkShifts)
-    for (const char *flag : {"--report", "--trace", "--timing-only", "--output"})
+    for (const char *flag : {"--report", "--trace", "--timing-only", "--output", "--dump-state"})
       if (app.count(flag)) {
         feedback.error(llvm::Twine(flag) + " does not apply to --check-shifts");
         return tools::kExitUsageError;
@@ -586,6 +797,79 @@ int main(int argc, char **argv) {
   if (int rc = collectTensorArgs(inputs, outputs, weights, options.inputs, outputFiles, printAll, feedback);
       rc >= 0)
     return rc;
+
+  if (timingOnly && !dumpState.empty()) {
+    feedback.error("--dump-state needs data: not with --timing-only");
+    return tools::kExitUsageError;
+  }
+  if (generate.tokens) {
+    lpurun::GenerateOptions genOptions;
+    if (int rc = prepareGenerate(generate, options.inputs, timingOnly, genOptions, feedback); rc >= 0)
+      return rc;
+    if (auto e = lpurun::checkGenerateContract(program->entries, genOptions)) {
+      feedback.error(llvm::toString(std::move(e)));
+      return tools::kExitInputError;
+    }
+    // The weights are read once, for both entries.
+    std::map<std::string, tensor::Tensor> params;
+    if (!timingOnly) {
+      std::vector<tensor::TensorSpec> specs;
+      for (const backend::Entry &e : program->entries) {
+        if (e.name != genOptions.prefillEntry && e.name != genOptions.decodeEntry)
+          continue;
+        for (const backend::Bucket &b : e.buckets)
+          for (const backend::TensorPlacement &t : b.tensors)
+            if (t.role == backend::TensorRole::Param &&
+                llvm::none_of(specs, [&](const tensor::TensorSpec &s) { return s.name == t.name; }))
+              specs.push_back({t.name, t.dtype, b.fullShape(t)});
+      }
+      if (!weights.empty()) {
+        auto loaded = tensor::loadTensorFiles(weights, specs);
+        if (!loaded) {
+          feedback.error(llvm::toString(loaded.takeError()));
+          return tools::kExitInputError;
+        }
+        params = std::move(*loaded);
+      } else if (seed) {
+        params = tensor::randomTensors(*seed, specs);
+      } else if (!specs.empty()) {
+        feedback.error("the program has parameters: give --weights FILE.safetensors or "
+                       "--random-weights SEED");
+        return tools::kExitUsageError;
+      }
+    }
+    auto call = [&](const std::string &entryName,
+                    const std::map<std::string, tensor::Tensor> &callInputs)
+        -> llvm::Expected<lpurun::CallResult> {
+      sim::SessionOptions o = options;
+      o.entry = entryName;
+      o.inputs = callInputs;
+      o.params = &params;
+      o.run.progress = {};
+      o.timing = {};
+      feedback.progress().status("simulate " + entryName);
+      auto start = std::chrono::steady_clock::now();
+      auto r = sim::runSession(*program, *chip, o);
+      if (!r)
+        return r.takeError();
+      lpurun::CallResult c;
+      c.outputs = std::move(r->outputs);
+      c.states = std::move(r->states);
+      c.cycles = r->report.cycles;
+      c.bucket = r->context.bucketDims.empty() ? "fixed shapes" : r->context.bucketDims;
+      c.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return c;
+    };
+    support::TimedScope looping(feedback.timing(), "generate");
+    auto result = lpurun::generate(program->entries, genOptions, call);
+    looping.stop();
+    feedback.endProgress();
+    if (!result) {
+      feedback.error(llvm::toString(result.takeError()));
+      return tools::kExitInputError;
+    }
+    return finishGenerate(*result, chip->clockMHz, generate, feedback);
+  }
 
   if (checkShifts) {
     sim::ShiftCheckOptions shiftOptions;
@@ -619,25 +903,18 @@ int main(int argc, char **argv) {
     feedback.error(llvm::toString(result.takeError()));
     return tools::kExitInputError;
   }
-  for (const auto &[name, path] : outputFiles) {
-    bool known = false;
-    for (const auto &[outName, value] : result->outputs)
-      known |= outName == name;
-    if (!known && !timingOnly) {
-      feedback.error("no output '" + name + "' in the program");
+  if (int rc = emitOutputs(result->outputs, result->states, outputFiles, printAll, !timingOnly,
+                           "the program", feedback);
+      rc >= 0)
+    return rc;
+  if (!dumpState.empty()) {
+    auto states = finalStates(program->entries, result->states, options.inputs);
+    if (!states) {
+      feedback.error(llvm::toString(states.takeError()));
+      return tools::kExitInputError;
+    }
+    if (!writeStates(dumpState, *states, feedback))
       return tools::kExitUsageError;
-    }
-  }
-  for (const auto &[name, value] : result->outputs) {
-    auto it = outputFiles.find(name);
-    if (it != outputFiles.end()) {
-      if (auto e = tensor::writeNpyFile(it->second, value)) {
-        feedback.error(llvm::toString(std::move(e)));
-        return tools::kExitUsageError;
-      }
-    } else if (printAll) {
-      llvm::outs() << name << ": " << tensor::formatIree(value) << "\n";
-    }
   }
   if (report == "text")
     llvm::outs() << sim::formatReportText(result->report, result->context);

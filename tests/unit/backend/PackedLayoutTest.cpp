@@ -64,7 +64,7 @@ TEST(PackedLayout, TextRoundTripIsIdentity) {
 TEST(PackedLayout, BinaryRoundTripIsIdentity) {
   Program p = parsed();
   std::string bin = writeProgramBinary(p);
-  EXPECT_EQ(bin[8], 6); // the newest version (4 added the packed layout)
+  EXPECT_EQ(bin[8], 7); // the newest version (4 added the packed layout)
   auto read = readProgramBinary(bytesOf(bin), "b");
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
   EXPECT_EQ(*read, p);
@@ -91,7 +91,7 @@ TEST(PackedLayout, BinaryRefusesLayoutsItsVersionLacks) {
   Program unknown = p;
   unknown.entries[0].buckets[0].tensors[1].layout = Layout(2);
   EXPECT_EQ(errorOf(readProgramBinary(bytesOf(writeProgramBinary(unknown)), "b")),
-            "b: not a valid program file: tensor 'conv': unknown layout 2 (format version 6 has "
+            "b: not a valid program file: tensor 'conv': unknown layout 2 (format version 7 has "
             "0 = rows, 1 = packed)");
   // A rows-only version 3 file still reads.
   Program rows = p;

@@ -3,6 +3,8 @@
 #include "backend/ProgramText.h"
 #include "backend/Topology.h"
 
+#include <llvm/Support/xxhash.h>
+
 #include <gtest/gtest.h>
 
 using namespace lpu::backend;
@@ -253,7 +255,7 @@ TEST(ProgramFile, ClearMessages) {
   std::string v = bin;
   v[8] = 9;
   EXPECT_EQ(errorOf(readProgramBinary(ref(v), "p.lpx")),
-            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 6 "
+            "p.lpx: not a valid program file: format version 9, this lpurun reads versions 3 to 7 "
             "(recompile the program with this lpuc)");
   std::string c = bin;
   c.back() ^= 1;
@@ -273,14 +275,14 @@ TEST(ProgramFile, ClearMessages) {
 // a version 2 (or 1) file is refused by its header, with a clear message.
 // Version 4 added the packed layout and nothing else, so version 3 reads.
 TEST(ProgramFile, OlderVersionsAreRefused) {
-  EXPECT_EQ(kProgramFormatVersion, 6u);
+  EXPECT_EQ(kProgramFormatVersion, 7u);
   std::string bin = writeProgramBinary(sampleProgram(1));
-  EXPECT_EQ(bin[8], 6);
+  EXPECT_EQ(bin[8], 7);
   for (char old : {1, 2}) {
     bin[8] = old;
     auto bytes = llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size());
     std::string message = "old.lpx: not a valid program file: format version " + std::to_string(old) +
-                          ", this lpurun reads versions 3 to 6 (recompile the program with this lpuc)";
+                          ", this lpurun reads versions 3 to 7 (recompile the program with this lpuc)";
     EXPECT_EQ(errorOf(readProgramBinary(bytes, "old.lpx")), message);
     EXPECT_EQ(errorOf(parseProgramFile(bytes, "old.lpx")), message);
   }
@@ -294,13 +296,24 @@ TEST(ProgramFile, OlderVersionsWithoutShardsStillRead) {
   EXPECT_EQ(errorOf(writeProgramBinary(p, 4)),
             "cannot write format version 4: tensor 'w.0' holds a shard of its weight (version 5 "
             "added shards)");
-  EXPECT_EQ(errorOf(writeProgramBinary(p, 7)),
-            "cannot write format version 7: this lpurun writes versions 3 to 6");
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 8)),
+            "cannot write format version 8: this lpurun writes versions 3 to 7");
   EXPECT_EQ(errorOf(writeProgramBinary(p, 2)),
-            "cannot write format version 2: this lpurun writes versions 3 to 6");
+            "cannot write format version 2: this lpurun writes versions 3 to 7");
   auto same = writeProgramBinary(p, 6);
   ASSERT_TRUE(bool(same)) << llvm::toString(same.takeError());
-  EXPECT_EQ(*same, writeProgramBinary(p));
+  // Version 7 adds a byte a tensor: whether it is a state.
+  {
+    size_t all = 0;
+    for (const Entry &e : p.entries)
+      for (const Bucket &b : e.buckets)
+        all += b.tensors.size();
+    EXPECT_EQ(same->size() + all, writeProgramBinary(p).size());
+    auto readSix = readProgramBinary(
+        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(same->data()), same->size()), "six");
+    ASSERT_TRUE(bool(readSix)) << llvm::toString(readSix.takeError());
+    EXPECT_EQ(*readSix, p);
+  }
   // Version 6 adds a byte a chip: whether it runs another's code.
   size_t chips = 0;
   for (const Entry &e : p.entries)
@@ -668,4 +681,78 @@ TEST(ProgramFile, OnlyCanonicalBinariesLoad) {
   Program shortShard = sampleProgram(1);
   shortShard.entries[0].buckets[0].tensors[1].shard = {0, 320};
   EXPECT_NE(refused(shortShard).find("shard length"), std::string::npos);
+}
+
+// A state (a model's memory between calls) is an input and an output
+// marked as such: version 7's byte a tensor, the text form's state-in and
+// state-out. A corrupted flag, a flag on another role and one state of two
+// shapes are refused.
+TEST(ProgramFile, States) {
+  auto chip = loadChipDescription("groqchip1");
+  ASSERT_TRUE(bool(chip));
+  auto bytesOf = [](const std::string &s) {
+    return llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(s.data()), s.size());
+  };
+  Program p = sampleProgram(chip->fingerprint());
+  Bucket &b = p.entries[0].buckets[0];
+  TensorPlacement in{TensorRole::Input, "cache", DType::F16, {{6, ""}, {4, ""}}, 0, {8, 9}, 0,
+                     Layout::Rows, {}, 0, {}, {}, true};
+  TensorPlacement out = in;
+  out.role = TensorRole::Output;
+  out.slices = {10, 11};
+  b.tensors.push_back(in);
+  b.tensors.push_back(out);
+  ASSERT_FALSE(bool(verifyProgram(p, *chip)));
+
+  std::string text = printProgramText(p);
+  EXPECT_NE(text.find("    tensor state-in cache f16 [6,4] chip 0 slices 8,9 addr 0 layout rows\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("    tensor state-out cache f16 [6,4] chip 0 slices 10,11 addr 0"),
+            std::string::npos);
+  auto reparsed = parseProgramText(text, "t");
+  ASSERT_TRUE(bool(reparsed)) << llvm::toString(reparsed.takeError());
+  EXPECT_EQ(*reparsed, p);
+  std::string bin = writeProgramBinary(p);
+  auto read = readProgramBinary(bytesOf(bin), "b");
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(*read, p);
+  EXPECT_EQ(errorOf(writeProgramBinary(p, 6)),
+            "cannot write format version 6: input 'cache' is a state (version 7 added states)");
+
+  // The flag's byte: where the file with the input not a state differs.
+  Program plain = p;
+  plain.entries[0].buckets[0].tensors[b.tensors.size() - 2].state = false;
+  std::string other = writeProgramBinary(plain);
+  ASSERT_EQ(other.size(), bin.size());
+  size_t at = 0;
+  for (size_t i = 32; i < bin.size(); ++i)
+    if (bin[i] != other[i])
+      at = i;
+  ASSERT_NE(at, 0u);
+  EXPECT_EQ(bin[at], 1);
+  std::string bad = bin;
+  bad[at] = 2;
+  uint64_t hash = llvm::xxHash64(llvm::StringRef(bad).drop_front(32));
+  for (int k = 0; k < 8; ++k)
+    bad[24 + k] = char(hash >> (8 * k));
+  EXPECT_EQ(errorOf(readProgramBinary(bytesOf(bad), "b")),
+            "b: not a valid program file: input 'cache': state flag 2 (0 = not a state, 1 = a state)");
+
+  Program param = p;
+  param.entries[0].buckets[0].tensors[1].state = true; // w.0
+  EXPECT_EQ(errorOf(readProgramBinary(bytesOf(writeProgramBinary(param)), "b")),
+            "b: not a valid program file: param 'w.0' is marked a state: only an input or an output "
+            "may be");
+  EXPECT_EQ(errorOf(verifyProgram(param, *chip)),
+            "entry 'main' bucket 0: param 'w.0' is marked a state: only an input or an output may be");
+
+  Program shapes = p;
+  shapes.entries[0].buckets[0].tensors.back().shape[0].value = 5;
+  EXPECT_EQ(errorOf(verifyProgram(shapes, *chip)),
+            "entry 'main' bucket 0: output 'cache' is a state f16 [5,4], but input 'cache' in entry "
+            "'main' bucket 0 is f16 [6,4] (a state has one dtype and shape in every entry and bucket)");
+  EXPECT_EQ(errorOf(parseProgramText("lpu-program 1\ntarget g\nentry m\nbucket\n"
+                                     "tensor state x f16 [1] chip 0 slices 0,1 addr 0\n", "t")),
+            "t:5: tensor role must be input, output, param, const, state-in or state-out, found "
+            "'state'");
 }
