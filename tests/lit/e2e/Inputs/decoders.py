@@ -238,3 +238,31 @@ for step, (a, b) in enumerate(zip(sim_tokens, ref_tokens)):
         ties += 1
 print(f'simulator: logits within 2% of their largest at each of the {n} steps, '
       f'the same tokens' + (f' but {ties} near ties' if ties else ''))
+
+
+def generated(args):
+    """The tokens `lpurun ... --generate` prints, and its other lines."""
+    cmd = list(args) + ['--generate', str(n), '--prompt', path('prompt.npy'), '--weights', path('w.safetensors')]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f'{" ".join(cmd)}\n{done.stderr}')
+    lines = done.stdout.splitlines()
+    return [int(x) for x in lines[0].split(':')[1].split()], lines[1:]
+
+
+# lpurun's own loop (--generate, the state kept by lpurun): the reference's
+# tokens as above; the simulator's the same up to a near tie.
+gen_ref, _ = generated(['lpurun', '--reference', model])
+assert gen_ref == ref_tokens, ('--generate', gen_ref, 'file loop', ref_tokens)
+gen_sim, lines = generated(['lpurun', program])
+same = 0
+while same < n and gen_sim[same] == ref_tokens[same]:
+    same += 1
+if same < n:
+    assert near_tie(ref_logits[same], gen_sim[same], ref_tokens[same]), ('--generate', gen_sim, ref_tokens)
+    print(f'lpurun --generate: the reference gives the {n} tokens, the simulator the first {same}, then a near tie')
+else:
+    print(f'lpurun --generate: the same {n} tokens on the simulator and the reference')
+for line in lines:
+    if line.startswith('decode:'):
+        print(line)
