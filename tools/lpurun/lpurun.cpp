@@ -21,7 +21,7 @@
 #include "support/Progress.h"
 #include "support/TimeReport.h"
 #include "tools/common/ToolSupport.h"
-#include "tools/lpurun/Generate.h"
+#include "driver/Generate.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/ScopeExit.h>
@@ -194,7 +194,7 @@ struct GenerateArgs {
 /// The options of the loop: the prompt read, the --input values as the
 /// states' first values. Returns -1 when all is well, else the exit code.
 int prepareGenerate(const GenerateArgs &args, const std::map<std::string, tensor::Tensor> &inputs,
-                    bool timingOnly, lpurun::GenerateOptions &options, const Feedback &feedback) {
+                    bool timingOnly, driver::GenerateOptions &options, const Feedback &feedback) {
   options.tokens = *args.tokens;
   options.prefillEntry = args.prefillEntry;
   options.decodeEntry = args.decodeEntry;
@@ -210,9 +210,9 @@ int prepareGenerate(const GenerateArgs &args, const std::map<std::string, tensor
 }
 
 /// Prints the loop's report and writes --dump-state.
-int finishGenerate(const lpurun::GenerateResult &result, double clockMHz, const GenerateArgs &args,
+int finishGenerate(const driver::GenerateResult &result, double clockMHz, const GenerateArgs &args,
                    const Feedback &feedback) {
-  llvm::outs() << lpurun::formatGenerateReport(result, clockMHz);
+  llvm::outs() << driver::formatGenerateReport(result, clockMHz);
   if (!args.dumpState.empty() && !writeStates(args.dumpState, result.states, feedback))
     return tools::kExitUsageError;
   return tools::kExitSuccess;
@@ -407,7 +407,7 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
     entries.push_back(interp::describeEntry(*fns));
   }
   if (args.generate.tokens) {
-    lpurun::GenerateOptions options;
+    driver::GenerateOptions options;
     if (int rc = prepareGenerate(args.generate, args.inputs, false, options, feedback); rc >= 0)
       return rc;
     interp::InterpreterOptions quiet = running;
@@ -435,13 +435,13 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
     }
     source.loaded = &loaded;
     auto call = [&](const std::string &entry, const std::map<std::string, tensor::Tensor> &inputs)
-        -> llvm::Expected<lpurun::CallResult> {
+        -> llvm::Expected<driver::CallResult> {
       feedback.progress().status("run " + entry);
       auto start = std::chrono::steady_clock::now();
       auto r = interp::runEntry(**module, entry, inputs, source, quiet);
       if (!r)
         return r.takeError();
-      lpurun::CallResult c;
+      driver::CallResult c;
       c.outputs = std::move(r->outputs);
       c.states = std::move(r->states);
       c.bucket = r->bucketText;
@@ -449,7 +449,7 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
       return c;
     };
     support::TimedScope looping(feedback.timing(), "generate");
-    auto result = lpurun::generate(entries, options, call);
+    auto result = driver::generate(entries, options, call);
     looping.stop();
     feedback.endProgress();
     if (!result) {
@@ -803,10 +803,10 @@ int main(int argc, char **argv) {
     return tools::kExitUsageError;
   }
   if (generate.tokens) {
-    lpurun::GenerateOptions genOptions;
+    driver::GenerateOptions genOptions;
     if (int rc = prepareGenerate(generate, options.inputs, timingOnly, genOptions, feedback); rc >= 0)
       return rc;
-    if (auto e = lpurun::checkGenerateContract(program->entries, genOptions)) {
+    if (auto e = driver::checkGenerateContract(program->entries, genOptions)) {
       feedback.error(llvm::toString(std::move(e)));
       return tools::kExitInputError;
     }
@@ -840,7 +840,7 @@ int main(int argc, char **argv) {
     }
     auto call = [&](const std::string &entryName,
                     const std::map<std::string, tensor::Tensor> &callInputs)
-        -> llvm::Expected<lpurun::CallResult> {
+        -> llvm::Expected<driver::CallResult> {
       sim::SessionOptions o = options;
       o.entry = entryName;
       o.inputs = callInputs;
@@ -852,7 +852,7 @@ int main(int argc, char **argv) {
       auto r = sim::runSession(*program, *chip, o);
       if (!r)
         return r.takeError();
-      lpurun::CallResult c;
+      driver::CallResult c;
       c.outputs = std::move(r->outputs);
       c.states = std::move(r->states);
       c.cycles = r->report.cycles;
@@ -861,7 +861,7 @@ int main(int argc, char **argv) {
       return c;
     };
     support::TimedScope looping(feedback.timing(), "generate");
-    auto result = lpurun::generate(program->entries, genOptions, call);
+    auto result = driver::generate(program->entries, genOptions, call);
     looping.stop();
     feedback.endProgress();
     if (!result) {

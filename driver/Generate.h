@@ -1,4 +1,4 @@
-// lpurun --generate: greedy decoding with a program's (or a model's)
+// Greedy decoding (lpurun --generate) with a program's (or a model's)
 // prefill and decode entries, the state carried from call to call. The
 // loop knows nothing of the simulator or the interpreter: each call is a
 // function the driver gives (docs/generation.md).
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace lpu::lpurun {
+namespace lpu::driver {
 
 /// What one call of an entry gave back.
 struct CallResult {
@@ -64,4 +64,4 @@ llvm::Expected<GenerateResult> generate(llvm::ArrayRef<backend::Entry> entries,
 /// tokens/s at `clockMHz` (0: no cycles, the reference) and the host's speed.
 std::string formatGenerateReport(const GenerateResult &result, double clockMHz);
 
-} // namespace lpu::lpurun
+} // namespace lpu::driver

@@ -1,4 +1,4 @@
-#include "tools/lpurun/Generate.h"
+#include "driver/Generate.h"
 
 #include "backend/Bucketing.h"
 
@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cmath>
 
-namespace lpu::lpurun {
+namespace lpu::driver {
 
 using backend::Entry;
 using backend::TensorPlacement;
@@ -317,4 +317,4 @@ std::string formatGenerateReport(const GenerateResult &result, double clockMHz) 
   return out;
 }
 
-} // namespace lpu::lpurun
+} // namespace lpu::driver
