@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -313,6 +314,13 @@ public:
   /// none is); nullopt when `v` is no such constant.
   std::optional<TensorView> constantElsewhere(const ir::Op &op, const TensorView &v,
                                               const std::vector<uint16_t> &avoid);
+  /// `v`, kept for the rest of the function: a view a tree reads that no
+  /// op owns (another copy of a constant) outlives the code that chose it,
+  /// since the reads are counted once the tree is placed.
+  const TensorView &keep(TensorView v) {
+    kept_.push_back(std::move(v));
+    return kept_.back();
+  }
   std::vector<backend::TensorPlacement> constants;
 
   // Set by the driver.
@@ -325,6 +333,7 @@ private:
   Placer &placer_;
   SramAllocator &sram_;
   std::map<const ir::Op *, TensorView> views_;
+  std::deque<TensorView> kept_; // keep(): a deque's elements stay where they are
   /// The instructions of `op`'s vector tree built inline (memoized).
   int64_t inlineNodes(const ir::Op *op) const;
   mutable std::map<const ir::Op *, int64_t> inlineNodes_;

@@ -7,7 +7,6 @@
 #include "scheduler/Lowering.h"
 
 #include <algorithm>
-#include <deque>
 #include <optional>
 
 namespace lpu::scheduler {
@@ -185,22 +184,24 @@ private:
     const size_t k = size_t(constantUses_[&operand]++);
     if (k == 0)
       return v;
-    std::deque<TensorView> &copies = constantCopies_[&operand];
+    std::vector<const TensorView *> &copies = constantCopies_[&operand];
     if (copies.empty())
-      copies.push_back(v);
+      copies.push_back(&v);
     while (copies.size() <= k) {
       std::vector<uint16_t> avoid;
-      for (const TensorView &c : copies)
-        avoid.insert(avoid.end(), c.allSlices().begin(), c.allSlices().end());
+      for (const TensorView *c : copies)
+        avoid.insert(avoid.end(), c->allSlices().begin(), c->allSlices().end());
       std::optional<TensorView> other = ctx_.constantElsewhere(operand, v, avoid);
       if (!other)
         return v;
-      copies.push_back(std::move(*other));
+      // The context keeps it: the tree's reads are counted after this
+      // builder is gone (a matmul's epilogue).
+      copies.push_back(&ctx_.keep(std::move(*other)));
     }
-    return copies[k];
+    return *copies[k];
   }
   std::map<const ir::Op *, int> constantUses_;
-  std::map<const ir::Op *, std::deque<TensorView>> constantCopies_;
+  std::map<const ir::Op *, std::vector<const TensorView *>> constantCopies_;
 
   static bool identity(const std::vector<uint8_t> &perm) {
     for (size_t i = 0; i < perm.size(); ++i)
