@@ -60,7 +60,7 @@ void addZeroStates(const Entry &entry, std::map<std::string, tensor::Tensor> &in
   const Bucket &b = entry.buckets.front();
   for (const TensorPlacement &t : b.tensors)
     if (t.state && t.role == TensorRole::Input && !inputs.count(t.name)) {
-      auto zeros = tensor::Tensor::create(t.dtype, b.concreteShape(t));
+      auto zeros = tensor::Tensor::create(t.dtype, b.fullShape(t)); // a whole state, not a chip's slice
       if (zeros) // a shape too large fails later, with the input's name
         inputs.emplace(t.name, std::move(*zeros));
       else
@@ -136,6 +136,14 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
       missing.push_back(n);
   if (!missing.empty())
     return error("missing input(s): " + llvm::join(missing, ", ") + " (give each with --input NAME=...)");
+  // A chip's slice of a state (TensorPlacement::shard) takes the whole
+  // state: its sliced axis is the whole's length.
+  auto dimsOf = [](const TensorPlacement &t) {
+    std::vector<Dim> dims = t.shape;
+    if (t.shard.size() == 3 && t.shard[0] >= 0 && uint64_t(t.shard[0]) < dims.size())
+      dims[size_t(t.shard[0])] = Dim{t.shard[2], ""};
+    return dims;
+  };
   for (const TensorPlacement &t : first.tensors) {
     if (t.role != TensorRole::Input)
       continue;
@@ -166,16 +174,17 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
       if (t.role != TensorRole::Input)
         continue;
       const tensor::Tensor &v = inputs.at(t.name);
-      std::vector<int64_t> cap = b.concreteShape(t);
+      std::vector<int64_t> cap = b.fullShape(t);
       elements += product(cap);
-      for (size_t i = 0; i < t.shape.size() && fits; ++i) {
+      const std::vector<Dim> dims = dimsOf(t);
+      for (size_t i = 0; i < dims.size() && fits; ++i) {
         int64_t actual = v.shape()[i];
-        if (t.shape[i].name.empty()) {
-          if (actual != t.shape[i].value) {
+        if (dims[i].name.empty()) {
+          if (actual != dims[i].value) {
             fits = false;
             why = "input '" + t.name + "' dimension " + std::to_string(i) + " is " +
                   std::to_string(actual) + ", the program needs exactly " +
-                  std::to_string(t.shape[i].value);
+                  std::to_string(dims[i].value);
           }
           continue;
         }

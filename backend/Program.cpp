@@ -203,16 +203,18 @@ std::string placedType(DType dtype, llvm::ArrayRef<int64_t> shape) {
   return out + "]";
 }
 
-/// A placement's shard (TensorPlacement::shard): a parameter's, three
-/// numbers, its slice inside the weight, the weight not too large.
+/// A placement's shard (TensorPlacement::shard): a parameter's or a
+/// state's, three numbers, its slice inside the whole, the whole not too
+/// large.
 llvm::Error verifyShard(const TensorPlacement &t, const Bucket &bucket, const std::string &tw) {
   if (t.shard.empty())
     return llvm::Error::success();
   std::string shard = "shard ";
   for (size_t i = 0; i < t.shard.size(); ++i)
     shard += (i ? "," : "") + std::to_string(t.shard[i]);
-  if (t.role != TensorRole::Param)
-    return error(tw + " has a " + shard + ", which only a param may");
+  if (t.role != TensorRole::Param && !t.state)
+    return error(tw + " has a " + shard + ", which only a param or a state may");
+  const char *whole = t.role == TensorRole::Param ? "weight" : "state";
   if (t.shard.size() != 3)
     return error(tw + ": " + shard + " is not three numbers AXIS,START,FULL");
   const std::vector<int64_t> shape = bucket.concreteShape(t);
@@ -224,11 +226,11 @@ llvm::Error verifyShard(const TensorPlacement &t, const Bucket &bucket, const st
   if (start < 0 || full < 0 || start > full || size > full - start)
     return error(tw + ": " + shard + ": elements " + llvm::Twine(start) + " to " +
                  llvm::Twine(start) + " + " + llvm::Twine(size) + " of axis " + llvm::Twine(axis) +
-                 " are not inside the weight's " + llvm::Twine(full));
+                 " are not inside the " + whole + "'s " + llvm::Twine(full));
   auto count = tensor::checkedElementCount(bucket.fullShape(t), t.dtype);
   if (!count) {
     llvm::consumeError(count.takeError());
-    return error(tw + ": " + shard + ": the weight " +
+    return error(tw + ": " + shard + ": the " + whole + " " +
                  placedType(t.dtype, bucket.fullShape(t)) + " is too large");
   }
   return llvm::Error::success();
@@ -374,9 +376,10 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
         if (t.state && t.role != TensorRole::Input && t.role != TensorRole::Output)
           return error(tw + " is marked a state: only an input or an output may be");
         // One state is one tensor in every entry and bucket: lpurun carries
-        // it from a call of one entry to the next call of any.
+        // it from a call of one entry to the next call of any. A chip's
+        // slice of it (a shard) is of the whole's shape.
         if (t.state) {
-          std::vector<int64_t> shape = bucket.concreteShape(t);
+          std::vector<int64_t> shape = bucket.fullShape(t);
           auto [it, fresh] = states.try_emplace(
               t.name, t.dtype, shape, tensorRoleName(t.role).str() + " '" + t.name + "' in " + where);
           if (!fresh && (std::get<0>(it->second) != t.dtype || std::get<1>(it->second) != shape))

@@ -165,6 +165,7 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
   costs.macsPerCycle = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim / 4;
   costs.elementsPerCycle = double(chip.lanes) * chip.vxmAlusPerLane;
   costs.sramBytesPerChip = chip.sramBytes();
+  costs.lanes = chip.lanes;
   return costs;
 }
 

@@ -247,9 +247,10 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
     auto it = inputs.find(inputName(*op));
     if (it == inputs.end())
       return error("missing input '" + inputName(*op) + "' (" + op->type().str() + ")");
-    if (typeOf(it->second) != op->type())
+    // A state's slice (ir::Shard) takes the whole state.
+    if (typeOf(it->second) != ir::fullType(*op))
       return error("input '" + inputName(*op) + "' is " + typeOf(it->second).str() + ", but @" +
-                   fn.name() + " takes " + op->type().str());
+                   fn.name() + " takes " + ir::fullType(*op).str());
   }
   // OpenBLAS itself stays on one thread: its own split of a gemm changes
   // the order of the sums with the thread count (see InterpreterContract).
@@ -261,8 +262,16 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
   std::vector<const Value *> args;
   // One kernel call per op (the kernels loop over elements themselves).
   auto evaluate = [&](size_t k, const Op &op) -> llvm::Expected<Value> {
-    if (op.kind() == OpKind::Input)
-      return toValue(inputs.at(inputName(op)));
+    if (op.kind() == OpKind::Input) {
+      const tensor::Tensor &whole = inputs.at(inputName(op));
+      std::optional<ir::Shard> shard = ir::shardOf(op);
+      if (!shard)
+        return toValue(whole);
+      auto slice = tensor::sliceAxis(whole, shard->axis, shard->start, op.type().shape[size_t(shard->axis)]);
+      if (!slice)
+        return detail::opError(op, llvm::toString(slice.takeError()));
+      return toValue(*slice);
+    }
     if (op.kind() == OpKind::Param)
       return state_->params.at(k);
     return detail::evalOp(op, args, threads);
@@ -277,12 +286,29 @@ Interpreter::run(const std::map<std::string, tensor::Tensor> &inputs) const {
     if (op.kind() == OpKind::Return) {
       std::vector<std::string> outNames =
           op.stringsAttr("names").value_or(std::vector<std::string>{});
+      const std::vector<std::optional<ir::Shard>> shards = ir::outputShards(op);
       std::vector<NamedTensor> outputs;
       for (size_t i = 0; i < args.size(); ++i) {
         std::string name = i < outNames.size() ? outNames[i]
                            : args.size() == 1  ? std::string("out")
                                                : "out" + std::to_string(i);
-        outputs.emplace_back(std::move(name), toTensor(*args[i]));
+        if (!shards[i]) {
+          outputs.emplace_back(std::move(name), toTensor(*args[i]));
+          continue;
+        }
+        // A state's slice: written into the whole state, which starts as
+        // its value when the call started.
+        auto whole = llvm::find_if(outputs, [&](const NamedTensor &o) { return o.first == name; });
+        if (whole == outputs.end()) {
+          Type full = op.operand(i)->type();
+          full.shape[size_t(shards[i]->axis)] = shards[i]->full;
+          auto given = inputs.find(name);
+          outputs.emplace_back(name, given != inputs.end() ? given->second
+                                                          : tensor::Tensor(full.dtype, full.shape));
+          whole = std::prev(outputs.end());
+        }
+        if (auto e = tensor::writeAxis(whole->second, shards[i]->axis, shards[i]->start, toTensor(*args[i])))
+          return detail::opError(op, llvm::toString(std::move(e)));
       }
       return outputs;
     }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <set>
 
 namespace lpu::interp {
 
@@ -61,18 +62,31 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
         t.shape.push_back(backend::Dim{d, ""});
       bucket.tensors.push_back(std::move(t));
     };
-    for (const Op *in : fn->inputs())
-      place(backend::TensorRole::Input, in->stringAttr("name").value_or(""), in->type(),
-            in->boolAttr("state").value_or(false));
+    // A partitioned function reads an input on each chip that needs it, a
+    // state's slices on theirs, and writes a state in slices: each name
+    // once, whole.
+    std::set<std::string> placed;
+    for (const Op *in : fn->inputs()) {
+      const std::string name = in->stringAttr("name").value_or("");
+      if (placed.insert(name).second)
+        place(backend::TensorRole::Input, name, ir::fullType(*in), in->boolAttr("state").value_or(false));
+    }
     if (const Op *ret = fn->terminator()) {
       std::vector<std::string> names =
           ret->stringsAttr("names").value_or(std::vector<std::string>{});
       std::vector<std::string> states =
           ret->stringsAttr("states").value_or(std::vector<std::string>{});
+      const std::vector<std::optional<ir::Shard>> shards = ir::outputShards(*ret);
+      std::set<std::string> written;
       for (size_t i = 0; i < ret->operands().size(); ++i) {
         std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
+        if (!written.insert(name).second)
+          continue;
         bool state = llvm::is_contained(states, name);
-        place(backend::TensorRole::Output, name, ret->operand(i)->type(), state);
+        Type type = ret->operand(i)->type();
+        if (shards[i])
+          type.shape[size_t(shards[i]->axis)] = shards[i]->full;
+        place(backend::TensorRole::Output, name, type, state);
       }
     }
     entry.buckets.push_back(std::move(bucket));

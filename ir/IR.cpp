@@ -145,6 +145,15 @@ void setShard(Op &op, const Shard &shard) {
   op.setAttr("shard", std::vector<int64_t>{shard.axis, shard.start, shard.full});
 }
 
+std::vector<std::optional<Shard>> outputShards(const Op &ret) {
+  std::vector<std::optional<Shard>> out(ret.operands().size());
+  std::vector<int64_t> v = ret.intsAttr("shards").value_or(std::vector<int64_t>{});
+  for (size_t i = 0; i < out.size() && 3 * i + 2 < v.size(); ++i)
+    if (v[3 * i] >= 0 && uint64_t(v[3 * i]) < ret.operand(i)->type().rank())
+      out[i] = Shard{v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+  return out;
+}
+
 Type fullType(const Op &op) {
   Type type = op.type();
   if (std::optional<Shard> shard = shardOf(op))

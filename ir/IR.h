@@ -177,7 +177,8 @@ private:
   std::vector<std::unique_ptr<Op>> ops_;
 };
 
-/// A param's slice of its weight (attribute `shard = [axis, start, full]`,
+/// A param's slice of its weight, or a state input's of its state
+/// (attribute `shard = [axis, start, full]`,
 /// docs/ir.md): the weight at the op's `path` is `full` long along `axis`,
 /// and the op's value is its elements [start, start + size) there, `size`
 /// being the op's type's dimension `axis`; every other dimension is whole.
@@ -191,6 +192,11 @@ struct Shard {
 std::optional<Shard> shardOf(const Op &op);
 /// Gives the op the attribute `shard`.
 void setShard(Op &op, const Shard &shard);
+/// The shards of a return's outputs (attribute `shards`, three integers
+/// [axis, start, full] per output, axis -1 for an output that is whole):
+/// a state written in parts, each chip its slice (docs/ir.md, "State").
+/// One nullopt per output when the return has no `shards`.
+std::vector<std::optional<Shard>> outputShards(const Op &ret);
 /// The type of the whole weight a param reads: its own type with the
 /// shard's axis `full` long; its own type when it has no shard.
 Type fullType(const Op &op);

@@ -3,6 +3,7 @@
 #include "support/Tensor.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringSet.h>
 
@@ -95,11 +96,12 @@ private:
   /// ir::Shard), and the whole weight the same for every param of a path.
   void verifyShard(const Op &op, size_t index) {
     const Attr *attr = op.attr("shard");
-    if (attr && op.kind() != OpKind::Param) {
-      error(op, "only a param has a shard (attribute 'shard')");
+    const bool stateInput = op.kind() == OpKind::Input && op.boolAttr("state").value_or(false);
+    if (attr && op.kind() != OpKind::Param && !stateInput) {
+      error(op, "only a param or a state input has a shard (attribute 'shard')");
       return;
     }
-    if (op.kind() != OpKind::Param)
+    if (op.kind() != OpKind::Param && !stateInput)
       return;
     if (attr) {
       const auto *v = std::get_if<std::vector<int64_t>>(attr);
@@ -123,7 +125,8 @@ private:
       if (full < 0 || start > full || size > full - start) {
         error(op, which + ": elements " + std::to_string(start) + " to " + std::to_string(start) +
                       " + " + std::to_string(size) + " of axis " + std::to_string(axis) +
-                      " are not inside the weight's " + std::to_string(full));
+                      " are not inside the " + (stateInput ? "state" : "weight") + "'s " +
+                      std::to_string(full));
         return;
       }
       Type whole = fullType(op);
@@ -133,6 +136,8 @@ private:
         return;
       }
     }
+    if (stateInput)
+      return;
     std::string path = op.stringAttr("path").value_or("");
     if (path.empty())
       return;
@@ -166,34 +171,73 @@ private:
   }
 
   /// `states = ["path", ..]`: outputs that are a state's value when the
-  /// call ends, each one of the names, and of the type of the state's input.
+  /// call ends, each one of the names, and of the type of the state's
+  /// input. `shards`: three integers per output, [axis, start, full] for
+  /// a state's slice (its name then names every slice), [-1, 0, 0] for a
+  /// whole output.
   void verifyStates(const Op &ret) {
-    if (!ret.attr("states"))
-      return;
-    auto states = ret.stringsAttr("states");
-    if (!states) {
-      error(ret, "attribute 'states' must be a list of strings");
-      return;
-    }
     auto names = ret.stringsAttr("names").value_or(std::vector<std::string>{});
-    for (const std::string &s : *states) {
-      auto at = std::find(names.begin(), names.end(), s);
-      if (at == names.end()) {
+    std::vector<std::string> states;
+    if (ret.attr("states")) {
+      auto listed = ret.stringsAttr("states");
+      if (!listed) {
+        error(ret, "attribute 'states' must be a list of strings");
+        return;
+      }
+      states = *listed;
+    }
+    std::vector<std::optional<Shard>> shards(ret.operands().size());
+    if (const Attr *attr = ret.attr("shards")) {
+      const auto *v = std::get_if<std::vector<int64_t>>(attr);
+      if (!v || v->size() != 3 * ret.operands().size()) {
+        error(ret, "attribute 'shards' must be three integers per output");
+        return;
+      }
+      for (size_t i = 0; i < ret.operands().size(); ++i) {
+        const int64_t axis = (*v)[3 * i], start = (*v)[3 * i + 1], full = (*v)[3 * i + 2];
+        if (axis == -1)
+          continue;
+        const std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
+        const Type &type = ret.operand(i)->type();
+        if (!llvm::is_contained(states, name)) {
+          error(ret, "output " + std::to_string(i) + " (\"" + name +
+                         "\") has a shard but is not a state");
+          continue;
+        }
+        if (axis < 0 || uint64_t(axis) >= type.rank() || start < 0 ||
+            start > full || type.shape[size_t(axis)] > full - start) {
+          error(ret, "output " + std::to_string(i) + " (\"" + name + "\"): shard [" +
+                         std::to_string(axis) + ", " + std::to_string(start) + ", " +
+                         std::to_string(full) + "] is not a slice of " + type.str());
+          continue;
+        }
+        shards[i] = Shard{axis, start, full};
+      }
+    }
+    for (size_t i = 0; i < names.size() && i < shards.size(); ++i)
+      if (std::count(names.begin(), names.end(), names[i]) > 1 && !shards[i])
+        error(ret, "output name \"" + names[i] + "\" is used twice (only a state's shards share a name)");
+    for (const std::string &s : states) {
+      if (!llvm::is_contained(names, s)) {
         error(ret, "state \"" + s + "\" is not one of the outputs' names");
         continue;
       }
-      if (std::count(states->begin(), states->end(), s) > 1) {
+      if (std::count(states.begin(), states.end(), s) > 1) {
         error(ret, "state \"" + s + "\" is listed twice");
         continue;
       }
-      size_t i = size_t(at - names.begin());
-      if (i >= ret.operands().size())
-        continue;
-      for (const auto &op : fn_.ops())
-        if (op->kind() == OpKind::Input && op->stringAttr("name") == s &&
-            op->boolAttr("state").value_or(false) && op->type() != ret.operand(i)->type())
-          error(ret, "state \"" + s + "\" is read as " + op->type().str() + " but written as " +
-                         ret.operand(i)->type().str());
+      for (size_t i = 0; i < names.size() && i < ret.operands().size(); ++i) {
+        if (names[i] != s)
+          continue;
+        Type written = ret.operand(i)->type();
+        if (shards[i])
+          written.shape[size_t(shards[i]->axis)] = shards[i]->full;
+        for (const auto &op : fn_.ops())
+          if (op->kind() == OpKind::Input && op->stringAttr("name") == s &&
+              op->boolAttr("state").value_or(false) && fullType(*op) != written)
+            error(ret, "state \"" + s + "\" is read as " + fullType(*op).str() +
+                           " but written as " + written.str());
+      }
     }
   }
 

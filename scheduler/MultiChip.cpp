@@ -123,10 +123,21 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
     }
   if (const ir::Op *ret = fn.terminator()) {
     std::vector<std::string> declared = ret->stringsAttr("names").value_or(std::vector<std::string>{});
+    const std::vector<std::optional<ir::Shard>> declaredShards = ir::outputShards(*ret);
+    std::vector<int64_t> shards;
+    bool anyShard = false;
     for (size_t i = 0; i < ret->operands().size(); ++i)
       if (ret->operand(i)->chip() == int64_t(c)) {
+        while (shards.size() < 3 * results.size())
+          shards.insert(shards.end(), {-1, 0, 0}); // the sends before them
         results.push_back(mapped.at(ret->operand(i)));
         names.push_back(i < declared.size() ? declared[i] : "out" + std::to_string(i));
+        if (const std::optional<ir::Shard> &sh = declaredShards[i]) {
+          shards.insert(shards.end(), {sh->axis, sh->start, sh->full});
+          anyShard = true;
+        } else {
+          shards.insert(shards.end(), {-1, 0, 0});
+        }
       }
     // The states this chip's outputs hold (docs/generation.md).
     std::vector<std::string> states;
@@ -137,6 +148,10 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
     r->setAttr("names", std::move(names));
     if (!states.empty())
       r->setAttr("states", std::move(states));
+    if (anyShard) {
+      shards.resize(3 * r->operands().size(), 0);
+      r->setAttr("shards", std::move(shards));
+    }
   }
   return out;
 }

@@ -567,9 +567,13 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       // writes it that slice of the whole weight).
       if (std::optional<ir::Shard> shard = ir::shardOf(op); shard && !input)
         params.back().shard = {shard->axis, shard->start, shard->full};
-      // A state's value when the call starts (docs/generation.md).
-      if (input)
+      // A state's value when the call starts (docs/generation.md), or its
+      // slice on this chip.
+      if (input) {
         inputs.back().state = op.boolAttr("state").value_or(false);
+        if (std::optional<ir::Shard> shard = ir::shardOf(op); shard && inputs.back().state)
+          inputs.back().shard = {shard->axis, shard->start, shard->full};
+      }
       break;
     }
     case ir::OpKind::Constant: {
@@ -716,6 +720,12 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       const std::vector<std::string> states =
           op.stringsAttr("states").value_or(std::vector<std::string>{});
       auto isState = [&](const std::string &name) { return llvm::is_contained(states, name); };
+      const std::vector<std::optional<ir::Shard>> shards = ir::outputShards(op);
+      auto mark = [&](size_t i, const std::string &name) {
+        outputs.back().state = isState(name);
+        if (shards[i])
+          outputs.back().shard = {shards[i]->axis, shards[i]->start, shards[i]->full};
+      };
       for (size_t i = 0; i < op.operands().size(); ++i) {
         const ir::Op *v = op.operand(i);
         std::string name = i < names.size() ? names[i] : "out" + std::to_string(i);
@@ -731,7 +741,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
             sentViews[name] = ctx.view(v);
           } else {
             outputs.push_back(placementOf(TensorRole::Output, name, v->type(), ctx.view(v)));
-            outputs.back().state = isState(name);
+            mark(i, name);
           }
           continue;
         }
@@ -746,7 +756,7 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
           sentViews[name] = copy;
         else {
           outputs.push_back(placementOf(TensorRole::Output, name, v->type(), copy));
-          outputs.back().state = isState(name);
+          mark(i, name);
         }
       }
       break;

@@ -17,16 +17,17 @@ llvm::Error error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-/// The slice of the whole weight `full` that placement `t` holds.
+/// The slice of the whole weight or state `full` that placement `t` holds.
 llvm::Expected<tensor::Tensor> shardOf(const TensorPlacement &t, const Bucket &bucket,
                                        const tensor::Tensor &full) {
   std::vector<int64_t> shape = bucket.concreteShape(t);
+  const char *what = t.role == TensorRole::Param ? "param" : "state";
   if (t.shard.size() != 3 || t.shard[0] < 0 || uint64_t(t.shard[0]) >= shape.size())
-    return error("param '" + t.name + "' on chip " + llvm::Twine(t.chip) +
+    return error(llvm::Twine(what) + " '" + t.name + "' on chip " + llvm::Twine(t.chip) +
                  ": its shard is not AXIS,START,FULL inside its rank");
   auto slice = tensor::sliceAxis(full, t.shard[0], t.shard[1], shape[size_t(t.shard[0])]);
   if (!slice)
-    return error("param '" + t.name + "' on chip " + llvm::Twine(t.chip) + ": " +
+    return error(llvm::Twine(what) + " '" + t.name + "' on chip " + llvm::Twine(t.chip) + ": " +
                  llvm::toString(slice.takeError()));
   return slice;
 }
@@ -107,9 +108,17 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
       plan.shards.emplace(std::make_pair(t.name, t.shard), std::move(*slice));
     }
   if (!options.run.timingOnly)
-    for (const TensorPlacement &t : bucket.tensors)
-      if (t.role == TensorRole::Input)
-        plan.inputs.insert_or_assign(t.name, padTo(inputs.at(t.name), bucket.concreteShape(t)));
+    for (const TensorPlacement &t : bucket.tensors) {
+      if (t.role != TensorRole::Input)
+        continue;
+      plan.inputs.insert_or_assign(t.name, padTo(inputs.at(t.name), bucket.fullShape(t)));
+      if (!t.shard.empty() && !plan.stateShards.count({t.name, t.shard})) {
+        auto slice = shardOf(t, bucket, plan.inputs.at(t.name));
+        if (!slice)
+          return slice.takeError();
+        plan.stateShards.emplace(std::make_pair(t.name, t.shard), std::move(*slice));
+      }
+    }
   return plan;
 }
 
@@ -130,7 +139,12 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
     // A slice of its weight: cut by planSession (or here, for a bucket
     // changed since).
     std::optional<tensor::Tensor> cut;
-    if (t.role == TensorRole::Param && !t.shard.empty()) {
+    if (t.role == TensorRole::Input && !t.shard.empty()) {
+      auto it = plan.stateShards.find({t.name, t.shard});
+      if (it == plan.stateShards.end())
+        return error("state '" + t.name + "' on chip " + llvm::Twine(t.chip) + ": no slice of it was cut");
+      bytes = it->second.bytes();
+    } else if (t.role == TensorRole::Param && !t.shard.empty()) {
       auto it = plan.shards.find({t.name, t.shard});
       if (it != plan.shards.end()) {
         bytes = it->second.bytes();
@@ -187,6 +201,21 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
       shape.push_back(d.name.empty() ? d.value
                       : choice->bound.count(d.name) ? choice->bound.at(d.name)
                                                     : bucket.concreteShape(t)[shape.size()]);
+    if (!t.shard.empty()) {
+      // A chip's slice of a state: written into the whole, which starts as
+      // the state's value when the call started (every slice is written:
+      // the partition splits it whole).
+      auto whole = llvm::find_if(result.states, [&](const auto &s) { return s.first == t.name; });
+      if (whole == result.states.end()) {
+        auto it = plan->inputs.find(t.name);
+        tensor::Tensor start = it != plan->inputs.end() ? it->second : tensor::Tensor(t.dtype, bucket.fullShape(t));
+        result.states.push_back({t.name, std::move(start)});
+        whole = std::prev(result.states.end());
+      }
+      if (auto e = tensor::writeAxis(whole->second, t.shard[0], t.shard[1], *value))
+        return error("state '" + t.name + "' on chip " + llvm::Twine(t.chip) + ": " + llvm::toString(std::move(e)));
+      continue;
+    }
     (t.state ? result.states : result.outputs).push_back({t.name, cropTo(*value, shape)});
   }
   result.report = (*machine)->report();

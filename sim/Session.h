@@ -58,6 +58,9 @@ struct SessionPlan {
   /// The slices of the weights that placements hold (TensorPlacement::shard),
   /// by name and shard, cut once for every machine placed from the plan.
   std::map<std::pair<std::string, std::vector<int64_t>>, tensor::Tensor> shards;
+  /// The same for the states' slices: chip c's slice of the whole state
+  /// in `inputs`.
+  std::map<std::pair<std::string, std::vector<int64_t>>, tensor::Tensor> stateShards;
   const backend::Bucket &bucket() const { return entry->buckets[choice.index]; }
 };
 

@@ -280,6 +280,41 @@ Tensor Tensor::convertTo(DType type) const {
   return result;
 }
 
+llvm::Error writeAxis(Tensor &whole, int64_t axis, int64_t start, const Tensor &part) {
+  const llvm::ArrayRef<int64_t> shape = whole.shape(), from = part.shape();
+  bool same = whole.dtype() == part.dtype() && shape.size() == from.size() && axis >= 0 &&
+              size_t(axis) < shape.size();
+  for (size_t d = 0; same && d < shape.size(); ++d)
+    same = d == size_t(axis) || shape[d] == from[d];
+  if (!same)
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "cannot write a %s tensor of shape %s along axis %lld of a %s "
+                                   "tensor of shape %s",
+                                   dtypeName(part.dtype()).str().c_str(), shapeString(from).c_str(),
+                                   static_cast<long long>(axis), dtypeName(whole.dtype()).str().c_str(),
+                                   shapeString(shape).c_str());
+  const int64_t dim = shape[size_t(axis)], size = from[size_t(axis)];
+  if (start < 0 || start > dim || size > dim - start)
+    return llvm::createStringError(
+        std::errc::invalid_argument, "elements [%lld, %lld + %lld) of axis %lld are outside the shape %s",
+        static_cast<long long>(start), static_cast<long long>(start), static_cast<long long>(size),
+        static_cast<long long>(axis), shapeString(shape).c_str());
+  int64_t outer = 1;
+  for (size_t d = 0; d < size_t(axis); ++d)
+    outer *= shape[d];
+  uint64_t inner = dtypeSize(whole.dtype());
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d)
+    inner *= uint64_t(shape[d]);
+  const uint64_t to = uint64_t(dim) * inner, n = uint64_t(size) * inner;
+  if (n == 0)
+    return llvm::Error::success();
+  uint8_t *dst = whole.bytes().data() + uint64_t(start) * inner;
+  const uint8_t *src = part.bytes().data();
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + uint64_t(o) * to, src + uint64_t(o) * n, n);
+  return llvm::Error::success();
+}
+
 llvm::Expected<Tensor> sliceAxis(const Tensor &t, int64_t axis, int64_t start, int64_t size) {
   const llvm::ArrayRef<int64_t> shape = t.shape();
   if (axis < 0 || size_t(axis) >= shape.size())

@@ -87,6 +87,11 @@ private:
 /// (naming the shape and the slice) when the axis is not below the rank or
 /// the slice is not inside the dimension.
 llvm::Expected<Tensor> sliceAxis(const Tensor &t, int64_t axis, int64_t start, int64_t size);
+/// The inverse: writes `part` over `whole`'s elements [start, start + n)
+/// along `axis` (n being part's dimension there), every other dimension
+/// the same in both, byte for byte. Errors when the dtypes, the other
+/// dimensions or the range do not match.
+llvm::Error writeAxis(Tensor &whole, int64_t axis, int64_t start, const Tensor &part);
 
 /// What a program expects of one named tensor (a parameter by its path such
 /// as "layers.3.up.w", or an input): checked against files, or used to make

@@ -151,22 +151,41 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
   }
 }
 
-/// The weights (params) each body op reads directly.
+/// The weights (params) and states each body op reads directly: what a
+/// stage holds for the program's lifetime.
 struct StageCosts {
   std::vector<double> cost;
   std::vector<llvm::SmallVector<const Op *, 2>> params;
   /// Params some op reads other than as a matmul's weights (operand 1).
   std::set<const Op *> notOnlyWeights;
+  unsigned lanes = 320;
 };
+
+bool isState(const Op &op) { return op.kind() == OpKind::Input && op.boolAttr("state").value_or(false); }
+
+/// The SRAM a weight or a state takes. A state is stored a row to whole
+/// vectors, and its new value is a second tensor of that size (the
+/// scheduler writes an update's result apart from its input: see
+/// docs/generation.md, "Not done yet").
+uint64_t heldBytes(const Op &p, unsigned lanes) {
+  if (!isState(p))
+    return bytesOf(p.type());
+  const Type &t = p.type();
+  const int64_t cols = t.rank() ? t.shape.back() : 1;
+  const int64_t rows = cols ? t.numElements() / cols : 0;
+  const int64_t stored = (cols + lanes - 1) / lanes * lanes;
+  return 2 * uint64_t(rows) * uint64_t(stored) * tensor::dtypeSize(t.dtype);
+}
 
 StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &costs) {
   StageCosts out;
+  out.lanes = costs.lanes;
   for (const Op *op : body) {
     out.cost.push_back(partitionCost(*op, costs));
     llvm::SmallVector<const Op *, 2> params;
     for (size_t i = 0; i < op->operands().size(); ++i) {
       const Op *operand = op->operand(i);
-      if (operand->kind() != OpKind::Param)
+      if (operand->kind() != OpKind::Param && !isState(*operand))
         continue;
       if (!(op->kind() == OpKind::Matmul && i == 1))
         out.notOnlyWeights.insert(operand);
@@ -213,8 +232,16 @@ bool fitsInHalves(std::vector<WeightBytes> weights, uint64_t room) {
 
 std::vector<WeightBytes> bytesOfEach(const std::set<const Op *> &params, const StageCosts &sc) {
   std::vector<WeightBytes> weights;
-  for (const Op *p : params)
+  for (const Op *p : params) {
+    if (isState(*p)) {
+      // Its old and its new value, each a tensor in one hemisphere.
+      const uint64_t each = heldBytes(*p, sc.lanes) / 2;
+      weights.push_back({each, false});
+      weights.push_back({each, false});
+      continue;
+    }
     weights.push_back({bytesOf(p->type()), !sc.notOnlyWeights.count(p)});
+  }
   return weights;
 }
 
@@ -349,8 +376,9 @@ llvm::Error noChipHolds(const std::vector<const Op *> &body, const StageCosts &s
   std::string what;
   uint64_t bytes = 0;
   for (const Op *p : sc.params[at]) {
-    what += (what.empty() ? "" : ", ") + p->stringAttr("path").value_or("?");
-    bytes += bytesOf(p->type());
+    what += (what.empty() ? "" : ", ") +
+            (isState(*p) ? "state " + p->stringAttr("name").value_or("?") : p->stringAttr("path").value_or("?"));
+    bytes += heldBytes(*p, sc.lanes);
   }
   const std::string holder =
       costs.chipsPerStage > 1 ? "group of " + std::to_string(costs.chipsPerStage) + " chips" : "chip";
@@ -455,7 +483,7 @@ uint64_t weightBytesOf(const StageCosts &sc, size_t first, size_t end) {
     params.insert(sc.params[i].begin(), sc.params[i].end());
   uint64_t bytes = 0;
   for (const Op *p : params)
-    bytes += bytesOf(p->type());
+    bytes += heldBytes(*p, sc.lanes);
   return bytes;
 }
 
@@ -543,14 +571,19 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
       return noChipHolds(body, sc, tooBig, options.costs);
     if (fewest.size() > r.budget) {
       const unsigned per = options.costs.chipsPerStage;
+      bool states = false;
+      for (const auto &ps : sc.params)
+        states |= llvm::any_of(ps, [](const Op *p) { return isState(*p); });
+      const std::string held = states ? "the weights and states" : "the weights";
+      const std::string of = states ? " of weights and states per " : " of weights per ";
       if (options.pins.empty() && per > 1)
-        return error("the weights need " + std::to_string(fewest.size()) + " groups of " +
-                     std::to_string(per) + " chips as pipeline stages (" + mib(fits) +
-                     " of weights per group), " + std::to_string(fewest.size() * per) +
+        return error(held + " need " + std::to_string(fewest.size()) + " groups of " +
+                     std::to_string(per) + " chips as pipeline stages (" + mib(fits) + of +
+                     "group), " + std::to_string(fewest.size() * per) +
                      " chips, not " + std::to_string(options.chips * per));
       if (options.pins.empty())
-        return error("the weights need " + std::to_string(fewest.size()) +
-                     " chips as pipeline stages (" + mib(fits) + " of weights per chip), not " +
+        return error(held + " need " + std::to_string(fewest.size()) +
+                     " chips as pipeline stages (" + mib(fits) + of + "chip), not " +
                      std::to_string(options.chips));
       return error("with the pins, the layers " +
                    (r.pin.empty() ? std::string("from the last pin that names a chip on")

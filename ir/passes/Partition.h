@@ -34,6 +34,9 @@ struct PartitionCosts {
   /// The fraction of a chip's SRAM a stage's weights may take: the rest is
   /// for activations and the layouts' padding.
   double weightFill = 0.85;
+  /// A vector's elements: a state is stored a row to whole vectors (its
+  /// last axis padded up to a multiple of this), as the scheduler does.
+  unsigned lanes = 320;
   /// The chips a stage has (a hybrid partition's group), for messages.
   unsigned chipsPerStage = 1;
 };

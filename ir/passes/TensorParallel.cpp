@@ -225,8 +225,24 @@ private:
     bool anySplit = llvm::any_of(in, [](const Sharding &s) { return s.kind == Sharding::Split; });
     if (!anySplit)
       return true; // replicated
-    if (op.kind() == OpKind::Return || opClass(op.kind()) == OpClass::Leaf)
-      return false; // a split output would need gathering
+    if (op.kind() == OpKind::Return) {
+      // A state's new value may stay split: each chip writes its slice
+      // (a shard of the state, Rewriter::run). Any other output would
+      // need gathering.
+      const std::vector<std::string> names = op.stringsAttr("names").value_or(std::vector<std::string>{});
+      const std::vector<std::string> states = op.stringsAttr("states").value_or(std::vector<std::string>{});
+      for (size_t i = 0; i < n; ++i)
+        if (in[i].kind == Sharding::Split &&
+            (in[i].gatherable || i >= names.size() || !llvm::is_contained(states, names[i])))
+          return false;
+      std::vector<Need> needs;
+      for (size_t i = 0; i < n; ++i)
+        needs.push_back(in[i].kind == Sharding::Split ? Need{Need::Local, -1, {}} : Need{});
+      a.needs[&op] = std::move(needs);
+      return true;
+    }
+    if (opClass(op.kind()) == OpClass::Leaf)
+      return false;
     auto needsFor = [&](int axisOfResult, const Ranges &ranges) {
       std::vector<Need> needs;
       for (size_t i = 0; i < n; ++i)
@@ -324,6 +340,26 @@ private:
           split = &s;
       a.sharding[&op] = *split;
       a.needs[&op] = needsFor(split->axis, split->ranges);
+      return true;
+    }
+    case OpKind::Update: {
+      // update(cache, pos, rows, axis = k) split along any other axis than
+      // k (a KV cache by heads): each chip writes its rows into its slice
+      // of the cache. The position is read whole.
+      int64_t along = op.intAttr("axis").value_or(0);
+      if (along < 0)
+        along += int64_t(op.type().rank());
+      const Sharding &split = in[0].kind == Sharding::Split ? in[0] : in[2];
+      if (split.axis == along || in[1].kind != Sharding::Rep || split.gatherable)
+        return false;
+      for (size_t i : {size_t(0), size_t(2)})
+        if (in[i].kind == Sharding::Split && !(in[i] == split))
+          return false;
+      a.sharding[&op] = {Sharding::Split, split.axis, split.ranges, split.scattered, false};
+      auto need = [&](const Sharding &s) {
+        return s.kind == Sharding::Split ? Need{Need::Local, -1, {}} : Need{Need::Slice, split.axis, split.ranges};
+      };
+      a.needs[&op] = {need(in[0]), Need{}, need(in[2])};
       return true;
     }
     case OpKind::Matmul: {
@@ -627,9 +663,11 @@ public:
     for (const auto &op : fn_.ops())
       old.push_back(op.get());
     Op *ret = fn_.terminator();
-    // Every input stays an input (on chip 0 at least, in order).
+    // Every input stays an input (on chip 0 at least, in order), but a
+    // state, which is read where its slices are (or whole where it is
+    // read whole).
     for (Op *op : old)
-      if (op->kind() == OpKind::Input)
+      if (op->kind() == OpKind::Input && !op->boolAttr("state").value_or(false))
         rep(op, 0);
     // Split and partial ops in program order, once per chip; the
     // replicated ones when a chip first needs them.
@@ -643,12 +681,38 @@ public:
         local(op, c);
     }
     if (ret) {
+      // A split state's new value leaves as one shard per chip, under the
+      // state's name (docs/ir.md, "State").
       std::vector<Op *> operands;
-      for (Op *o : ret->operands())
-        operands.push_back(rep(o, 0));
+      std::vector<std::string> names, declared = ret->stringsAttr("names").value_or(std::vector<std::string>{});
+      std::vector<int64_t> shards;
+      bool anyShard = false;
+      for (size_t i = 0; i < ret->operands().size(); ++i) {
+        Op *o = ret->operand(i);
+        const std::string name = i < declared.size() ? declared[i] : "out" + std::to_string(i);
+        const Sharding s = shardingOf(o);
+        auto need = a_.needs.find(ret);
+        const bool sharded = need != a_.needs.end() && i < need->second.size() &&
+                           need->second[i].kind == Need::Local && s.kind == Sharding::Split;
+        if (!sharded) {
+          operands.push_back(rep(o, 0));
+          names.push_back(name);
+          shards.insert(shards.end(), {-1, 0, 0});
+          continue;
+        }
+        anyShard = true;
+        for (unsigned c = 0; c < chips_; ++c) {
+          operands.push_back(local(o, c));
+          names.push_back(name);
+          shards.insert(shards.end(), {int64_t(s.axis), s.ranges[c].first, o->type().shape[size_t(s.axis)]});
+        }
+      }
       Op *r = fn_.append(OpKind::Return, Type{}, std::move(operands), ret->loc());
       for (const auto &[name, value] : ret->attrs())
         r->setAttr(name, value);
+      r->setAttr("names", std::move(names));
+      if (anyShard)
+        r->setAttr("shards", std::move(shards));
     }
     std::set<const Op *> dead(old.begin(), old.end());
     fn_.eraseIf([&](const Op &op) { return dead.count(&op) != 0; });
@@ -771,6 +835,13 @@ private:
     case OpKind::Constant:
       there = make(*op, OpKind::Constant, type, {}, c);
       return there;
+    case OpKind::Input:
+      if (!op->boolAttr("state").value_or(false) || rep_.count({op, c}))
+        break;
+      // A state read in slices: the chip holds its slice alone.
+      there = make(*op, OpKind::Input, type, {}, c);
+      there->setAttr("shard", std::vector<int64_t>{axis, start, op->type().shape[size_t(axis)]});
+      return there;
     case OpKind::Broadcast: {
       Op *o = op->operand(0);
       const int a = axis - int(op->type().rank() - o->type().rank());
@@ -801,9 +872,10 @@ private:
       return there;
     }
     default:
-      there = sliceOp(rep(op, c), c, axis, start, size);
-      return there;
+      break;
     }
+    there = sliceOp(rep(op, c), c, axis, start, size);
+    return there;
   }
 
   /// Chip c's term of a vocabulary-parallel gather: its rows [v0, v0 + n)

@@ -22,14 +22,15 @@ then makes the same calls, fed the reference's tokens: its logits within
 2% of the reference's at every step, and the same argmax but at a near
 tie. Prints one line a path.
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
+import safetensors_np  # noqa: E402
 
 kind, tmp, model, program, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 prompt = [int(t) for t in sys.argv[6:]]
@@ -51,18 +52,6 @@ def normal(*shape, scale=0.02):
 def mat(rows, cols, scale):
     """A layer's matrix: the scale is for 32 features, 1/sqrt(D) wider."""
     return normal(rows, cols, scale=scale * np.sqrt(32 / D))
-
-
-def write_safetensors(file, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        data = np.ascontiguousarray(a).tobytes()
-        header[name] = {'dtype': 'F16', 'shape': list(a.shape), 'data_offsets': [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    with open(file, 'wb') as f:
-        f.write(struct.pack('<Q', len(text)) + text + b''.join(blobs))
 
 
 def rope_tables():
@@ -100,7 +89,7 @@ else:
     w['norm.g'] = (1 + normal(D, scale=0.1)).astype(np.float16)
     w['output'] = normal(D, V, scale=0.5)
     states = [f'layers.{i}.attention.{s}' for i in range(L) for s in ('keys', 'values')]
-write_safetensors(path('w.safetensors'), w)
+safetensors_np.write(path('w.safetensors'), w)
 t = {k: torch.tensor(v.astype(np.float32)) for k, v in w.items()}
 
 

@@ -10,35 +10,13 @@ lpurun's state and --generate against.
       the keys and values of every position fed
   decoder_check.py acc W.safetensors OUT.npy STATE.safetensors POS X...
       one call of accumulate.lpu from a zero state: y, the cache and steps"""
-import json, struct, sys
+import os, sys
 import numpy as np
 
-DT = {"F16": np.float16, "F32": np.float32, "I32": np.int32}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
+import safetensors_np  # noqa: E402
 
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        data = a.tobytes()
-        kind = {np.float16: "F16", np.float32: "F32", np.int32: "I32"}[a.dtype.type]
-        header[name] = {"dtype": kind, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header).encode()
-    open(path, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = info["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=DT[info["dtype"]]).reshape(info["shape"])
-    return out
+read_safetensors, write_safetensors = safetensors_np.read, safetensors_np.write
 
 
 V, D, P = 16, 8, 16

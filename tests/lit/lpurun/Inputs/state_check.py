@@ -3,12 +3,13 @@ make writes the input and the initial states; check compares the
 simulator's outputs with the reference's bit for bit and the reference's
 with NumPy's update: the rows at pos clamped into [0, P - 2], the rest
 kept."""
-import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
+import safetensors_np  # noqa: E402
 
 t, what = sys.argv[1], sys.argv[2]
 path = lambda name: os.path.join(t, name)
@@ -21,19 +22,7 @@ if what == 'make':
     sys.exit(0)
 
 
-def weights(file):
-    data = open(file, 'rb').read()
-    (n,) = struct.unpack('<Q', data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, h in header.items():
-        if name != '__metadata__':
-            b, e = h['data_offsets']
-            out[name] = np.frombuffer(data[8 + n + b:8 + n + e], np.float16).reshape(h['shape'])
-    return out
-
-
-w = weights(path('w.safetensors'))['w']
+w = safetensors_np.read(path('w.safetensors'))['w']
 x = np.load(path('x.npy'))
 y_ref = np.load(path('y.npy'))
 y = (x.astype(np.float32) @ w.astype(np.float32)).astype(np.float16)
