@@ -208,8 +208,9 @@ private:
   /// update(x, pos, rows, axis = k) without a write at a run-time address:
   /// every index i of axis k takes rows[i - start] where start <= i <
   /// start + n (start = pos clamped into [0, dim - n]), else keeps x[i]. A
-  /// gather of the rows by the clamped offsets and a select by the mask,
-  /// both computed from pos on the chip.
+  /// gather of the rows by the clamped offsets (a broadcast of the one row
+  /// when n is 1) and a select by the mask, both computed from pos on the
+  /// chip.
   llvm::Expected<Op *> update(const Op &op, Op *x, Op *pos, Op *rows) {
     const ir::Type &xt = x->type();
     const int64_t rank = int64_t(xt.rank());
@@ -280,8 +281,11 @@ private:
       return inside.takeError();
     if (!ids)
       return ids.takeError();
-    auto taken = k == 0 ? emit(op, OpKind::Gather, {rows, *ids}, {{"axis", int64_t(0)}})
-                        : gather(op, rows, *ids);
+    // One row (a decode step's key): every index takes it, a broadcast (a
+    // view, no work); several: gathered by the clamped offsets.
+    auto taken = n == 1 ? emit(op, OpKind::Broadcast, {rows}, {}, &xt)
+                 : k == 0 ? emit(op, OpKind::Gather, {rows, *ids}, {{"axis", int64_t(0)}})
+                          : gather(op, rows, *ids);
     if (!taken)
       return taken.takeError();
     Op *mask = *inside;

@@ -968,12 +968,41 @@ void placeOnChips(Function &fn) {
     if (changed)
       user->setOperands(std::move(operands));
   }
+  // One copy of a weight or an input per chip: the tensor-parallel split
+  // of a group may hold a leaf once per chip of the group, and a value
+  // computed again on another group's chip brings its own (the position of
+  // a decode step, read by the mask of every chip). The first stays.
+  std::map<std::tuple<OpKind, std::string, std::string, int64_t>, Op *> held;
+  std::map<const Op *, Op *> same;
+  for (const auto &op : fn.ops()) {
+    if (op->kind() != OpKind::Input && op->kind() != OpKind::Param)
+      continue;
+    std::string shard;
+    for (int64_t x : op->intsAttr("shard").value_or(std::vector<int64_t>{}))
+      shard += std::to_string(x) + ",";
+    const std::string name = op->stringAttr(op->kind() == OpKind::Input ? "name" : "path").value_or("");
+    auto [it, fresh] = held.try_emplace({op->kind(), name, shard, op->chip()}, op.get());
+    if (!fresh && it->second->type() == op->type())
+      same[op.get()] = it->second;
+  }
+  if (!same.empty())
+    for (const auto &op : fn.ops()) {
+      std::vector<Op *> operands(op->operands().begin(), op->operands().end());
+      bool changed = false;
+      for (Op *&operand : operands)
+        if (auto it = same.find(operand); it != same.end()) {
+          operand = it->second;
+          changed = true;
+        }
+      if (changed)
+        op->setOperands(std::move(operands));
+    }
   // Reshapes whose readers all moved to other chips read nothing now.
   std::map<const Op *, size_t> uses;
   for (const auto &op : fn.ops())
     for (const Op *operand : op->operands())
       ++uses[operand];
-  fn.eraseIf([&](const Op &op) { return op.kind() == OpKind::Reshape && !uses[&op]; });
+  fn.eraseIf([&](const Op &op) { return (op.kind() == OpKind::Reshape && !uses[&op]) || same.count(&op); });
 }
 
 } // namespace
