@@ -166,6 +166,7 @@ ir::PartitionCosts partitionCosts(const backend::ChipDescription &chip) {
   costs.elementsPerCycle = double(chip.lanes) * chip.vxmAlusPerLane;
   costs.sramBytesPerChip = chip.sramBytes();
   costs.lanes = chip.lanes;
+  costs.sliceVectors = chip.memVectors;
   return costs;
 }
 

@@ -154,6 +154,29 @@ std::vector<std::optional<Shard>> outputShards(const Op &ret) {
   return out;
 }
 
+bool updatesInPlace(const Op &op, size_t readers, unsigned lanes, unsigned sliceVectors) {
+  if (op.kind() != OpKind::Update || op.operands().size() != 3 || readers != 1 || lanes == 0)
+    return false;
+  const Op *x = op.operand(0);
+  if (x->kind() != OpKind::Input || !x->boolAttr("state").value_or(false) ||
+      op.operand(1)->kind() == OpKind::Constant)
+    return false;
+  const Type &t = x->type();
+  const int64_t rank = int64_t(t.rank());
+  int64_t k = op.intAttr("axis").value_or(0);
+  k = k < 0 ? k + rank : k;
+  if (rank < 2 || k < 0 || k >= rank - 1)
+    return false;
+  const int64_t dim = t.shape[size_t(k)], n = op.operand(2)->type().shape[size_t(k)];
+  if (n <= 0 || n >= dim)
+    return false;
+  int64_t inner = 1;
+  for (int64_t d = k + 1; d + 1 < rank; ++d)
+    inner *= t.shape[size_t(d)];
+  const int64_t vpr = (t.shape.back() + lanes - 1) / lanes;
+  return vpr > 0 && dim * inner * vpr <= int64_t(sliceVectors) && (dim - n) * inner * vpr <= 0xffff;
+}
+
 Type fullType(const Op &op) {
   Type type = op.type();
   if (std::optional<Shard> shard = shardOf(op))

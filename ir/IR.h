@@ -197,6 +197,15 @@ void setShard(Op &op, const Shard &shard);
 /// a state written in parts, each chip its slice (docs/ir.md, "State").
 /// One nullopt per output when the return has no `shards`.
 std::vector<std::optional<Shard>> outputShards(const Op &ret);
+/// Whether `update` (an update op) can be written in place, as far as its
+/// operands and shapes tell, on a chip of `lanes` lanes and `sliceVectors`
+/// vectors a slice: the updated tensor is a state input that `readers`
+/// (its readers' count) says this update alone reads, the position is not
+/// a constant, the axis is one of the rows' (not the last), and one index
+/// of the axes before it (a head's positions, each row `ceil(last /
+/// lanes)` vectors) fits a slice and is addressed by 16 bits. The
+/// scheduler's scatter lowering takes exactly these (scheduler/Legalize.h).
+bool updatesInPlace(const Op &update, size_t readers, unsigned lanes, unsigned sliceVectors);
 /// The type of the whole weight a param reads: its own type with the
 /// shard's axis `full` long; its own type when it has no shard.
 Type fullType(const Op &op);

@@ -365,6 +365,15 @@ private:
 
 } // namespace
 
+bool updatesInPlace(const Op &op, const ir::Function &fn, unsigned lanes, unsigned memVectors) {
+  if (op.kind() != OpKind::Update || op.operands().empty())
+    return false;
+  size_t readers = 0;
+  for (const auto &other : fn.ops())
+    readers += size_t(llvm::count(other->operands(), op.operand(0)));
+  return ir::updatesInPlace(op, readers, lanes, memVectors);
+}
+
 llvm::Expected<std::unique_ptr<ir::Function>> legalize(const ir::Function &fn,
                                                        const std::function<bool(const Op &)> &asIs) {
   if (std::none_of(fn.ops().begin(), fn.ops().end(),

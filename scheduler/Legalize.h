@@ -23,4 +23,13 @@ namespace lpu::scheduler {
 llvm::Expected<std::unique_ptr<ir::Function>>
 legalize(const ir::Function &fn, const std::function<bool(const ir::Op &)> &asIs = {});
 
+/// Whether `op`, an update of a state at a run-time position, is written
+/// in place with the MEM's `scatter` (lower/Gather.cpp, lowerUpdate)
+/// rather than legalised: the state input is read by this update alone
+/// (nothing needs its old value after), the axis is one of the rows'
+/// (whole rows move), and one index of the axes before it (a head's
+/// positions) fits a slice and is addressed within the scatter map's 16
+/// bits, on a chip of `lanes` lanes and `memVectors` vectors a slice.
+bool updatesInPlace(const ir::Op &op, const ir::Function &fn, unsigned lanes, unsigned memVectors);
+
 } // namespace lpu::scheduler

@@ -703,6 +703,8 @@ LoweringFn loweringFor(ir::OpKind kind) {
     return lowerIota;
   case K::Gather:
     return lowerGather;
+  case K::Update:
+    return lowerUpdate;
   default:
     return ir::isElementwise(kind) ? lowerElementwise : nullptr;
   }

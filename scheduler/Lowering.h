@@ -574,6 +574,7 @@ llvm::Error lowerSoftmax(const ir::Op &op, LoweringContext &ctx);
 /// move lanes): views where rows stay whole, else SXM lane moves.
 llvm::Error lowerLayout(const ir::Op &op, LoweringContext &ctx);
 llvm::Error lowerGather(const ir::Op &op, LoweringContext &ctx); // MEM gather
+llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx); // MEM scatter, in place
 llvm::Error lowerIota(const ir::Op &op, LoweringContext &ctx);
 /// Whether `op` is a view of its operand's storage (no data moves): the
 /// driver keeps the operand alive while the view is used.

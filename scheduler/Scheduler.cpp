@@ -425,11 +425,27 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       ctx.returned[v] = true;
 
   // Reshapes alias their operand: uses of an alias are uses of its storage.
+  // So does an update left after legalisation: it is written in place.
   auto storageRoot = [&](const ir::Op *op) {
-    while (aliasesOperand(*op, layouts, chip.lanes))
+    while (aliasesOperand(*op, layouts, chip.lanes) || op->kind() == ir::OpKind::Update)
       op = op->operand(0);
     return op;
   };
+  // The state inputs updated in place, with the rows of one index of the
+  // axes before the update's: their storage is chunked on those
+  // boundaries, so that one index's rows are at consecutive addresses.
+  std::map<const ir::Op *, int64_t> updatedBlock;
+  for (const auto &owned : fn.ops())
+    if (owned->kind() == ir::OpKind::Update) {
+      const ir::Type &t = owned->type();
+      const int64_t rank = int64_t(t.rank());
+      int64_t k = owned->intAttr("axis").value_or(0);
+      k = k < 0 ? k + rank : k;
+      int64_t block = 1;
+      for (int64_t d = k; d + 1 < rank; ++d)
+        block *= t.shape[size_t(d)];
+      updatedBlock[owned->operand(0)] = block;
+    }
   // Outputs computed into their own block keep it (no copy); others copy.
   std::set<const ir::Op *> outputRoots;
   if (ret)
@@ -455,6 +471,8 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     what += " " + op.type().str();
     const ir::Type stored = LoweringContext::storedType(op.type(), orderOf(op));
     int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
+    if (auto b = updatedBlock.find(&op); b != updatedBlock.end())
+      align = b->second;
     const bool packed = pack && storedRows == rows && packable(op, layouts, ctx, chip.lanes);
     packedAny |= packed;
     // Striped: a packed parameter is cut into a chunk per slice group of a
@@ -734,6 +752,15 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
         if (ctx.hasView(v))
           ctx.criticalPath = std::max(ctx.criticalPath, ctx.pathOfRows(*v, ctx.view(v).rows));
         const bool sent = sentBy(traffic, name);
+        // A state written in place (or not written) leaves where its input
+        // came in: the same storage, no copy.
+        if (!sent && isState(name) && root->kind() == ir::OpKind::Input &&
+            root->boolAttr("state").value_or(false) && root->stringAttr("name") == name &&
+            ctx.hasView(v) && ctx.view(v).rowMap.empty() && !ctx.view(v).repeatVector) {
+          outputs.push_back(placementOf(TensorRole::Output, name, v->type(), ctx.view(v)));
+          mark(i, name);
+          continue;
+        }
         if (outputRoots.count(root) && !used.count(root) && ctx.hasView(v) &&
             ctx.view(v).rowMap.empty() && !ctx.view(v).repeatVector) {
           used.insert(root);
@@ -899,7 +926,11 @@ llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::F
   // moves (docs/scheduler.md, "Legalisation"); but a mean over H and W of
   // a channels-last activation, which the global pool takes as it is.
   const LayoutAssignment layouts = assignLayouts(declared, chip, knobs);
-  return legalize(declared, [&](const ir::Op &op) { return isGlobalPool(op, layouts); });
+  // And an update of a state written in place, which its own lowering
+  // takes (lower/Gather.cpp, lowerUpdate).
+  return legalize(declared, [&](const ir::Op &op) {
+    return isGlobalPool(op, layouts) || updatesInPlace(op, declared, chip.lanes, chip.memVectors);
+  });
 }
 
 llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {

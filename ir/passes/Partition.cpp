@@ -158,28 +158,43 @@ struct StageCosts {
   std::vector<llvm::SmallVector<const Op *, 2>> params;
   /// Params some op reads other than as a matmul's weights (operand 1).
   std::set<const Op *> notOnlyWeights;
+  /// States an update at a run-time position writes in place (their one
+  /// reader; the scheduler's scatter): held once, not twice.
+  std::set<const Op *> inPlace;
   unsigned lanes = 320;
 };
 
 bool isState(const Op &op) { return op.kind() == OpKind::Input && op.boolAttr("state").value_or(false); }
 
-/// The SRAM a weight or a state takes. A state is stored a row to whole
-/// vectors, and its new value is a second tensor of that size (the
-/// scheduler writes an update's result apart from its input: see
-/// docs/generation.md, "Not done yet").
-uint64_t heldBytes(const Op &p, unsigned lanes) {
-  if (!isState(p))
-    return bytesOf(p.type());
+/// The SRAM a state takes, stored a row to whole vectors: once when an
+/// update writes it in place, else twice (its new value is a second
+/// tensor: a prefill's update at a position known when compiling, an
+/// update along the last axis, a state read by more than its update).
+uint64_t stateCopyBytes(const Op &p, unsigned lanes) {
   const Type &t = p.type();
   const int64_t cols = t.rank() ? t.shape.back() : 1;
   const int64_t rows = cols ? t.numElements() / cols : 0;
   const int64_t stored = (cols + lanes - 1) / lanes * lanes;
-  return 2 * uint64_t(rows) * uint64_t(stored) * tensor::dtypeSize(t.dtype);
+  return uint64_t(rows) * uint64_t(stored) * tensor::dtypeSize(t.dtype);
+}
+
+uint64_t heldBytes(const Op &p, const StageCosts &sc) {
+  if (!isState(p))
+    return bytesOf(p.type());
+  return (sc.inPlace.count(&p) ? 1 : 2) * stateCopyBytes(p, sc.lanes);
 }
 
 StageCosts costsOf(const std::vector<const Op *> &body, const PartitionCosts &costs) {
   StageCosts out;
   out.lanes = costs.lanes;
+  std::map<const Op *, int> readers;
+  for (const Op *op : body)
+    for (const Op *operand : op->operands())
+      ++readers[operand];
+  for (const Op *op : body)
+    if (op->kind() == OpKind::Update &&
+        updatesInPlace(*op, size_t(readers[op->operand(0)]), costs.lanes, costs.sliceVectors))
+      out.inPlace.insert(op->operand(0));
   for (const Op *op : body) {
     out.cost.push_back(partitionCost(*op, costs));
     llvm::SmallVector<const Op *, 2> params;
@@ -234,10 +249,10 @@ std::vector<WeightBytes> bytesOfEach(const std::set<const Op *> &params, const S
   std::vector<WeightBytes> weights;
   for (const Op *p : params) {
     if (isState(*p)) {
-      // Its old and its new value, each a tensor in one hemisphere.
-      const uint64_t each = heldBytes(*p, sc.lanes) / 2;
-      weights.push_back({each, false});
-      weights.push_back({each, false});
+      // Each copy (its old and, unless written in place, its new value) a
+      // tensor in one hemisphere.
+      for (int copy = sc.inPlace.count(p) ? 1 : 2; copy > 0; --copy)
+        weights.push_back({stateCopyBytes(*p, sc.lanes), false});
       continue;
     }
     weights.push_back({bytesOf(p->type()), !sc.notOnlyWeights.count(p)});
@@ -378,7 +393,7 @@ llvm::Error noChipHolds(const std::vector<const Op *> &body, const StageCosts &s
   for (const Op *p : sc.params[at]) {
     what += (what.empty() ? "" : ", ") +
             (isState(*p) ? "state " + p->stringAttr("name").value_or("?") : p->stringAttr("path").value_or("?"));
-    bytes += heldBytes(*p, sc.lanes);
+    bytes += heldBytes(*p, sc);
   }
   const std::string holder =
       costs.chipsPerStage > 1 ? "group of " + std::to_string(costs.chipsPerStage) + " chips" : "chip";
@@ -483,7 +498,7 @@ uint64_t weightBytesOf(const StageCosts &sc, size_t first, size_t end) {
     params.insert(sc.params[i].begin(), sc.params[i].end());
   uint64_t bytes = 0;
   for (const Op *p : params)
-    bytes += heldBytes(*p, sc.lanes);
+    bytes += heldBytes(*p, sc);
   return bytes;
 }
 

@@ -37,6 +37,9 @@ struct PartitionCosts {
   /// A vector's elements: a state is stored a row to whole vectors (its
   /// last axis padded up to a multiple of this), as the scheduler does.
   unsigned lanes = 320;
+  /// A slice's vectors: a state updated in place keeps a head's positions
+  /// in one slice (ir::updatesInPlace).
+  unsigned sliceVectors = 8192;
   /// The chips a stage has (a hybrid partition's group), for messages.
   unsigned chipsPerStage = 1;
 };

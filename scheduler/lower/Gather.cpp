@@ -20,6 +20,9 @@
 // computed per id: a row's vector starts inside a stored vector, so the
 // gather reads each lane from the vector that holds that lane's element
 // and an SXM permute puts the elements in order (lowerPackedGather).
+//
+// update(x, pos, rows) in place is the gather's inverse on the MEM's
+// `scatter` (lowerUpdate, at the end).
 #include "scheduler/Lowering.h"
 
 #include <llvm/ADT/ScopeExit.h>
@@ -739,5 +742,129 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
 }
 
 } // namespace
+
+/// update(x, pos, rows, axis = k) written in place (Legalize.h,
+/// updatesInPlace): the result is x's storage, and each vector of the new
+/// rows goes to it with a MEM `scatter`, at the address of its row for a
+/// start of 0 plus a map that is start * (rows per index of axis k) *
+/// (vectors per row) in every lane (start = pos clamped into [0, dim - n],
+/// computed once on the VXM from the position spread to every lane). Only
+/// the new rows move: a decode step writes a key and a value, not the
+/// cache. Rows of one index of the axes before k (a head's positions) lie
+/// in one chunk, at consecutive addresses (the state's storage is chunked
+/// on those boundaries, Scheduler.cpp), so one map serves every vector.
+/// Bit-exact: only bits move.
+llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
+  const ChipDescription &chip = ctx.chip();
+  const int64_t lanes = chip.lanes;
+  const TensorView x = ctx.view(op.operand(0));
+  const TensorView &pos = ctx.view(op.operand(1));
+  const TensorView &rows = ctx.view(op.operand(2));
+  const ir::Type &type = op.type();
+  const int64_t rank = int64_t(type.rank());
+  int64_t k = op.intAttr("axis").value_or(0);
+  k = k < 0 ? k + rank : k;
+  auto internal = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "update " + type.str() + " written in place: " + why);
+  };
+  if (k < 0 || k >= rank - 1)
+    return internal("the axis is not one of the rows' axes");
+  const int64_t dim = type.shape[size_t(k)], n = op.operand(2)->type().shape[size_t(k)];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < k; ++d)
+    outer *= type.shape[size_t(d)];
+  for (int64_t d = k + 1; d + 1 < rank; ++d)
+    inner *= type.shape[size_t(d)];
+  const int64_t vpr = x.vecsPerRow, block = dim * inner;
+  if (x.packed() || rows.packed() || !x.rowMap.empty() || x.repeatVector || rows.repeatVector ||
+      !x.perm.empty() || !rows.perm.empty() || rows.vecsPerRow != vpr || x.rows != outer * block)
+    return internal("the cache or the rows are not stored as plain rows");
+  const int64_t most = (dim - n) * inner * vpr;
+  if (most > 0xffff)
+    return internal("a position's offset needs more than the scatter map's 16 bits");
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t first = o * block, last = first + block - 1;
+    if (x.chunkOf(first) != x.chunkOf(last) ||
+        int64_t(x.address(last, vpr - 1)) - int64_t(x.address(first, 0)) != block * vpr - 1)
+      return internal("a chunk of the cache splits the positions of one index");
+  }
+
+  // The map: start * inner * vpr, in every lane, once.
+  auto spread = spreadMaps(op, ctx, pos);
+  if (!spread)
+    return spread.takeError();
+  auto zero = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, 0);
+  auto top = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, dim - n);
+  auto scale = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, inner * vpr);
+  if (!zero || !top || !scale)
+    return !zero ? zero.takeError() : !top ? top.takeError() : scale.takeError();
+  std::vector<uint16_t> avoid = x.allSlices();
+  avoid.insert(avoid.end(), rows.allSlices().begin(), rows.allSlices().end());
+  auto map = ctx.scratch(op, DType::I32, 1, lanes, avoid);
+  if (!map)
+    return map.takeError();
+  int64_t mapReady = 0;
+  {
+    WorkTree tree;
+    tree.write(map->slices(0), map->address(0, 0), -1);
+    int at = spreadId(tree, chip, pos, *spread, 0);
+    at = vxm(tree, Opcode::Max, DType::I32, {at, tree.read(zero->slices(0), zero->address(0, 0))});
+    at = vxm(tree, Opcode::Min, DType::I32, {at, tree.read(top->slices(0), top->address(0, 0))});
+    at = vxm(tree, Opcode::Mul, DType::I32, {at, tree.read(scale->slices(0), scale->address(0, 0))});
+    tree.nodes[0].inputs = {at};
+    std::optional<Placement> placed =
+        ctx.placer().place(std::move(tree), std::max(map->storage->block.writableFrom, pos.readyAt(0, 0)));
+    if (!placed)
+      return cannotPlace(op, ctx);
+    ctx.read(pos, placed->doneCycle);
+    ctx.written(*map, 0, 0, placed->doneCycle - 1);
+    mapReady = placed->doneCycle;
+    ctx.notePath(op, placed->span());
+  }
+
+  // Every old vector landed before any is overwritten (the update is the
+  // cache's one reader: Legalize.h).
+  int64_t cacheReady = 0;
+  for (int64_t t : x.storage->ready)
+    cacheReady = std::max(cacheReady, t);
+  const size_t planes = tensor::dtypeSize(x.dtype);
+  int64_t prev = 0, done = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = 0; q < inner; ++q) {
+        const int64_t dest = (o * dim + j) * inner + q, src = (o * n + j) * inner + q;
+        for (int64_t v = 0; v < vpr; ++v)
+          for (size_t b = 0; b < planes; ++b) {
+            WorkTree tree;
+            Instr scatter;
+            scatter.op = Opcode::Scatter;
+            scatter.dtype = DType::I8; // one byte plane
+            scatter.unit = x.slices(dest)[b];
+            scatter.addr = x.address(dest, v);
+            tree.add(scatter);
+            int value = tree.read({rows.slices(src)[b]}, rows.address(src, v));
+            int offset = tree.read({map->slices(0)[0], map->slices(0)[1]}, map->address(0, 0));
+            tree.nodes[0].inputs = {value, offset};
+            const int64_t ready = std::max({rows.readyAt(src, v), mapReady, cacheReady});
+            std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
+            if (!placed)
+              return cannotPlace(op, ctx);
+            prev = placed->firstCycle;
+            done = std::max(done, placed->doneCycle);
+            ctx.read(rows, placed->doneCycle);
+            ctx.read(*map, placed->doneCycle);
+          }
+      }
+  // Any vector of the cache may have been written: every one is ready
+  // after the last scatter lands.
+  for (int64_t r = 0; r < x.rows; ++r)
+    for (int64_t v = 0; v < vpr; ++v)
+      ctx.written(x, r, v, done - 1);
+  ctx.setView(&op, x);
+  ctx.notePathEnd(op, done);
+  ctx.releaseScratch(*map);
+  return llvm::Error::success();
+}
 
 } // namespace lpu::scheduler

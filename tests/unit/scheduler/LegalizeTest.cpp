@@ -197,5 +197,43 @@ func @f {
   EXPECT_EQ(*out, nullptr);
 }
 
+// Which updates the scatter lowering writes in place: a state read by its
+// update alone, at a run-time position, along a rows' axis, one index's
+// positions within a slice (the chip's 320 lanes, 8192 vectors a slice).
+TEST(Legalize, UpdatesInPlace) {
+  auto module = parse(R"(
+func @f {
+  %0 = input {name = "keys", state = true} : f16[2, 16, 8]
+  %1 = input {name = "pos"} : i32[]
+  %2 = input {name = "k"} : f16[2, 1, 8]
+  %3 = update %0, %1, %2 {axis = 1} : f16[2, 16, 8]
+  %4 = input {name = "cols", state = true} : f16[8, 16]
+  %5 = input {name = "c"} : f16[8, 1]
+  %6 = update %4, %1, %5 {axis = 1} : f16[8, 16]
+  %7 = constant {value = 0} : i32[]
+  %8 = input {name = "vals", state = true} : f16[2, 16, 8]
+  %9 = update %8, %7, %2 {axis = 1} : f16[2, 16, 8]
+  %10 = input {name = "read", state = true} : f16[2, 16, 8]
+  %11 = update %10, %1, %2 {axis = 1} : f16[2, 16, 8]
+  %12 = input {name = "x"} : f16[2, 16, 8]
+  %13 = update %12, %1, %2 {axis = 1} : f16[2, 16, 8]
+  %14 = input {name = "long", state = true} : f16[2, 9000, 8]
+  %15 = update %14, %1, %2 {axis = 1} : f16[2, 9000, 8]
+  return %3, %6, %9, %11, %10, %13, %15 {names = ["keys", "cols", "vals", "read", "old", "y", "long"], states = ["keys", "cols", "vals", "read", "long"]}
+}
+)");
+  ASSERT_TRUE(module);
+  const ir::Function &fn = *module->functions[0];
+  auto at = [&](size_t i) -> const ir::Op & { return *fn.ops()[i]; };
+  EXPECT_TRUE(updatesInPlace(at(3), fn, 320, 8192));
+  EXPECT_FALSE(updatesInPlace(at(6), fn, 320, 8192)) << "along the last axis";
+  EXPECT_FALSE(updatesInPlace(at(9), fn, 320, 8192)) << "at a constant position";
+  EXPECT_FALSE(updatesInPlace(at(11), fn, 320, 8192)) << "the old value is read too";
+  EXPECT_FALSE(updatesInPlace(at(13), fn, 320, 8192)) << "not a state";
+  EXPECT_FALSE(updatesInPlace(at(15), fn, 320, 8192)) << "a head's positions exceed a slice";
+  EXPECT_TRUE(updatesInPlace(at(15), fn, 320, 16384));
+  EXPECT_FALSE(updatesInPlace(at(1), fn, 320, 8192)) << "not an update";
+}
+
 } // namespace
 } // namespace lpu::scheduler
