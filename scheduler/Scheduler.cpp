@@ -539,9 +539,14 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   auto bytes = [](const ir::Op *op) {
     return op->type().numElements() * int64_t(tensor::dtypeSize(op->type().dtype));
   };
+  // Then the states updated in place, while whole runs of a slice are
+  // free: each needs its heads' positions in one chunk (updatedBlock).
+  auto inPlace = [&](const ir::Op *op) { return updatedBlock.count(op) != 0; };
   std::stable_sort(leaves.begin(), leaves.end(), [&](const ir::Op *a, const ir::Op *b) {
     if (striped(a) != striped(b))
       return striped(a);
+    if (inPlace(a) != inPlace(b))
+      return inPlace(a);
     if (striped(a) && storage == ParamStorage::StripedBySize)
       return bytes(a) > bytes(b);
     if (weight(a) != weight(b))

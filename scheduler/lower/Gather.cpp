@@ -750,10 +750,14 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
 /// (vectors per row) in every lane (start = pos clamped into [0, dim - n],
 /// computed once on the VXM from the position spread to every lane). Only
 /// the new rows move: a decode step writes a key and a value, not the
-/// cache. Rows of one index of the axes before k (a head's positions) lie
-/// in one chunk, at consecutive addresses (the state's storage is chunked
-/// on those boundaries, Scheduler.cpp), so one map serves every vector.
-/// Bit-exact: only bits move.
+/// cache. The state is chunked on the boundaries of one index of the axes
+/// before k (a head's positions, Scheduler.cpp) where SRAM allows, so one
+/// map serves every vector. Where a chunk boundary splits one index's
+/// positions anyway (SRAM too full for aligned chunks), each row of the
+/// update is written into every chunk its positions reach: at the start
+/// clamped into that chunk's positions, the new row where the start is
+/// among them and the row's old value (a `gather` at the same address)
+/// where it is not. Bit-exact: only bits move.
 llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const int64_t lanes = chip.lanes;
@@ -780,47 +784,136 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
   if (x.packed() || rows.packed() || !x.rowMap.empty() || x.repeatVector || rows.repeatVector ||
       !x.perm.empty() || !rows.perm.empty() || rows.vecsPerRow != vpr || x.rows != outer * block)
     return internal("the cache or the rows are not stored as plain rows");
-  const int64_t most = (dim - n) * inner * vpr;
-  if (most > 0xffff)
+  if ((dim - n) * inner * vpr > 0xffff)
     return internal("a position's offset needs more than the scatter map's 16 bits");
+  // Whether view rows [first, last] are in one chunk at consecutive
+  // addresses.
+  auto together = [&](int64_t first, int64_t last) {
+    return x.chunkOf(first) == x.chunkOf(last) &&
+           int64_t(x.address(last, vpr - 1)) - int64_t(x.address(first, 0)) == (last - first + 1) * vpr - 1;
+  };
+  // A run of starts [lo, hi] whose row j of index o is in one chunk: one
+  // map and flag of its own (a split index's).
+  struct Piece {
+    int64_t o, j, lo, hi;
+  };
+  std::vector<Piece> pieces;
+  std::vector<bool> whole(size_t(outer), true);
   for (int64_t o = 0; o < outer; ++o) {
-    const int64_t first = o * block, last = first + block - 1;
-    if (x.chunkOf(first) != x.chunkOf(last) ||
-        int64_t(x.address(last, vpr - 1)) - int64_t(x.address(first, 0)) != block * vpr - 1)
+    if (together(o * block, o * block + block - 1))
+      continue;
+    if (inner != 1)
       return internal("a chunk of the cache splits the positions of one index");
+    whole[size_t(o)] = false;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t lo = 0; lo <= dim - n;) {
+        int64_t hi = lo;
+        while (hi + 1 <= dim - n && together(o * dim + lo + j, o * dim + hi + 1 + j))
+          ++hi;
+        pieces.push_back({o, j, lo, hi});
+        lo = hi + 1;
+      }
   }
 
-  // The map: start * inner * vpr, in every lane, once.
+  // The start, clamped, in every lane; then each map: the offset of the
+  // start inside its run (and whether it is in it), times the vectors a
+  // start moves a row by.
   auto spread = spreadMaps(op, ctx, pos);
   if (!spread)
     return spread.takeError();
-  auto zero = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, 0);
-  auto top = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, dim - n);
-  auto scale = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, inner * vpr);
-  if (!zero || !top || !scale)
-    return !zero ? zero.takeError() : !top ? top.takeError() : scale.takeError();
+  auto splat = [&](int64_t value) { return splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, value); };
   std::vector<uint16_t> avoid = x.allSlices();
   avoid.insert(avoid.end(), rows.allSlices().begin(), rows.allSlices().end());
-  auto map = ctx.scratch(op, DType::I32, 1, lanes, avoid);
-  if (!map)
-    return map.takeError();
-  int64_t mapReady = 0;
-  {
-    WorkTree tree;
-    tree.write(map->slices(0), map->address(0, 0), -1);
-    int at = spreadId(tree, chip, pos, *spread, 0);
-    at = vxm(tree, Opcode::Max, DType::I32, {at, tree.read(zero->slices(0), zero->address(0, 0))});
-    at = vxm(tree, Opcode::Min, DType::I32, {at, tree.read(top->slices(0), top->address(0, 0))});
-    at = vxm(tree, Opcode::Mul, DType::I32, {at, tree.read(scale->slices(0), scale->address(0, 0))});
-    tree.nodes[0].inputs = {at};
-    std::optional<Placement> placed =
-        ctx.placer().place(std::move(tree), std::max(map->storage->block.writableFrom, pos.readyAt(0, 0)));
+  std::vector<TensorView> scratches;
+  auto scratch = [&](DType dtype) -> llvm::Expected<TensorView> {
+    auto v = ctx.scratch(op, dtype, 1, lanes, avoid);
+    if (v) {
+      avoid.insert(avoid.end(), v->allSlices().begin(), v->allSlices().end());
+      scratches.push_back(*v);
+    }
+    return v;
+  };
+  int64_t prev = 0;
+  auto placeTree = [&](WorkTree tree, int64_t ready) -> llvm::Expected<Placement> {
+    std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
     if (!placed)
       return cannotPlace(op, ctx);
-    ctx.read(pos, placed->doneCycle);
-    ctx.written(*map, 0, 0, placed->doneCycle - 1);
-    mapReady = placed->doneCycle;
-    ctx.notePath(op, placed->span());
+    prev = placed->firstCycle;
+    return *placed;
+  };
+  // Writes f(start) into `dest` (one vector), start read from `start` or,
+  // for the first, computed from the position.
+  auto compute = [&](const TensorView &dest, const std::function<int(WorkTree &, int)> &f,
+                     const TensorView *start) -> llvm::Expected<int64_t> {
+    WorkTree tree;
+    tree.write(dest.slices(0), dest.address(0, 0), -1);
+    int s = start ? tree.read(start->slices(0), start->address(0, 0)) : spreadId(tree, chip, pos, *spread, 0);
+    tree.nodes[0].inputs = {f(tree, s)};
+    const int64_t ready = std::max(dest.storage->block.writableFrom, start ? start->readyAt(0, 0) : pos.readyAt(0, 0));
+    auto placed = placeTree(std::move(tree), ready);
+    if (!placed)
+      return placed.takeError();
+    if (start)
+      ctx.read(*start, placed->doneCycle);
+    else
+      ctx.read(pos, placed->doneCycle);
+    ctx.written(dest, 0, 0, placed->doneCycle - 1);
+    return placed->doneCycle;
+  };
+  auto constant = [&](WorkTree &tree, const TensorView &c) { return tree.read(c.slices(0), c.address(0, 0)); };
+  auto zero = splat(0), top = splat(dim - n), step = splat(inner * vpr);
+  if (!zero || !top || !step)
+    return !zero ? zero.takeError() : !top ? top.takeError() : step.takeError();
+  auto start = scratch(DType::I32);
+  if (!start)
+    return start.takeError();
+  auto startDone = compute(*start, [&](WorkTree &tree, int s) {
+    s = vxm(tree, Opcode::Max, DType::I32, {s, constant(tree, *zero)});
+    return vxm(tree, Opcode::Min, DType::I32, {s, constant(tree, *top)});
+  }, nullptr);
+  if (!startDone)
+    return startDone.takeError();
+  ctx.notePath(op, 0);
+  int64_t mapsReady = *startDone;
+  auto map = scratch(DType::I32);
+  if (!map)
+    return map.takeError();
+  auto mapDone = compute(*map, [&](WorkTree &tree, int s) {
+    return vxm(tree, Opcode::Mul, DType::I32, {s, constant(tree, *step)});
+  }, &*start);
+  if (!mapDone)
+    return mapDone.takeError();
+  mapsReady = std::max(mapsReady, *mapDone);
+  std::vector<TensorView> pieceMaps, pieceFlags;
+  for (const Piece &p : pieces) {
+    auto lo = splat(p.lo), hi = splat(p.hi), vectors = splat(vpr);
+    if (!lo || !hi || !vectors)
+      return !lo ? lo.takeError() : !hi ? hi.takeError() : vectors.takeError();
+    auto m = scratch(DType::I32);
+    if (!m)
+      return m.takeError();
+    auto mDone = compute(*m, [&](WorkTree &tree, int s) {
+      s = vxm(tree, Opcode::Max, DType::I32, {s, constant(tree, *lo)});
+      s = vxm(tree, Opcode::Min, DType::I32, {s, constant(tree, *hi)});
+      s = vxm(tree, Opcode::Sub, DType::I32, {s, constant(tree, *lo)});
+      return vxm(tree, Opcode::Mul, DType::I32, {s, constant(tree, *vectors)});
+    }, &*start);
+    if (!mDone)
+      return mDone.takeError();
+    auto f = scratch(DType::Bool);
+    if (!f)
+      return f.takeError();
+    auto fDone = compute(*f, [&](WorkTree &tree, int s) {
+      int low = vxm(tree, Opcode::CmpGe, DType::I32, {s, constant(tree, *lo)});
+      int high = vxm(tree, Opcode::CmpLe, DType::I32,
+                     {tree.read(start->slices(0), start->address(0, 0)), constant(tree, *hi)});
+      return vxm(tree, Opcode::And, DType::Bool, {low, high});
+    }, &*start);
+    if (!fDone)
+      return fDone.takeError();
+    mapsReady = std::max({mapsReady, *mDone, *fDone});
+    pieceMaps.push_back(*m);
+    pieceFlags.push_back(*f);
   }
 
   // Every old vector landed before any is overwritten (the update is the
@@ -829,33 +922,57 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
   for (int64_t t : x.storage->ready)
     cacheReady = std::max(cacheReady, t);
   const size_t planes = tensor::dtypeSize(x.dtype);
-  int64_t prev = 0, done = 0;
+  int64_t done = 0;
+  prev = 0;
+  // One scatter a byte plane of a vector: to row `dest` (its address for
+  // the run's first start) plus `m`; with a flag, the new bits where it
+  // holds and the old (gathered at the same address) where not.
+  auto write = [&](int64_t dest, int64_t src, int64_t v, size_t b, const TensorView &m,
+                   const TensorView *flag) -> llvm::Error {
+    WorkTree tree;
+    Instr scatter;
+    scatter.op = Opcode::Scatter;
+    scatter.dtype = DType::I8; // one byte plane
+    scatter.unit = x.slices(dest)[b];
+    scatter.addr = x.address(dest, v);
+    tree.add(scatter);
+    int value = tree.read({rows.slices(src)[b]}, rows.address(src, v));
+    if (flag) {
+      Instr gather = scatter;
+      gather.op = Opcode::Gather;
+      int at = tree.read({m.slices(0)[0], m.slices(0)[1]}, m.address(0, 0));
+      int old = tree.add(gather, {at, at});
+      int cond = tree.read({flag->slices(0)[0]}, flag->address(0, 0));
+      value = vxm(tree, Opcode::Select, DType::I8, {cond, value, old});
+    }
+    int offset = tree.read({m.slices(0)[0], m.slices(0)[1]}, m.address(0, 0));
+    tree.nodes[0].inputs = {value, offset};
+    auto placed = placeTree(std::move(tree), std::max({rows.readyAt(src, v), mapsReady, cacheReady}));
+    if (!placed)
+      return placed.takeError();
+    done = std::max(done, placed->doneCycle);
+    ctx.read(rows, placed->doneCycle);
+    ctx.read(m, placed->doneCycle);
+    if (flag) {
+      ctx.read(*flag, placed->doneCycle);
+      ctx.read(x, placed->doneCycle);
+    }
+    return llvm::Error::success();
+  };
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t q = 0; q < inner; ++q) {
-        const int64_t dest = (o * dim + j) * inner + q, src = (o * n + j) * inner + q;
+    for (int64_t j = 0; whole[size_t(o)] && j < n; ++j)
+      for (int64_t q = 0; q < inner; ++q)
         for (int64_t v = 0; v < vpr; ++v)
-          for (size_t b = 0; b < planes; ++b) {
-            WorkTree tree;
-            Instr scatter;
-            scatter.op = Opcode::Scatter;
-            scatter.dtype = DType::I8; // one byte plane
-            scatter.unit = x.slices(dest)[b];
-            scatter.addr = x.address(dest, v);
-            tree.add(scatter);
-            int value = tree.read({rows.slices(src)[b]}, rows.address(src, v));
-            int offset = tree.read({map->slices(0)[0], map->slices(0)[1]}, map->address(0, 0));
-            tree.nodes[0].inputs = {value, offset};
-            const int64_t ready = std::max({rows.readyAt(src, v), mapReady, cacheReady});
-            std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
-            if (!placed)
-              return cannotPlace(op, ctx);
-            prev = placed->firstCycle;
-            done = std::max(done, placed->doneCycle);
-            ctx.read(rows, placed->doneCycle);
-            ctx.read(*map, placed->doneCycle);
-          }
-      }
+          for (size_t b = 0; b < planes; ++b)
+            if (auto e = write((o * dim + j) * inner + q, (o * n + j) * inner + q, v, b, *map, nullptr))
+              return e;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece &p = pieces[i];
+    for (int64_t v = 0; v < vpr; ++v)
+      for (size_t b = 0; b < planes; ++b)
+        if (auto e = write(p.o * dim + p.lo + p.j, p.o * n + p.j, v, b, pieceMaps[i], &pieceFlags[i]))
+          return e;
+  }
   // Any vector of the cache may have been written: every one is ready
   // after the last scatter lands.
   for (int64_t r = 0; r < x.rows; ++r)
@@ -863,7 +980,8 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
       ctx.written(x, r, v, done - 1);
   ctx.setView(&op, x);
   ctx.notePathEnd(op, done);
-  ctx.releaseScratch(*map);
+  for (const TensorView &t : scratches)
+    ctx.releaseScratch(t);
   return llvm::Error::success();
 }
 
