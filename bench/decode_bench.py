@@ -3,25 +3,29 @@ by lpuc --report --json on groqchip1 (the simulator counts the same
 cycles): for each model, the chips, one decode step's cycles and time,
 tokens/s for one sequence at the chip's clock, the physical bound of the
 step (docs/scheduler.md, "The physical bound") with its resource and the
-ratio, the compile seconds, and the published figure for the real chips
-where there is one.
+ratio, the compile seconds and peak memory, and the published figure for
+the real chips where there is one.
 
 - GPT-2 small (examples/gpt2_decode.lpu, a 128-position cache) on three
   chips, a pipeline;
 - Llama-2-7B's shape (bench/llama_decode.lpu: 32 layers, D = 4096, 32
-  heads, FFN 11008, vocabulary 32,000, f16, a 4,096-position cache): two
-  layers on 32 chips, and the whole model on CHIPS chips, each a hybrid
-  partition (a layer is larger than a chip), next to Groq's 750 tokens/s
-  for Llama-2-7B. Neither compiles yet: a chip's share of the caches
-  does not fit beside its weights (docs/generation.md, "Not done yet");
-  the bench prints lpuc's refusal.
+  heads, FFN 11008, vocabulary 32,000, f16, a 4,096-position cache): one
+  layer on a node's 8 chips (tensor parallel, the cache split by heads),
+  and two layers with the embedding and the head on as many nodes as they
+  need (hybrid). The whole model's compile needs more memory than this
+  machine has (about 2 GB a layer's node: 34 GB for its 17 nodes), so by
+  default the bench estimates it from those two: the two-layer program
+  plus 30 more layers at one layer's cycles (a decode step runs the
+  layers one after another), and its physical bound the same way; next
+  to Groq's 750 tokens/s. `--only llama2-7b` compiles the whole model.
 
-usage: decode_bench.py LPUC [--only NAME,...] [--chips N]
+usage: decode_bench.py LPUC [--only NAME,...]
 """
 import argparse
 import json
 import os
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,43 +34,72 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = [
     ("gpt2 decode", "examples/gpt2_decode.lpu", ["--entry", "decode", "--chips", "3", "--partition", "pipeline"],
      None),
+    ("llama2-7b layer", "bench/llama_decode.lpu",
+     ["--entry", "llama2_7b_layer", "--chips", "8", "--partition", "tensor"], None),
     ("llama2-7b 2 layers", "bench/llama_decode.lpu",
-     ["--entry", "llama2_7b_2layers", "--chips", "32", "--partition", "hybrid"], None),
-    ("llama2-7b", "bench/llama_decode.lpu", ["--entry", "llama2_7b", "--chips", "{chips}", "--partition", "hybrid"],
+     ["--entry", "llama2_7b_2layers", "--chips", "auto", "--partition", "hybrid"], None),
+    ("llama2-7b", "bench/llama_decode.lpu", ["--entry", "llama2_7b", "--chips", "auto", "--partition", "hybrid"],
      750),
 ]
+DEFAULT = ["gpt2 decode", "llama2-7b layer", "llama2-7b 2 layers"]
+
+
+def compile_report(lpuc, path, flags):
+    """lpuc's --report --json for one entry, its seconds and peak memory
+    (GiB), or its first error line."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([lpuc, os.path.join(ROOT, path), "--report", "--json", *flags], stdout=out, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    seconds = time.monotonic() - start
+    peak = usage.ru_maxrss / 2**20  # KiB to GiB
+    if p.returncode != 0:
+        lines = stderr.strip().splitlines()
+        first = lines[0] if lines else f"exit {p.returncode}" + (" (killed: out of memory?)" if p.returncode < 0 else "")
+        return None, seconds, peak, first
+    return json.loads(stdout), seconds, peak, None
+
+
+def row(name, chips, cycles, us, clock, physical, resource, seconds, peak, published):
+    tokens = clock * 1e6 / cycles
+    pub = f"{published} tokens/s (Groq)" if published else ""
+    print(f"{name:<22} {chips:>5} {cycles:>11,} {us:>9.1f} {tokens:>9.1f} {physical:>10,} "
+          f"{cycles / physical:>6.2f}  {resource:<16} {seconds:>9.1f} {peak:>6.1f}  {pub}")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("lpuc")
     parser.add_argument("--only", default="")
-    parser.add_argument("--chips", default="72", help="chips for the whole Llama-2-7B (default: a rack, 72)")
     args = parser.parse_args()
-    only = [o for o in args.only.split(",") if o]
-    print(f"{'model':<20} {'chips':>5} {'cycles':>11} {'us':>9} {'tokens/s':>9} "
-          f"{'physical':>10} {'ratio':>6}  {'bound by':<16} {'compile s':>9}  published")
+    only = [o for o in args.only.split(",") if o] or DEFAULT
+    print(f"{'model':<22} {'chips':>5} {'cycles':>11} {'us':>9} {'tokens/s':>9} "
+          f"{'physical':>10} {'ratio':>6}  {'bound by':<16} {'compile s':>9} {'GiB':>6}  published")
+    got = {}
+    clock = 900
     for name, path, flags, published in MODELS:
-        if only and name not in only:
+        if name not in only:
             continue
-        flags = [f.format(chips=args.chips) for f in flags]
-        start = time.monotonic()
-        r = subprocess.run([args.lpuc, os.path.join(ROOT, path), "--report", "--json", *flags],
-                           capture_output=True, text=True)
-        seconds = time.monotonic() - start
-        if r.returncode != 0:
-            first = r.stderr.strip().splitlines()[0] if r.stderr.strip() else f"exit {r.returncode}"
-            print(f"{name:<20} does not compile: {first}")
+        out, seconds, peak, error = compile_report(args.lpuc, path, flags)
+        if error:
+            print(f"{name:<22} does not compile: {error} ({seconds:.0f} s, {peak:.1f} GiB)")
             continue
-        out = json.loads(r.stdout)
         b = out["buckets"][0]
-        cycles = b["cycles"]
+        clock = out["clock_mhz"]
         chips = len(b.get("chips", [])) or 1
-        tokens = out["clock_mhz"] * 1e6 / cycles
-        pub = f"{published} tokens/s (Groq)" if published else ""
-        print(f"{name:<20} {chips:>5} {cycles:>11,} {b['time_us']:>9.1f} {tokens:>9.1f} "
-              f"{b['physical_bound']:>10,} {b['physical_ratio']:>6.2f}  {b['physical_resource']:<16} "
-              f"{seconds:>9.1f}  {pub}")
+        got[name] = b
+        row(name, chips, b["cycles"], b["time_us"], clock, b["physical_bound"], b["physical_resource"], seconds,
+            peak, published)
+    layer, two = got.get("llama2-7b layer"), got.get("llama2-7b 2 layers")
+    if layer and two and "llama2-7b" not in only:
+        cycles = two["cycles"] + 30 * layer["cycles"]
+        physical = two["physical_bound"] + 30 * layer["physical_bound"]
+        chips = 8 * ((32 + 1) // 2 + 1)  # two layers a node, and the embedding's node
+        row("llama2-7b (estimate)", chips, cycles, cycles / clock, clock, physical, "weight loads", 0, 0, 750)
 
 
 if __name__ == "__main__":
