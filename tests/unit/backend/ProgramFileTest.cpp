@@ -554,7 +554,18 @@ TEST(ProgramFile, VerifyShards) {
   EXPECT_EQ(refused({0, 0, 320}), ""); // the whole weight, as a slice
   EXPECT_EQ(refused({0, 640, 960}), "");
   EXPECT_EQ(refused({0, 0, 4}, 0),
-            "entry 'main' bucket 0: input 'x' has a shard 0,0,4, which only a param may");
+            "entry 'main' bucket 0: input 'x' has a shard 0,0,4, which only a param or a state may");
+  {
+    // A state's slice (a KV cache split by heads): its whole is checked.
+    Program state = p;
+    TensorPlacement &x = state.entries[0].buckets[0].tensors[0];
+    x.state = true;
+    const int64_t rows = state.entries[0].buckets[0].concreteShape(x)[0];
+    x.shard = {0, 0, 2 * rows};
+    EXPECT_EQ(errorOf(verifyProgram(state, *chip)), "");
+    x.shard = {0, rows + 1, 2 * rows};
+    EXPECT_NE(errorOf(verifyProgram(state, *chip)).find("are not inside the state's"), std::string::npos);
+  }
   EXPECT_EQ(refused({0, 0}),
             "entry 'main' bucket 0: param 'w.0': shard 0,0 is not three numbers AXIS,START,FULL");
   EXPECT_EQ(refused({1, 0, 640}),

@@ -161,7 +161,7 @@ TEST(Verifier, ParamShards) {
 
   Sample notParam;
   notParam.x->setAttr("shard", std::vector<int64_t>{1, 0, 6});
-  expectOne(notParam.fn, at(1), "input: only a param has a shard (attribute 'shard')");
+  expectOne(notParam.fn, at(1), "input: only a param or a state input has a shard (attribute 'shard')");
 
   Sample bad;
   for (Attr attr : {Attr(int64_t(1)), Attr(std::vector<int64_t>{1, 0}),
