@@ -120,7 +120,7 @@ llvm::Expected<ShiftCheckReport> checkShifts(const Program &program, const ChipD
     for (const TensorPlacement &t : bucket.tensors)
       if (t.role == TensorRole::Input && !session.inputs.count(t.name))
         session.inputs.emplace(
-            t.name, tensor::randomTensor(options.inputSeed, t.name, t.dtype, bucket.concreteShape(t)));
+            t.name, tensor::randomTensor(options.inputSeed, t.name, t.dtype, bucket.fullShape(t)));
   }
   session.run.timingOnly = false;
   session.run.trace = false;
