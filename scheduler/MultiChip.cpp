@@ -156,10 +156,28 @@ std::unique_ptr<ir::Function> chipFunction(const ir::Function &fn, unsigned c,
   return out;
 }
 
+/// The names of a chip function's inputs, in program order, and of its
+/// outputs, as its return names them: what a schedule shared with another
+/// chip renames, position by position (the states of another layer).
+struct IoNames {
+  std::vector<std::string> inputs, outputs;
+};
+
+IoNames ioNames(const ir::Function &part) {
+  IoNames names;
+  for (const auto &op : part.ops())
+    if (op->kind() == ir::OpKind::Input)
+      names.inputs.push_back(op->stringAttr("name").value_or(""));
+  if (const ir::Op *ret = part.terminator())
+    names.outputs = ret->stringsAttr("names").value_or(std::vector<std::string>{});
+  return names;
+}
+
 struct SharedSchedule {
   unsigned stage = 0;
   int64_t origin = 0;  // its first arrival
   ChipTraffic traffic; // its links
+  IoNames names;
 };
 
 /// What makes two chips' schedules the same up to a shift in time: their
@@ -193,14 +211,15 @@ std::string shareKey(const ir::Function &part, const ChipTraffic &traffic, unsig
   return key;
 }
 
-/// `from` (the schedule of chip `fromChip`) moved `delta` cycles later and
-/// renamed for `part`: its weights' paths and the transfers it sends and
-/// receives. Its queues are `from`'s, run `delta` cycles later on links
+/// `from` (the schedule of chip `fromChip`, whose function's inputs and
+/// outputs `fromNames` names) moved `delta` cycles later and renamed for
+/// `part`: its weights' paths, its inputs and outputs (another layer's
+/// states), and the transfers it sends and receives. Its queues are `from`'s, run `delta` cycles later on links
 /// renamed (Schedule::shares), or when that cannot say it (a move earlier,
 /// a link that would be renamed two ways), copied and renamed. Nullopt
 /// when the shift would put an instruction before cycle 0.
 std::optional<Schedule> shifted(Schedule &from, unsigned fromChip, const ChipTraffic &fromTraffic,
-                                int64_t delta, const ir::Function &part,
+                                const IoNames &fromNames, int64_t delta, const ir::Function &part,
                                 const ChipTraffic &traffic) {
   // Everything but the queues, which stay where they are when shared.
   std::map<QueueId, std::vector<TimedInstr>> queues = std::move(from.queues);
@@ -275,6 +294,22 @@ std::optional<Schedule> shifted(Schedule &from, unsigned fromChip, const ChipTra
     }
   if (k != paths.size() || s.sent.size() != traffic.outgoing.size())
     return std::nullopt;
+  // Inputs and outputs by position in the function.
+  const IoNames names = ioNames(part);
+  if (names.inputs.size() != fromNames.inputs.size() || names.outputs.size() != fromNames.outputs.size())
+    return std::nullopt;
+  std::map<std::string, std::string> inputName, outputName;
+  for (auto [fromList, list, renamed] : {std::tuple{&fromNames.inputs, &names.inputs, &inputName},
+                                         std::tuple{&fromNames.outputs, &names.outputs, &outputName}})
+    for (size_t i = 0; i < list->size(); ++i)
+      if (!renamed->try_emplace((*fromList)[i], (*list)[i]).second && renamed->at((*fromList)[i]) != (*list)[i])
+        return std::nullopt;
+  for (TensorPlacement &t : s.tensors) {
+    const auto &renamed = t.role == TensorRole::Input ? inputName : outputName;
+    if (t.role == TensorRole::Input || t.role == TensorRole::Output)
+      if (auto it = renamed.find(t.name); it != renamed.end())
+        t.name = it->second;
+  }
   for (size_t i = 0; i < s.sent.size(); ++i) {
     s.sent[i].id = traffic.outgoing[i].id;
     s.sent[i].fromChip = traffic.chip;
@@ -866,7 +901,7 @@ llvm::Expected<Schedule> scheduleLockstep(const ir::Function &declared,
         std::vector<std::optional<Schedule>> moved;
         for (size_t k = 0; k < group.size(); ++k) {
           const unsigned from = pattern.chips[k];
-          moved.push_back(shifted(*schedules[from], from, traffic[from], fit->shift,
+          moved.push_back(shifted(*schedules[from], from, traffic[from], ioNames(*parts[from]), fit->shift,
                                   *parts[group[k]], traffic[group[k]]));
           if (!moved.back())
             break;
@@ -982,7 +1017,7 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
     std::optional<Schedule> shared;
     if (auto it = scheduled.find(key); it != scheduled.end())
       shared = shifted(schedules[it->second.stage], it->second.stage, it->second.traffic,
-                       origin - it->second.origin,
+                       it->second.names, origin - it->second.origin,
                        *part, traffic);
     if (shared) {
       schedules.push_back(std::move(*shared));
@@ -997,7 +1032,7 @@ llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDes
       if (!schedule)
         return schedule.takeError();
       schedules.push_back(std::move(*schedule));
-      scheduled.try_emplace(key, SharedSchedule{c, origin, traffic});
+      scheduled.try_emplace(key, SharedSchedule{c, origin, traffic, ioNames(*part)});
       ++distinct;
     }
     for (const LinkTransfer &t : schedules.back().sent)
