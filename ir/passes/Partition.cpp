@@ -67,9 +67,15 @@ std::vector<bool> legalCuts(const std::vector<const Op *> &body) {
 /// Whether each op's value is work on the inputs (the stream the pipeline
 /// carries), which crosses chips; the others (leaves, masks and position
 /// tables computed from constants, views of weights or of inputs, a decode
-/// step's mask computed from its one-element position) are computed again
-/// on every chip that reads them.
+/// step's mask computed from its one-element position, and the rows of a
+/// small table looked up there: a decode step's rotary angles) are computed
+/// again on every chip that reads them. Each of those chips then holds the
+/// table (at most kSmallTableBytes); the row would otherwise cross from the
+/// first stage to every later one, tying each stage's schedule to its
+/// distance from the first (no two stages alike, none sharing a schedule).
 std::map<const Op *, bool> streamed(const Function &fn) {
+  constexpr uint64_t kSmallTableBytes = uint64_t(1) << 20;
+  constexpr int64_t kSmallRowsElements = 4096;
   std::map<const Op *, bool> fromInput, work, small;
   for (const auto &op : fn.ops()) {
     bool input = op->kind() == OpKind::Input, w = false;
@@ -78,10 +84,14 @@ std::map<const Op *, bool> streamed(const Function &fn) {
                                                  : op->kind() != OpKind::Param;
     const bool view = op->kind() == OpKind::Reshape || op->kind() == OpKind::Broadcast ||
                       op->kind() == OpKind::Transpose || op->kind() == OpKind::Slice;
+    // A few rows of a small table at such a position.
+    const bool lookup = op->kind() == OpKind::Gather && op->type().numElements() <= kSmallRowsElements &&
+                        op->operand(0)->kind() == OpKind::Param &&
+                        op->operand(0)->type().byteSize() <= kSmallTableBytes;
     for (const Op *operand : op->operands()) {
       input |= fromInput[operand];
       w |= work[operand] || (!view && fromInput[operand]);
-      onlySmall &= small[operand];
+      onlySmall &= small[operand] || (lookup && operand == op->operand(0));
     }
     fromInput[op.get()] = input;
     work[op.get()] = w && !onlySmall;
@@ -320,6 +330,81 @@ std::vector<PipelineStage> greedyStages(const std::vector<const Op *> &body,
   for (size_t s = 0; s < stages.size(); ++s)
     stages[s].chip = unsigned(s);
   return stages;
+}
+
+/// The repeated part of a body (a model's identical layers): the ops from
+/// `start` on, for `count` ops, where each op does what the op `period`
+/// before it did (same kind, type and attributes other than names, and
+/// operands of the same types: not the same ops, since each layer reads
+/// the one before, nor of the same kinds, since the first reads what came
+/// before the layers); `period` 0 when nothing repeats at least twice.
+struct Repeats {
+  size_t start = 0, count = 0, period = 0;
+};
+
+Repeats repeatsOf(const std::vector<const Op *> &body) {
+  // What each op does, as a number.
+  std::map<std::string, size_t> numbers;
+  std::vector<size_t> what;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Op &op = *body[i];
+    std::string sig = std::string(mnemonic(op.kind())) + ":" + op.type().str();
+    for (const auto &[name, value] : op.attrs())
+      if (!std::holds_alternative<std::string>(value) && name != "fusion") {
+        sig += ";" + name + "=";
+        if (const auto *n = std::get_if<int64_t>(&value))
+          sig += std::to_string(*n);
+        else if (const auto *v = std::get_if<std::vector<int64_t>>(&value))
+          for (int64_t x : *v)
+            sig += std::to_string(x) + ",";
+        else if (const auto *b = std::get_if<bool>(&value))
+          sig += *b ? "t" : "f";
+        else if (const auto *d = std::get_if<double>(&value))
+          sig += std::to_string(*d);
+      }
+    for (const Op *operand : op.operands())
+      sig += "|" + operand->type().str();
+    what.push_back(numbers.try_emplace(sig, numbers.size()).first->second);
+  }
+  // The period whose run of repeats covers the most ops (the shortest of
+  // equals: one layer, not two).
+  Repeats best;
+  for (size_t period = 1; 2 * period <= what.size(); ++period) {
+    size_t run = 0;
+    for (size_t i = 0; i + period < what.size(); ++i) {
+      run = what[i] == what[i + period] ? run + 1 : 0;
+      if (run >= period && run + period > best.count)
+        best = Repeats{i + 1 - run, run + period, period};
+    }
+  }
+  return best;
+}
+
+/// `legal` with, inside the repeated part of the body, only the cuts at
+/// the same place of every period (the first place legal in all of
+/// them), so that stages of as many periods do the same work and the
+/// scheduler schedules one of them for all (docs/partitioning.md,
+/// "Stages alike"). Nullopt when nothing repeats or no place is legal in
+/// every period.
+std::optional<std::vector<bool>> alignedToRepeats(const std::vector<const Op *> &body,
+                                                  const std::vector<bool> &legal) {
+  const Repeats r = repeatsOf(body);
+  if (r.period == 0)
+    return std::nullopt;
+  const size_t end = r.start + r.count;
+  for (size_t phase = 0; phase < r.period; ++phase) {
+    bool everywhere = true;
+    for (size_t at = r.start + phase; at < end && everywhere; at += r.period)
+      everywhere = legal[at];
+    if (!everywhere)
+      continue;
+    std::vector<bool> aligned = legal;
+    for (size_t at = r.start; at < end; ++at)
+      if ((at - r.start) % r.period != phase)
+        aligned[at] = false;
+    return aligned;
+  }
+  return std::nullopt;
 }
 
 uint64_t room(const PartitionCosts &costs);
@@ -608,28 +693,52 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
     }
     // The smallest per-stage cost whose greedy cut needs no more stages
     // than chips: stages balanced by cost (bisection over the limit).
-    double lo = 0, hi = 0;
-    for (size_t i = r.lo; i < r.hi; ++i) {
-      lo = std::max(lo, sc.cost[i]);
-      hi += sc.cost[i];
-    }
-    auto greedy = [&](double limit) {
-      return greedyStages(body, sc, legal, limit, fits, nullptr, &pinned->forced, r.lo, r.hi);
-    };
-    std::vector<PipelineStage> best = fewest;
-    for (int iter = 0; iter < 60 && hi - lo > 1e-9 * hi; ++iter) {
-      double mid = (lo + hi) / 2;
-      std::vector<PipelineStage> stages = greedy(mid);
-      if (!stages.empty() && stages.size() <= r.budget) {
-        best = std::move(stages);
-        hi = mid;
-      } else {
-        lo = mid;
+    // Empty when the cuts allowed need more stages than chips.
+    auto balanced = [&](const std::vector<bool> &cuts) {
+      double lo = 0, hi = 0;
+      for (size_t i = r.lo; i < r.hi; ++i) {
+        lo = std::max(lo, sc.cost[i]);
+        hi += sc.cost[i];
       }
-    }
-    std::vector<PipelineStage> atHi = greedy(hi);
-    if (!atHi.empty() && atHi.size() <= r.budget)
-      best = std::move(atHi);
+      auto greedy = [&](double limit) {
+        return greedyStages(body, sc, cuts, limit, fits, nullptr, &pinned->forced, r.lo, r.hi);
+      };
+      std::vector<PipelineStage> best = greedy(HUGE_VAL);
+      if (best.empty() || best.size() > r.budget)
+        return std::vector<PipelineStage>{};
+      for (int iter = 0; iter < 60 && hi - lo > 1e-9 * hi; ++iter) {
+        double mid = (lo + hi) / 2;
+        std::vector<PipelineStage> stages = greedy(mid);
+        if (!stages.empty() && stages.size() <= r.budget) {
+          best = std::move(stages);
+          hi = mid;
+        } else {
+          lo = mid;
+        }
+      }
+      std::vector<PipelineStage> atHi = greedy(hi);
+      if (!atHi.empty() && atHi.size() <= r.budget)
+        best = std::move(atHi);
+      return best;
+    };
+    auto slowest = [](const std::vector<PipelineStage> &stages) {
+      double most = 0;
+      for (const PipelineStage &st : stages)
+        most = std::max(most, st.cost);
+      return most;
+    };
+    std::vector<PipelineStage> best = balanced(legal);
+    if (best.empty())
+      best = fewest;
+    // Stages alike where the layers are: cut every period at the same
+    // place when that costs the slowest stage little.
+    if (options.pins.empty())
+      if (std::optional<std::vector<bool>> aligned = alignedToRepeats(body, legal)) {
+        std::vector<PipelineStage> alike = balanced(*aligned);
+        if (!alike.empty() && alike.size() == best.size() &&
+            slowest(alike) <= options.costs.alikeImbalance * slowest(best))
+          best = std::move(alike);
+      }
     if (!r.pin.empty() && !splitToFill(best, sc, legal, r.budget))
       return error("pin '" + r.pin + "': the layers before it cut into at most " +
                    std::to_string(best.size()) + " pipeline stages, not the " +
@@ -936,6 +1045,13 @@ void placeOnChips(Function &fn) {
     if (there)
       return there;
     if (!dep[value] && !isLeaf(*value)) {
+      // What a transfer brought (a group's split moved it between its
+      // chips) is computed again here from where it came.
+      if (value->kind() == OpKind::Transfer) {
+        Op *again = arrive(value->operand(0), reader);
+        moved[{value, chip}] = again;
+        return again;
+      }
       // Computed again here from this chip's copies of its leaves.
       std::vector<Op *> operands;
       for (Op *operand : value->operands())

@@ -1,11 +1,13 @@
 """kv-cache.test's data and checks.
   kv_cache_check.py make TMP
       the decode step's inputs: an id, a position and random caches
-  kv_cache_check.py compare TMP ONE OTHER
+  kv_cache_check.py compare TMP ONE OTHER [LAYERS [zero]]
       the logits (TMP/ONE.npy) and every state (TMP/ONE.safetensors) of two
-      runs: each cache as it came in but at position 5, layer 0's bit for
-      bit (each chip's heads are the same dot products as unsplit), the
-      rest within f16 rounding of sums taken in another order
+      runs of a decoder of LAYERS layers (default 2): each cache as it came
+      in (the files `make` wrote, or with `zero` none: the caches started
+      at zero) but at position 5, layer 0's bit for bit (each chip's heads
+      are the same dot products as unsplit), the rest within f16 rounding
+      of sums taken in another order
 """
 import os
 import sys
@@ -26,10 +28,12 @@ if sys.argv[1] == "make":
     sys.exit(0)
 
 tmp, one, other = sys.argv[2:5]
+layers = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+zero = sys.argv[6:] == ["zero"]
 path = lambda name: os.path.join(tmp, name)
 a, b = safetensors_np.read(path(one + ".safetensors")), safetensors_np.read(path(other + ".safetensors"))
-assert sorted(a) == sorted(b) == sorted(f"layers.{l}.attention.{k}" for l in range(2) for k in ("keys", "values")), (
-    sorted(a), sorted(b))
+assert sorted(a) == sorted(b) == sorted(f"layers.{l}.attention.{k}" for l in range(layers)
+                                        for k in ("keys", "values")), (sorted(a), sorted(b))
 for name in a:
     x, y = a[name].astype(np.float32), b[name].astype(np.float32)
     assert x.shape == y.shape == (1, 2, 16, 8), (name, x.shape, y.shape)
@@ -37,7 +41,8 @@ for name in a:
         assert (a[name].view(np.uint16) == b[name].view(np.uint16)).all(), name
     else:
         assert np.allclose(x, y, rtol=1e-2, atol=1e-3), (name, np.abs(x - y).max())
-    given = np.load(path(f"l{name.split('.')[1]}{name.split('.')[-1]}.npy"))
+    given = (np.zeros((1, 2, 16, 8), np.float16) if zero else
+             np.load(path(f"l{name.split('.')[1]}{name.split('.')[-1]}.npy")))
     kept = np.arange(16) != 5
     for run in (a[name], b[name]):
         assert (run[:, :, kept].view(np.uint16) == given[:, :, kept].view(np.uint16)).all(), name
