@@ -122,12 +122,31 @@ bool isElementwiseClass(OpClass c) {
 }
 
 /// The param a weight operand is a view of (through reshapes, transposes,
-/// broadcasts and slices), or null.
+/// broadcasts and slices), or null. A weight computed elementwise from
+/// weights and constants alone (int8 weights dequantized by their scales:
+/// `f16(f32(w) * scale)`) is its largest weight's.
 const Op *weightOf(const Op *op) {
   while (op->kind() == OpKind::Reshape || op->kind() == OpKind::Transpose ||
          op->kind() == OpKind::Broadcast || op->kind() == OpKind::Convert || op->kind() == OpKind::Slice)
     op = op->operand(0);
-  return op->kind() == OpKind::Param ? op : nullptr;
+  if (op->kind() == OpKind::Param)
+    return op;
+  if (!isElementwiseClass(opClass(op->kind())))
+    return nullptr;
+  const Op *largest = nullptr;
+  for (const Op *operand : op->operands()) {
+    const Op *leaf = operand;
+    while (leaf->kind() == OpKind::Reshape || leaf->kind() == OpKind::Broadcast)
+      leaf = leaf->operand(0);
+    if (leaf->kind() == OpKind::Constant)
+      continue;
+    const Op *w = weightOf(operand);
+    if (!w)
+      return nullptr;
+    if (!largest || w->type().byteSize() > largest->type().byteSize())
+      largest = w;
+  }
+  return largest;
 }
 
 /// The axis a partial value of `type` is reduce-scattered along (its rows:
@@ -872,6 +891,15 @@ private:
       return there;
     }
     default:
+      // Elementwise work on weights (a dequantization): the same work on
+      // each operand's slice, so that no chip holds the whole weight.
+      if (isElementwiseClass(opClass(op->kind())) && weightOf(op)) {
+        std::vector<Op *> operands;
+        for (Op *operand : op->operands())
+          operands.push_back(slice(operand, c, axis, start, size));
+        there = make(*op, op->kind(), type, std::move(operands), c);
+        return there;
+      }
       break;
     }
     there = sliceOp(rep(op, c), c, axis, start, size);
