@@ -493,9 +493,11 @@ void printStatsJson(const CheckResult &result, llvm::raw_ostream &os) {
      << "\n";
 }
 
-void printTypes(const CheckResult &result, llvm::raw_ostream &os) {
+void printTypes(const CheckResult &result, llvm::raw_ostream &os, llvm::ArrayRef<std::string> only) {
   for (const EntryReport &e : result.entries)
     for (const BucketReport &b : e.buckets) {
+      if (!only.empty() && !llvm::is_contained(only, e.name))
+        continue;
       std::string sizes;
       for (const auto &[n, v] : b.sizes)
         sizes += (sizes.empty() ? " with " : ", ") + n + " = " + std::to_string(v);
@@ -505,9 +507,9 @@ void printTypes(const CheckResult &result, llvm::raw_ostream &os) {
     }
 }
 
-void printParams(const CheckResult &result, llvm::raw_ostream &os) {
+void printParams(const CheckResult &result, llvm::raw_ostream &os, llvm::ArrayRef<std::string> only) {
   for (const EntryReport &e : result.entries) {
-    if (e.buckets.empty())
+    if (e.buckets.empty() || (!only.empty() && !llvm::is_contained(only, e.name)))
       continue;
     // Buckets share the weights unless a model size is bucketed.
     std::vector<std::string> last;

@@ -86,8 +86,9 @@ std::vector<std::string> defaultStdlibPaths(llvm::StringRef bindir);
 /// `lpuc --stats` in text and JSON; `lpuc --emit=types`.
 void printStats(const CheckResult &result, llvm::raw_ostream &os);
 void printStatsJson(const CheckResult &result, llvm::raw_ostream &os);
-void printTypes(const CheckResult &result, llvm::raw_ostream &os);
+/// `only`: the entries to print (lpuc --entry), every one when empty.
+void printTypes(const CheckResult &result, llvm::raw_ostream &os, llvm::ArrayRef<std::string> only = {});
 /// `lpuc --emit=params`: the weights of each entry by their paths.
-void printParams(const CheckResult &result, llvm::raw_ostream &os);
+void printParams(const CheckResult &result, llvm::raw_ostream &os, llvm::ArrayRef<std::string> only = {});
 
 } // namespace lpu

@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
   app.add_option("--model", modelName, "the model's name (default: the entry's, capitalised)");
   app.add_option("--bucket", buckets,
                  "the sizes to compile a symbolic dimension of the inputs for, DIM=N[,N...] "
-                 "(repeatable; every symbolic dimension needs one)");
+                 "(repeatable; every symbolic dimension needs one)")
+      ->allow_extra_args(false);
   if (int code = tools::parseCommandLine(app, argc, argv, kTool); code >= 0)
     return code;
 

@@ -105,10 +105,13 @@ int main(int argc, char **argv) {
                  "one per core; the program does not depend on it)")
       ->check(CLI::Range(1u, 256u));
   std::vector<std::string> entries, bucketSpecs;
-  app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)");
+  // One value an occurrence: `--entry pooled model.lpu` names the file.
+  app.add_option("--entry", entries, "compile only entry NAME (repeatable; default: every entry)")
+      ->allow_extra_args(false);
   app.add_option("--bucket", bucketSpecs,
                  "compile only the buckets with the sizes DIM=N[,DIM=N...] (repeatable; default: "
                  "every bucket)")
+      ->allow_extra_args(false)
       ->check([](const std::string &spec) -> std::string {
         return driver::parseBucketSpec(spec) ? "" : "expected DIM=N[,DIM=N...], got '" + spec + "'";
       });
@@ -406,10 +409,21 @@ int main(int argc, char **argv) {
     printAST(*compilation.ast, sources, llvm::outs());
   const CheckResult &result = compilation.checked;
   const std::optional<driver::CompiledProgram> &compiled = compilation.compiled;
-  if (emit == "types")
-    printTypes(result, llvm::outs());
-  if (emit == "params")
-    printParams(result, llvm::outs());
+  if (emit == "types" || emit == "params") {
+    // --entry picks what they print, as it picks what is compiled.
+    for (const std::string &name : entries)
+      if (!llvm::any_of(result.entries, [&](const EntryReport &e) { return e.name == name; })) {
+        std::string known;
+        for (const EntryReport &e : result.entries)
+          known += (known.empty() ? "" : ", ") + e.name;
+        tools::reportToolError("lpuc", "no entry '" + name + "' (entries: " + known + ")");
+        return tools::kExitUsageError;
+      }
+    if (emit == "types")
+      printTypes(result, llvm::outs(), entries);
+    else
+      printParams(result, llvm::outs(), entries);
+  }
   if (emit == "ir")
     ir::print(*compilation.ir, llvm::outs());
   if (compiled && !outputFile.empty()) {

@@ -516,7 +516,9 @@ int main(int argc, char **argv) {
   app.add_option("--dump-weights", dumpWeights,
                  "with --reference: write the weights used to a .safetensors file");
   app.add_option("--entry", entry, "entry to run (needed when the program has several)");
-  app.add_option("--input", inputs, "NAME=FILE.npy or NAME=2x3xf32=1,2,... (repeatable)");
+  // One value an occurrence, so that the program file may follow.
+  app.add_option("--input", inputs, "NAME=FILE.npy or NAME=2x3xf32=1,2,... (repeatable)")
+      ->allow_extra_args(false);
   auto *w = app.add_option("--weights", weights,
                            "parameters from a .safetensors file (repeatable: several files "
                            "that together hold each parameter once)")
@@ -540,7 +542,8 @@ int main(int argc, char **argv) {
   auto *r = app.add_option("--random-weights", seed, "deterministic random parameters from SEED");
   w->excludes(r);
   app.add_option("--output", outputs,
-                 "NAME=FILE.npy writes an output; '-' prints all outputs (the default)");
+                 "NAME=FILE.npy writes an output; '-' prints all outputs (the default)")
+      ->allow_extra_args(false);
   app.add_option("--report", report, "print a report: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--trace", tracePath, "write a Chrome/Perfetto trace (JSON) to FILE");
