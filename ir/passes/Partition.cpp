@@ -731,8 +731,11 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
     if (best.empty())
       best = fewest;
     // Stages alike where the layers are: cut every period at the same
-    // place when that costs the slowest stage little.
-    if (options.pins.empty())
+    // place when that costs the slowest stage little (a hybrid's groups:
+    // eight chips each to schedule, and a decode step's nodes run one
+    // after another, so the slowest matters less than for a pipeline of
+    // chips, whose throughput it sets).
+    if (options.pins.empty() && options.costs.chipsPerStage > 1)
       if (std::optional<std::vector<bool>> aligned = alignedToRepeats(body, legal)) {
         std::vector<PipelineStage> alike = balanced(*aligned);
         if (!alike.empty() && alike.size() == best.size() &&

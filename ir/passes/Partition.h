@@ -42,10 +42,10 @@ struct PartitionCosts {
   unsigned sliceVectors = 8192;
   /// The chips a stage has (a hybrid partition's group), for messages.
   unsigned chipsPerStage = 1;
-  /// Stages cut at the same place of every layer (so that stages of as
-  /// many layers are alike and share one schedule) are kept when their
-  /// slowest stage costs at most this many times the slowest of the
-  /// stages cut anywhere.
+  /// A hybrid partition's stages cut at the same place of every layer (so
+  /// that stages of as many layers are alike and share one schedule) are
+  /// kept when their slowest stage costs at most this many times the
+  /// slowest of the stages cut anywhere.
   double alikeImbalance = 1.15;
 };
 
