@@ -75,6 +75,22 @@ std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef s
   return dims;
 }
 
+llvm::Error entriesExist(llvm::ArrayRef<std::string> entries, llvm::ArrayRef<std::string> asked) {
+  for (const std::string &e : asked)
+    if (!llvm::is_contained(entries, e)) {
+      std::vector<std::string> seen;
+      std::string known;
+      for (const std::string &name : entries)
+        if (!llvm::is_contained(seen, name)) {
+          seen.push_back(name);
+          known += (known.empty() ? "" : ", ") + name;
+        }
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no entry '" + e + "' (entries: " + known + ")");
+    }
+  return llvm::Error::success();
+}
+
 llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
   auto has = [](const ir::Function &fn, const std::vector<backend::BucketDim> &dims) {
     for (const backend::BucketDim &d : dims) {
@@ -105,10 +121,8 @@ llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
       dims.push_back({name, value});
     buckets.push_back(fn->name() + " " + backend::bucketLabel(dims));
   }
-  for (const std::string &e : select.entries)
-    if (std::find(entries.begin(), entries.end(), e) == entries.end())
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "no entry '" + e + "' (entries: " + list(entries) + ")");
+  if (llvm::Error e = entriesExist(entries, select.entries))
+    return e;
   auto entrySelected = [&](const ir::Function &fn) {
     return select.entries.empty() ||
            std::find(select.entries.begin(), select.entries.end(), fn.name()) != select.entries.end();

@@ -57,6 +57,10 @@ struct BucketSelection {
 /// not that.
 std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec);
 
+/// An error naming the first of `asked` (lpuc --entry) that is not among
+/// `entries`, with those there are (each once, in order).
+llvm::Error entriesExist(llvm::ArrayRef<std::string> entries, llvm::ArrayRef<std::string> asked);
+
 /// Keeps in `module` only the functions (entry buckets) `select` selects;
 /// an error names an entry or bucket that selects nothing, with those there
 /// are.

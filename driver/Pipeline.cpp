@@ -469,7 +469,18 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options,
     // Past `check`, the checker lowers as it instantiates: one walk.
     if (options.last == Phase::Check) {
       c.checked = checkProgram(*c.ast, diags, check);
-      return diags.errorCount() == errors;
+      if (diags.errorCount() != errors)
+        return false;
+      // What stops here (--emit=types, --emit=params) prints the entries
+      // selected: a name that is none is refused as later phases refuse it.
+      std::vector<std::string> names;
+      for (const EntryReport &e : c.checked.entries)
+        names.push_back(e.name);
+      if (llvm::Error e = entriesExist(names, options.select.entries)) {
+        c.selectionError = llvm::toString(std::move(e));
+        return false;
+      }
+      return true;
     }
     c.ir = lowerProgram(*c.ast, diags, check, &c.checked);
     return c.ir && diags.errorCount() == errors;

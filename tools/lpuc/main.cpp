@@ -409,21 +409,11 @@ int main(int argc, char **argv) {
     printAST(*compilation.ast, sources, llvm::outs());
   const CheckResult &result = compilation.checked;
   const std::optional<driver::CompiledProgram> &compiled = compilation.compiled;
-  if (emit == "types" || emit == "params") {
-    // --entry picks what they print, as it picks what is compiled.
-    for (const std::string &name : entries)
-      if (!llvm::any_of(result.entries, [&](const EntryReport &e) { return e.name == name; })) {
-        std::string known;
-        for (const EntryReport &e : result.entries)
-          known += (known.empty() ? "" : ", ") + e.name;
-        tools::reportToolError("lpuc", "no entry '" + name + "' (entries: " + known + ")");
-        return tools::kExitUsageError;
-      }
-    if (emit == "types")
-      printTypes(result, llvm::outs(), entries);
-    else
-      printParams(result, llvm::outs(), entries);
-  }
+  // --entry picks what they print, as it picks what is compiled.
+  if (emit == "types")
+    printTypes(result, llvm::outs(), entries);
+  if (emit == "params")
+    printParams(result, llvm::outs(), entries);
   if (emit == "ir")
     ir::print(*compilation.ir, llvm::outs());
   if (compiled && !outputFile.empty()) {
