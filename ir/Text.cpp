@@ -114,6 +114,13 @@ void printLoc(const Location &loc, llvm::raw_ostream &os) {
 
 } // namespace
 
+std::string attrToString(const Attr &a) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  printAttr(a, os);
+  return os.str();
+}
+
 void print(const Function &fn, llvm::raw_ostream &os, const PrintOptions &options) {
   os << "func @";
   printName(fn.name(), os);

@@ -27,6 +27,8 @@ struct PrintOptions {
 void print(const Function &fn, llvm::raw_ostream &os, const PrintOptions &options = {});
 void print(const Module &module, llvm::raw_ostream &os, const PrintOptions &options = {});
 std::string toString(const Function &fn, const PrintOptions &options = {});
+/// An attribute's value as the text form prints it.
+std::string attrToString(const Attr &a);
 
 /// Parses a module; errors read `NAME:LINE:COL: error: message`, pointing
 /// into `text` (the text form is a machine format, so one error stops it).

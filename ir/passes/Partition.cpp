@@ -1,4 +1,5 @@
 #include "ir/passes/Partition.h"
+#include "ir/Text.h"
 
 #include <llvm/ADT/SmallVector.h>
 
@@ -350,18 +351,8 @@ Repeats repeatsOf(const std::vector<const Op *> &body) {
     const Op &op = *body[i];
     std::string sig = std::string(mnemonic(op.kind())) + ":" + op.type().str();
     for (const auto &[name, value] : op.attrs())
-      if (!std::holds_alternative<std::string>(value) && name != "fusion") {
-        sig += ";" + name + "=";
-        if (const auto *n = std::get_if<int64_t>(&value))
-          sig += std::to_string(*n);
-        else if (const auto *v = std::get_if<std::vector<int64_t>>(&value))
-          for (int64_t x : *v)
-            sig += std::to_string(x) + ",";
-        else if (const auto *b = std::get_if<bool>(&value))
-          sig += *b ? "t" : "f";
-        else if (const auto *d = std::get_if<double>(&value))
-          sig += std::to_string(*d);
-      }
+      if (!std::holds_alternative<std::string>(value) && name != "fusion")
+        sig += ";" + name + "=" + attrToString(value);
     for (const Op *operand : op.operands())
       sig += "|" + operand->type().str();
     what.push_back(numbers.try_emplace(sig, numbers.size()).first->second);

@@ -126,19 +126,20 @@ bool isElementwiseClass(OpClass c) {
 /// weights and constants alone (int8 weights dequantized by their scales:
 /// `f16(f32(w) * scale)`) is its largest weight's.
 const Op *weightOf(const Op *op) {
-  while (op->kind() == OpKind::Reshape || op->kind() == OpKind::Transpose ||
-         op->kind() == OpKind::Broadcast || op->kind() == OpKind::Convert || op->kind() == OpKind::Slice)
-    op = op->operand(0);
+  auto throughViews = [](const Op *v) {
+    while (v->kind() == OpKind::Reshape || v->kind() == OpKind::Transpose ||
+           v->kind() == OpKind::Broadcast || v->kind() == OpKind::Convert || v->kind() == OpKind::Slice)
+      v = v->operand(0);
+    return v;
+  };
+  op = throughViews(op);
   if (op->kind() == OpKind::Param)
     return op;
   if (!isElementwiseClass(opClass(op->kind())))
     return nullptr;
   const Op *largest = nullptr;
   for (const Op *operand : op->operands()) {
-    const Op *leaf = operand;
-    while (leaf->kind() == OpKind::Reshape || leaf->kind() == OpKind::Broadcast)
-      leaf = leaf->operand(0);
-    if (leaf->kind() == OpKind::Constant)
+    if (throughViews(operand)->kind() == OpKind::Constant)
       continue;
     const Op *w = weightOf(operand);
     if (!w)
