@@ -19,6 +19,7 @@ packages=(
   libonnx-dev libprotobuf-dev           # lpu-import reads ONNX models through their protobuf definitions
   python3-onnx python3-torchvision      # import tests: models exported from PyTorch, bad models built with onnx.helper
   chromium python3-pil                  # the HTML schedule report's test: a headless browser renders it, a screenshot is checked
+  libopenmpi-dev openmpi-bin            # lpurun over MPI ranks (sim/mpi/), mpirun for its tests
 )
 
 missing=()

@@ -26,16 +26,26 @@ llvm::Expected<std::unique_ptr<Machine>> Machine::create(const ChipDescription &
   chipOptions.trace = options.trace;
   // With one chip the threads go to its matmuls; with several, to chips.
   chipOptions.matmulThreads = bucket.chips.size() == 1 ? std::max(1u, options.threads) : 1;
+  auto owners = chipOwners(options.ranks, bucket);
+  if (!owners)
+    return owners.takeError();
+  m->owners_ = std::move(*owners);
   for (unsigned c = 0; c < bucket.chips.size(); ++c)
-    m->chips_.push_back(std::make_unique<ChipSim>(chip, m->topology_, c, bucket.codeOf(c), chipOptions,
-                                                  bucket.chips[c].shares ? &*bucket.chips[c].shares
-                                                                         : nullptr));
+    m->chips_.push_back(ownsChip(options.ranks, m->owners_, c)
+                            ? std::make_unique<ChipSim>(chip, m->topology_, c, bucket.codeOf(c),
+                                                        chipOptions,
+                                                        bucket.chips[c].shares
+                                                            ? &*bucket.chips[c].shares
+                                                            : nullptr)
+                            : nullptr);
   // Placed tensors count as SRAM in use from the start.
   for (const TensorPlacement &t : bucket.tensors) {
     auto g = placementGeometry(t, bucket.concreteShape(t), chip.lanes, chip.memVectors);
     if (!g)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "tensor '" + t.name + "' " + llvm::toString(g.takeError()));
+    if (!m->chips_[t.chip])
+      continue;
     for (int64_t j = 0; j < g->chunks; ++j)
       for (unsigned b = 0; b < g->planes; ++b)
         for (int64_t v = 0; v < g->chunkVectors(j); ++v)
@@ -86,6 +96,10 @@ llvm::Error Machine::writeTensor(const TensorPlacement &t, llvm::ArrayRef<uint8_
                                    "tensor '" + t.name + "' has " + llvm::Twine(bytes.size()) +
                                        " bytes, its placement holds " +
                                        llvm::Twine(g->rows * g->cols * w));
+  if (!chips_[t.chip])
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "tensor '" + t.name + "' is on chip " + llvm::Twine(t.chip) +
+                                       ", which another rank simulates");
   ChipSim &chip = *chips_[t.chip];
   if (options_.timingOnly)
     return llvm::Error::success();
@@ -108,6 +122,10 @@ llvm::Expected<std::vector<uint8_t>> Machine::readTensor(const TensorPlacement &
     return g.takeError();
   unsigned w = g->planes;
   std::vector<uint8_t> stored(size_t(g->rows * g->cols * w), 0);
+  if (!chips_[t.chip])
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "tensor '" + t.name + "' is on chip " + llvm::Twine(t.chip) +
+                                       ", which another rank simulates");
   ChipSim &chip = *chips_[t.chip];
   if (options_.timingOnly)
     return stored;
@@ -122,12 +140,174 @@ llvm::Expected<std::vector<uint8_t>> Machine::readTensor(const TensorPlacement &
   return permuteElements(stored, bucket_.concreteShape(t), t.perm, w, true);
 }
 
+namespace {
+/// Runs every chip of `chips` (the null ones are other ranks') with an
+/// event before `limit` up to it: a task per thread, not per chip (a deep
+/// pipeline has most of its chips idle in most windows). A chip's window
+/// depends on nothing another chip does in it, so any order gives the
+/// same result.
+void runWindow(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips, int64_t limit, llvm::ThreadPool *pool,
+               unsigned threads) {
+  std::vector<ChipSim *> active;
+  for (auto &c : chips)
+    if (c && c->nextEventCycle() < limit)
+      active.push_back(c.get());
+  const size_t tasks = pool ? std::min<size_t>(threads, active.size()) : 1;
+  if (tasks > 1) {
+    for (size_t t = 0; t < tasks; ++t)
+      pool->async([&active, tasks, t, limit] {
+        for (size_t i = t; i < active.size(); i += tasks)
+          active[i]->runUntil(limit);
+      });
+    pool->wait();
+  } else {
+    for (ChipSim *c : active)
+      c->runUntil(limit);
+  }
+}
+
+/// The earliest violation of `chips` by (cycle, chip), or null.
+const Violation *earliestViolation(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips) {
+  const Violation *first = nullptr;
+  for (auto &c : chips)
+    if (c && c->violation() &&
+        (!first || std::make_pair(c->violation()->cycle, c->violation()->chip) <
+                       std::make_pair(first->cycle, first->chip)))
+      first = &*c->violation();
+  return first;
+}
+
+/// The order a window's traffic is delivered in, whatever the order the
+/// chips (or ranks) produced it in.
+void sortTraffic(std::vector<C2cMessage> &traffic) {
+  std::stable_sort(traffic.begin(), traffic.end(), [](const C2cMessage &a, const C2cMessage &b) {
+    return std::make_tuple(a.arrival, a.dstChip, a.dstLink, a.srcChip, a.srcLink, a.sequence) <
+           std::make_tuple(b.arrival, b.dstChip, b.dstLink, b.srcChip, b.srcLink, b.sequence);
+  });
+}
+
+/// " (the next vector arrives at cycle N)" for a recv on `v`'s chip and
+/// awaited link that found nothing while a value for it was on the wire
+/// (sent in this window, so not delivered yet); else empty.
+std::string nextArrival(const Violation &v, llvm::ArrayRef<const C2cMessage *> traffic) {
+  if (!v.awaitedLink)
+    return "";
+  int64_t next = INT64_MAX;
+  for (const C2cMessage *m : traffic)
+    if (m->dstChip == v.chip && m->dstLink == *v.awaitedLink)
+      next = std::min(next, m->arrival);
+  return next == INT64_MAX ? "" : " (the next vector arrives at cycle " + std::to_string(next) + ")";
+}
+
+void putMessage(ByteWriter &w, const C2cMessage &m) {
+  w.put(m.arrival);
+  w.put(m.srcChip);
+  w.put(m.srcLink);
+  w.put(m.dstChip);
+  w.put(m.dstLink);
+  w.put(m.width);
+  w.putBytes(llvm::StringRef(reinterpret_cast<const char *>(m.data.data()), m.data.size()));
+  w.put(m.srcQueue);
+  w.put(m.srcInstr);
+  w.put(m.srcRepetition);
+  w.put(m.sent);
+  w.put(m.sequence);
+}
+
+C2cMessage getMessage(ByteReader &r) {
+  C2cMessage m;
+  m.arrival = r.get<int64_t>();
+  m.srcChip = r.get<unsigned>();
+  m.srcLink = r.get<unsigned>();
+  m.dstChip = r.get<unsigned>();
+  m.dstLink = r.get<unsigned>();
+  m.width = r.get<unsigned>();
+  llvm::StringRef data = r.getBytes();
+  m.data.assign(data.bytes_begin(), data.bytes_end());
+  m.srcQueue = r.get<uint32_t>();
+  m.srcInstr = r.get<uint32_t>();
+  m.srcRepetition = r.get<uint32_t>();
+  m.sent = r.get<int64_t>();
+  m.sequence = r.get<uint64_t>();
+  return m;
+}
+
+void putViolation(ByteWriter &w, const Violation *v) {
+  w.put<uint8_t>(v != nullptr);
+  if (!v)
+    return;
+  w.put(v->cycle);
+  w.put(v->chip);
+  w.putBytes(v->message);
+  w.put<uint8_t>(v->awaitedLink.has_value());
+  w.put<unsigned>(v->awaitedLink.value_or(0));
+}
+
+std::optional<Violation> getViolation(ByteReader &r) {
+  if (!r.get<uint8_t>())
+    return std::nullopt;
+  Violation v;
+  v.cycle = r.get<int64_t>();
+  v.chip = r.get<unsigned>();
+  v.message = r.getBytes().str();
+  bool awaited = r.get<uint8_t>();
+  unsigned link = r.get<unsigned>();
+  if (awaited)
+    v.awaitedLink = link;
+  return v;
+}
+
+void putVector(ByteWriter &w, const std::vector<uint64_t> &v) {
+  w.put<uint64_t>(v.size());
+  for (uint64_t x : v)
+    w.put(x);
+}
+
+std::vector<uint64_t> getVector(ByteReader &r) {
+  std::vector<uint64_t> v(std::min<uint64_t>(r.get<uint64_t>(), 1u << 20));
+  for (uint64_t &x : v)
+    x = r.get<uint64_t>();
+  return v;
+}
+
+void putStats(ByteWriter &w, const ChipStats &s) {
+  for (uint64_t x : s.busyCycles)
+    w.put(x);
+  for (uint64_t x : s.instructions)
+    w.put(x);
+  putVector(w, s.queueBusy);
+  putVector(w, s.linkBytesSent);
+  w.put(s.sramVectorsInUse);
+  w.put(s.lastCycle);
+}
+
+ChipStats getStats(ByteReader &r) {
+  ChipStats s;
+  for (uint64_t &x : s.busyCycles)
+    x = r.get<uint64_t>();
+  for (uint64_t &x : s.instructions)
+    x = r.get<uint64_t>();
+  s.queueBusy = getVector(r);
+  s.linkBytesSent = getVector(r);
+  s.sramVectorsInUse = r.get<uint64_t>();
+  s.lastCycle = r.get<int64_t>();
+  return s;
+}
+
+llvm::Error cutShort() {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "a message between ranks was cut short");
+}
+} // namespace
+
 llvm::Error Machine::run() {
   auto started = std::chrono::steady_clock::now();
   auto stopClock = llvm::make_scope_exit([&] {
     hostRunSeconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   });
+  if (distributed())
+    return runRanks();
   // Nothing sent in a window can arrive before the window ends: a vector
   // takes at least one serialisation time plus the hop latency. One chip
   // runs in windows too, long ones, only so that the cycles simulated can
@@ -153,47 +333,15 @@ llvm::Error Machine::run() {
     if (next >= start + window)
       start = next - next % window;
     int64_t limit = start + window;
-    // Only the chips with something to do in the window, a task per
-    // thread (not per chip): a deep pipeline has most of its chips idle
-    // in most windows. A chip's window depends on nothing another chip
-    // does in it, so any order gives the same result.
-    std::vector<ChipSim *> active;
-    for (auto &c : chips_)
-      if (c->nextEventCycle() < limit)
-        active.push_back(c.get());
-    const size_t tasks = pool ? std::min<size_t>(threads, active.size()) : 1;
-    if (tasks > 1) {
-      for (size_t t = 0; t < tasks; ++t)
-        pool->async([&active, tasks, t, limit] {
-          for (size_t i = t; i < active.size(); i += tasks)
-            active[i]->runUntil(limit);
-        });
-      pool->wait();
-    } else {
-      for (ChipSim *c : active)
-        c->runUntil(limit);
-    }
+    runWindow(chips_, limit, pool.get(), threads);
     // The earliest violation wins, whatever order the chips ran in.
-    const Violation *first = nullptr;
-    for (auto &c : chips_)
-      if (c->violation() &&
-          (!first || std::make_pair(c->violation()->cycle, c->violation()->chip) <
-                         std::make_pair(first->cycle, first->chip)))
-        first = &*c->violation();
-    if (first) {
+    if (const Violation *first = earliestViolation(chips_)) {
       Violation v = *first;
-      // A recv that found nothing, while a value for it is on the wire
-      // already (sent in this window, so not delivered yet): say when it
-      // arrives, as when it had been delivered.
-      if (v.awaitedLink) {
-        int64_t next = INT64_MAX;
-        for (auto &c : chips_)
-          for (const C2cMessage &m : c->outbox())
-            if (m.dstChip == v.chip && m.dstLink == *v.awaitedLink)
-              next = std::min(next, m.arrival);
-        if (next != INT64_MAX)
-          v.message += " (the next vector arrives at cycle " + std::to_string(next) + ")";
-      }
+      std::vector<const C2cMessage *> sent;
+      for (auto &c : chips_)
+        for (const C2cMessage &m : c->outbox())
+          sent.push_back(&m);
+      v.message += nextArrival(v, sent);
       return toError(v);
     }
     // Deliver this window's C2C traffic in a fixed order.
@@ -201,10 +349,7 @@ llvm::Error Machine::run() {
     for (auto &c : chips_)
       for (C2cMessage &m : c->takeOutbox())
         traffic.push_back(std::move(m));
-    std::stable_sort(traffic.begin(), traffic.end(), [](const C2cMessage &a, const C2cMessage &b) {
-      return std::make_tuple(a.arrival, a.dstChip, a.dstLink, a.srcChip) <
-             std::make_tuple(b.arrival, b.dstChip, b.dstLink, b.srcChip);
-    });
+    sortTraffic(traffic);
     for (C2cMessage &m : traffic)
       chips_[m.dstChip]->deliver(std::move(m));
     start = limit;
@@ -230,24 +375,247 @@ llvm::Error Machine::run() {
       left = n;
     }
   }
-  if (lost) {
-    ChipSim &sender = *chips_[lost->srcChip];
-    sender.failAt(lost->srcQueue, lost->srcInstr, lost->srcRepetition, lost->sent,
-                  "no recv takes the value it sent: it arrives at chip " +
-                      llvm::Twine(lost->dstChip) + ", link l" + llvm::Twine(lost->dstLink) +
-                      ", in cycle " + llvm::Twine(lost->arrival) + " (" + llvm::Twine(left) +
-                      " value(s) left on that link at the end of the run)");
-    return toError(*sender.violation());
+  if (lost)
+    return toError(unreceived(*lost, left));
+  stats_.clear();
+  for (auto &c : chips_)
+    stats_.push_back(c->stats());
+  cycles_ = 0;
+  for (const ChipStats &s : stats_)
+    cycles_ = std::max(cycles_, s.lastCycle + 1);
+  options_.progress.count("cycles", uint64_t(cycles_));
+  return llvm::Error::success();
+}
+
+Violation Machine::unreceived(const C2cMessage &lost, size_t left) {
+  ChipSim &sender = *chips_[lost.srcChip];
+  sender.failAt(lost.srcQueue, lost.srcInstr, lost.srcRepetition, lost.sent,
+                "no recv takes the value it sent: it arrives at chip " + llvm::Twine(lost.dstChip) +
+                    ", link l" + llvm::Twine(lost.dstLink) + ", in cycle " +
+                    llvm::Twine(lost.arrival) + " (" + llvm::Twine(left) +
+                    " value(s) left on that link at the end of the run)");
+  return *sender.violation();
+}
+
+llvm::Error Machine::runRanks() {
+  Ranks &ranks = *options_.ranks;
+  const unsigned me = ranks.rank(), n = ranks.size();
+  const int64_t window =
+      std::max<int64_t>(1, int64_t(chip_.c2cHopCycles) + chip_.c2cCyclesPerVector);
+  options_.progress.count("cycles", 0);
+  std::unique_ptr<llvm::ThreadPool> pool;
+  unsigned local = 0;
+  for (auto &c : chips_)
+    local += c != nullptr;
+  unsigned threads = std::min<unsigned>(options_.threads, std::max(1u, local));
+  if (threads > 1)
+    pool = std::make_unique<llvm::ThreadPool>(llvm::hardware_concurrency(threads));
+  auto localNext = [&] {
+    int64_t next = INT64_MAX;
+    for (auto &c : chips_)
+      if (c)
+        next = std::min(next, c->nextEventCycle());
+    return next;
+  };
+  auto localReached = [&] {
+    int64_t reached = 0;
+    for (auto &c : chips_)
+      if (c)
+        reached = std::max(reached, c->stats().lastCycle + 1);
+    return reached;
+  };
+  // Every rank runs the same windows: the earliest event of any chip,
+  // known to each rank from the one exchange per window.
+  int64_t next = INT64_MAX;
+  {
+    ByteWriter w;
+    w.put(localNext());
+    auto all = ranks.allGather(w.take());
+    if (!all)
+      return all.takeError();
+    for (const std::string &blob : *all) {
+      ByteReader r(blob);
+      next = std::min(next, r.get<int64_t>());
+      if (r.bad())
+        return cutShort();
+    }
+  }
+  int64_t start = 0;
+  for (;;) {
+    if (next == INT64_MAX)
+      break;
+    if (next >= start + window)
+      start = next - next % window;
+    int64_t limit = start + window;
+    runWindow(chips_, limit, pool.get(), threads);
+    // One message to each rank: this rank's next event, how far it got,
+    // its earliest violation, and the traffic for that rank's chips.
+    const Violation *mine = earliestViolation(chips_);
+    std::vector<C2cMessage> kept;
+    std::vector<std::vector<C2cMessage>> toRank(n);
+    for (auto &c : chips_)
+      if (c)
+        for (C2cMessage &m : c->takeOutbox())
+          (owners_[m.dstChip] == me ? kept : toRank[owners_[m.dstChip]]).push_back(std::move(m));
+    const int64_t myNext = localNext(), myReached = localReached();
+    std::vector<std::string> out(n);
+    for (unsigned r = 0; r < n; ++r) {
+      ByteWriter w;
+      w.put(myNext);
+      w.put(myReached);
+      putViolation(w, mine);
+      w.put<uint64_t>(toRank[r].size());
+      for (const C2cMessage &m : toRank[r])
+        putMessage(w, m);
+      out[r] = w.take();
+    }
+    auto in = ranks.allToAll(std::move(out));
+    if (!in)
+      return in.takeError();
+    next = INT64_MAX;
+    int64_t reached = 0;
+    std::optional<Violation> first;
+    for (unsigned r = 0; r < n; ++r) {
+      ByteReader rd((*in)[r]);
+      next = std::min(next, rd.get<int64_t>());
+      reached = std::max(reached, rd.get<int64_t>());
+      std::optional<Violation> v = getViolation(rd);
+      if (v && (!first || std::make_pair(v->cycle, v->chip) < std::make_pair(first->cycle, first->chip)))
+        first = std::move(v);
+      uint64_t count = rd.get<uint64_t>();
+      for (uint64_t i = 0; i < count && !rd.bad(); ++i)
+        kept.push_back(getMessage(rd));
+      if (rd.bad() || !rd.done())
+        return cutShort();
+    }
+    if (first) {
+      // The rank of the violating chip has every value sent to it in this
+      // window: it names the next to arrive, and tells the others.
+      std::string said;
+      if (owners_[first->chip] == me) {
+        std::vector<const C2cMessage *> sent;
+        for (const C2cMessage &m : kept)
+          sent.push_back(&m);
+        said = first->message + nextArrival(*first, sent);
+      }
+      auto all = ranks.allGather(said);
+      if (!all)
+        return all.takeError();
+      first->message = (*all)[owners_[first->chip]];
+      ranks.settled = true;
+      return toError(*first);
+    }
+    sortTraffic(kept);
+    for (C2cMessage &m : kept)
+      chips_[m.dstChip]->deliver(std::move(m));
+    start = limit;
+    options_.progress.count("cycles", uint64_t(reached));
+  }
+  // The end-of-run checks, as one process makes them: the first chip
+  // that fails its own, then the earliest value nobody received.
+  {
+    const Violation *failed = nullptr;
+    for (auto &c : chips_)
+      if (c && !c->finish()) {
+        failed = &*c->violation();
+        break;
+      }
+    ByteWriter w;
+    putViolation(w, failed);
+    auto all = ranks.allGather(w.take());
+    if (!all)
+      return all.takeError();
+    for (const std::string &blob : *all) {
+      ByteReader r(blob);
+      if (auto v = getViolation(r)) {
+        ranks.settled = true;
+        return toError(*v);
+      }
+    }
+  }
+  {
+    const C2cMessage *lost = nullptr;
+    size_t left = 0;
+    for (auto &c : chips_) {
+      if (!c)
+        continue;
+      size_t k = 0;
+      const C2cMessage *m = c->firstUnreceived(k);
+      if (m && (!lost || m->arrival < lost->arrival)) {
+        lost = m;
+        left = k;
+      }
+    }
+    ByteWriter w;
+    w.put<uint8_t>(lost != nullptr);
+    if (lost) {
+      w.put<uint64_t>(left);
+      putMessage(w, *lost);
+    }
+    auto all = ranks.allGather(w.take());
+    if (!all)
+      return all.takeError();
+    std::optional<C2cMessage> earliest;
+    uint64_t earliestLeft = 0;
+    for (const std::string &blob : *all) {
+      ByteReader r(blob);
+      if (!r.get<uint8_t>())
+        continue;
+      uint64_t k = r.get<uint64_t>();
+      C2cMessage m = getMessage(r);
+      if (r.bad())
+        return cutShort();
+      if (!earliest || m.arrival < earliest->arrival) {
+        earliest = std::move(m);
+        earliestLeft = k;
+      }
+    }
+    if (earliest) {
+      // Named by its send, on the sender's rank.
+      std::string said;
+      if (owners_[earliest->srcChip] == me)
+        said = unreceived(*earliest, earliestLeft).message;
+      auto texts = ranks.allGather(said);
+      if (!texts)
+        return texts.takeError();
+      ranks.settled = true;
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     (*texts)[owners_[earliest->srcChip]]);
+    }
+  }
+  // Every chip's figures, on every rank.
+  ByteWriter w;
+  for (unsigned c = 0; c < chips_.size(); ++c)
+    if (chips_[c]) {
+      w.put(c);
+      putStats(w, chips_[c]->stats());
+    }
+  auto all = ranks.allGather(w.take());
+  if (!all)
+    return all.takeError();
+  stats_.assign(chips_.size(), ChipStats{});
+  for (const std::string &blob : *all) {
+    ByteReader r(blob);
+    while (!r.done() && !r.bad()) {
+      unsigned c = r.get<unsigned>();
+      ChipStats s = getStats(r);
+      if (c < stats_.size())
+        stats_[c] = std::move(s);
+    }
+    if (r.bad())
+      return cutShort();
   }
   cycles_ = 0;
-  for (auto &c : chips_)
-    cycles_ = std::max(cycles_, c->stats().lastCycle + 1);
+  for (const ChipStats &s : stats_)
+    cycles_ = std::max(cycles_, s.lastCycle + 1);
   options_.progress.count("cycles", uint64_t(cycles_));
   return llvm::Error::success();
 }
 
 llvm::MutableArrayRef<uint8_t> Machine::sramVector(unsigned chip, unsigned slice, unsigned addr) {
-  uint8_t *v = chips_.at(chip)->sramVector(slice, addr); // none in timing-only runs
+  if (!chips_.at(chip))
+    return {}; // another rank's chip
+  uint8_t *v = chips_[chip]->sramVector(slice, addr); // none in timing-only runs
   return v ? llvm::MutableArrayRef<uint8_t>(v, chip_.lanes) : llvm::MutableArrayRef<uint8_t>();
 }
 
@@ -257,10 +625,11 @@ RunReport Machine::report() const {
   r.hostRunSeconds = hostRunSeconds_;
   r.clockMHz = chip_.clockMHz;
   r.lanes = chip_.lanes;
-  for (auto &c : chips_) {
-    r.chips.push_back(c->stats());
+  for (unsigned c = 0; c < chips_.size(); ++c) {
+    // Before run() has gathered them: this rank's chips as they stand.
+    r.chips.push_back(c < stats_.size() ? stats_[c] : chips_[c] ? chips_[c]->stats() : ChipStats{});
     std::vector<std::string> names;
-    for (const Queue &q : c->code().queues)
+    for (const Queue &q : bucket_.codeOf(c).queues)
       names.push_back(queueName(q));
     r.queueNames.push_back(std::move(names));
   }
@@ -273,15 +642,22 @@ std::string linkEndName(unsigned chip, unsigned link) {
 }
 } // namespace
 
-std::string Machine::traceJson() const {
-  llvm::json::Array events;
-  for (unsigned c = 0; c < chips_.size(); ++c) {
+std::string Machine::chipTraceEvents(unsigned c) const {
+  // Printed as they are made: a big program's trace is millions of events.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  bool any = false;
+  auto push = [&](llvm::json::Value event) {
+    os << (any ? "," : "") << event;
+    any = true;
+  };
+  {
     const ChipSim &chip = *chips_[c];
     const unsigned queues = unsigned(chip.code().queues.size());
-    events.push_back(llvm::json::Object{{"name", "process_name"}, {"ph", "M"}, {"pid", c},
+    push(llvm::json::Object{{"name", "process_name"}, {"ph", "M"}, {"pid", c},
                                         {"args", llvm::json::Object{{"name", "chip " + std::to_string(c)}}}});
     for (unsigned q = 0; q < queues; ++q)
-      events.push_back(llvm::json::Object{
+      push(llvm::json::Object{
           {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", q},
           {"args", llvm::json::Object{{"name", queueName(chip.code().queues[q])}}}});
     std::vector<bool> linkTrack(chip_.c2cLinks, false);
@@ -293,7 +669,7 @@ std::string Machine::traceJson() const {
                                {"ts", e.cycle},
                                {"dur", e.duration}};
       if (e.c2c < 0) {
-        events.push_back(std::move(event));
+        push(std::move(event));
         continue;
       }
       // A send and its recv: the far end and the cycles in the event's
@@ -309,17 +685,17 @@ std::string Machine::traceJson() const {
                               {"arrival", t.arrival}};
       args[t.send ? "to" : "from"] = linkEndName(t.peer.chip, t.peer.link);
       event["args"] = std::move(args);
-      events.push_back(std::move(event));
+      push(std::move(event));
       llvm::json::Object arrow{{"name", "c2c"}, {"cat", "c2c"}, {"ph", t.send ? "s" : "f"},
                                {"id", int64_t(flow)}, {"pid", c},   {"tid", e.queue},
                                {"ts", e.cycle}};
       if (!t.send)
         arrow["bp"] = "e"; // ends at the recv's own event, not the next one
-      events.push_back(std::move(arrow));
+      push(std::move(arrow));
       if (t.send) {
         unsigned tid = queues + t.link;
         linkTrack[t.link] = true;
-        events.push_back(llvm::json::Object{
+        push(llvm::json::Object{
             {"name", "to " + linkEndName(t.peer.chip, t.peer.link)},
             {"ph", "X"},
             {"pid", c},
@@ -330,15 +706,54 @@ std::string Machine::traceJson() const {
     }
     for (unsigned l = 0; l < linkTrack.size(); ++l)
       if (linkTrack[l])
-        events.push_back(llvm::json::Object{
+        push(llvm::json::Object{
             {"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", queues + l},
             {"args", llvm::json::Object{{"name", "link l" + std::to_string(l)}}}});
   }
-  llvm::json::Object root{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << llvm::json::Value(std::move(root)) << "\n";
   return os.str();
+}
+
+llvm::Expected<std::string> Machine::traceJson() const {
+  // Each chip's events, gathered to rank 0 from the rank that ran it.
+  std::vector<std::string> perChip(chips_.size());
+  if (distributed()) {
+    ByteWriter w;
+    for (unsigned c = 0; c < chips_.size(); ++c)
+      if (chips_[c]) {
+        w.put(c);
+        w.putBytes(chipTraceEvents(c));
+      }
+    auto all = options_.ranks->gather(w.take());
+    if (!all)
+      return all.takeError();
+    if (options_.ranks->rank() != 0)
+      return std::string();
+    for (const std::string &blob : *all) {
+      ByteReader r(blob);
+      while (!r.done() && !r.bad()) {
+        unsigned c = r.get<unsigned>();
+        llvm::StringRef events = r.getBytes();
+        if (c < perChip.size())
+          perChip[c] = events.str();
+      }
+      if (r.bad())
+        return cutShort();
+    }
+  } else {
+    for (unsigned c = 0; c < chips_.size(); ++c)
+      perChip[c] = chipTraceEvents(c);
+  }
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  bool any = false;
+  for (const std::string &events : perChip) {
+    if (events.empty())
+      continue;
+    out += any ? "," : "";
+    out += events;
+    any = true;
+  }
+  out += "]}\n";
+  return out;
 }
 
 } // namespace lpu::sim

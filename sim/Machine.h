@@ -9,6 +9,7 @@
 #include "backend/Program.h"
 #include "backend/Topology.h"
 #include "sim/ChipSim.h"
+#include "sim/Ranks.h"
 #include "support/Progress.h"
 
 #include <llvm/ADT/ArrayRef.h>
@@ -26,6 +27,11 @@ struct RunOptions {
   /// Where run() counts the cycles simulated so far (lpurun --progress);
   /// the program carries no predicted total, so the count has none.
   support::Progress progress;
+  /// Set with more than one rank: this process simulates its rank's chips
+  /// alone and exchanges each window's C2C traffic with the others
+  /// (docs/simulator.md, "Several processes"). Results, cycles, reports and
+  /// traces are those of one process.
+  Ranks *ranks = nullptr;
 };
 
 struct RunReport {
@@ -55,20 +61,28 @@ public:
   llvm::Expected<std::vector<uint8_t>> readTensor(const backend::TensorPlacement &t);
 
   /// Runs to the end. A schedule violation is returned as an error naming
-  /// the chip, unit, queue, instruction index and cycle.
+  /// the chip, unit, queue, instruction index and cycle (on every rank).
   llvm::Error run();
+
+  /// Whether this process simulates `chip` (always, with one rank).
+  bool owns(unsigned chip) const { return chips_.at(chip) != nullptr; }
+  /// The rank that simulates each chip.
+  llvm::ArrayRef<unsigned> owners() const { return owners_; }
 
   /// The `lanes` bytes of one SRAM vector (to check where a placement put
   /// its elements); empty in timing-only runs.
   llvm::MutableArrayRef<uint8_t> sramVector(unsigned chip, unsigned slice, unsigned addr);
 
+  /// Every chip's figures (gathered from every rank by run()).
   RunReport report() const;
   /// Chrome / Perfetto trace JSON: a process per chip, a thread per queue,
   /// one complete event per issued instruction; 1 us in the viewer is one
   /// cycle. Sends and recvs carry their link's far end and cycles in their
   /// args, a flow event joins each send to its recv, and a thread per link
   /// in use shows each value's time on the wire.
-  std::string traceJson() const;
+  /// With several ranks, every rank's chips are gathered: call it on
+  /// every rank (rank 0's result is the whole trace, the others' empty).
+  llvm::Expected<std::string> traceJson() const;
 
 private:
   Machine(const backend::ChipDescription &chip, const backend::Bucket &bucket,
@@ -81,7 +95,21 @@ private:
   const backend::Bucket &bucket_;
   backend::Topology topology_;
   RunOptions options_;
+  /// The window loop over several ranks (run() with options_.ranks).
+  llvm::Error runRanks();
+  /// The violation that names the send of `lost`, a value no recv took
+  /// (`left`: how many are left on its link), on its sender's chip.
+  Violation unreceived(const C2cMessage &lost, size_t left);
+  /// A chip's trace events, compact JSON, comma-separated.
+  std::string chipTraceEvents(unsigned c) const;
+
+  bool distributed() const { return options_.ranks && options_.ranks->size() > 1; }
+
+  /// One per chip of the bucket; null for the chips other ranks simulate.
   std::vector<std::unique_ptr<ChipSim>> chips_;
+  std::vector<unsigned> owners_;
+  /// Every chip's stats and queue names, also the other ranks' (run()).
+  std::vector<ChipStats> stats_;
   int64_t cycles_ = 0;
   double hostRunSeconds_ = 0;
 };

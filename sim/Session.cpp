@@ -67,10 +67,15 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
   // a chip that holds a slice of it (a shard) is written that slice.
   // verifyProgram has checked that every placement of a name is the same
   // weight.
+  // With several ranks, a rank reads the weights of its own chips alone.
+  auto owners = chipOwners(options.run.ranks, bucket);
+  if (!owners)
+    return owners.takeError();
+  auto here = [&](const TensorPlacement &t) { return ownsChip(options.run.ranks, *owners, t.chip); };
   std::vector<tensor::TensorSpec> paramSpecs;
   std::set<std::string> paramNames;
   for (const TensorPlacement &t : bucket.tensors)
-    if (t.role == TensorRole::Param && paramNames.insert(t.name).second)
+    if (t.role == TensorRole::Param && here(t) && paramNames.insert(t.name).second)
       paramSpecs.push_back({t.name, t.dtype, bucket.fullShape(t)});
   if (!paramSpecs.empty() && !options.run.timingOnly) {
     if (options.params) {
@@ -100,7 +105,7 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
   }
   if (!options.run.timingOnly)
     for (const TensorPlacement &t : bucket.tensors) {
-      if (t.role != TensorRole::Param || t.shard.empty() || plan.shards.count({t.name, t.shard}))
+      if (t.role != TensorRole::Param || !here(t) || t.shard.empty() || plan.shards.count({t.name, t.shard}))
         continue;
       auto slice = shardOf(t, bucket, plan.params.at(t.name));
       if (!slice)
@@ -109,7 +114,7 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
     }
   if (!options.run.timingOnly)
     for (const TensorPlacement &t : bucket.tensors) {
-      if (t.role != TensorRole::Input)
+      if (t.role != TensorRole::Input || !here(t))
         continue;
       plan.inputs.insert_or_assign(t.name, padTo(inputs.at(t.name), bucket.fullShape(t)));
       if (!t.shard.empty() && !plan.stateShards.count({t.name, t.shard})) {
@@ -130,7 +135,7 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
   if (!machine)
     return machine.takeError();
   for (const TensorPlacement &t : bucket.tensors) {
-    if (t.role == TensorRole::Output || run.timingOnly)
+    if (t.role == TensorRole::Output || run.timingOnly || !(*machine)->owns(t.chip))
       continue;
     llvm::ArrayRef<uint8_t> bytes =
         t.role == TensorRole::Constant ? llvm::ArrayRef<uint8_t>(t.data)
@@ -167,15 +172,18 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
   const support::Progress &progress = options.run.progress;
   progress.status("bind weights");
   support::TimedScope binding(options.timing, "bind weights");
+  Ranks *ranks = options.run.ranks;
+  // With several ranks, each rank's failure to place its chips' values
+  // ends the run on every rank (agree), and so does a run of the machine.
   auto plan = planSession(program, options);
-  if (!plan)
-    return plan.takeError();
+  if (auto e = agree(ranks, plan ? llvm::Error::success() : plan.takeError()))
+    return e;
   const Entry *entry = plan->entry;
   const BucketChoice *choice = &plan->choice;
   const Bucket &bucket = plan->bucket();
   auto machine = placeSession(chip, program, bucket, *plan, options.run);
-  if (!machine)
-    return machine.takeError();
+  if (auto e = agree(ranks, machine ? llvm::Error::success() : machine.takeError()))
+    return e;
   binding.stop();
   progress.status("simulate");
   support::TimedScope simulating(options.timing, "simulate");
@@ -186,14 +194,60 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
   progress.status("read outputs");
   support::TimedScope reading(options.timing, "read outputs");
   SessionResult result;
-  for (const TensorPlacement &t : bucket.tensors) {
+  // Each output as its chip holds it: read here, or by the rank that ran
+  // the chip and gathered.
+  std::map<size_t, std::vector<uint8_t>> read;
+  {
+    llvm::Error failed = llvm::Error::success();
+    ByteWriter mine;
+    for (size_t i = 0; i < bucket.tensors.size() && !failed; ++i) {
+      const TensorPlacement &t = bucket.tensors[i];
+      if (t.role != TensorRole::Output || options.run.timingOnly || !(*machine)->owns(t.chip))
+        continue;
+      auto bytes = (*machine)->readTensor(t);
+      if (!bytes) {
+        failed = bytes.takeError();
+        break;
+      }
+      mine.put<uint64_t>(i);
+      mine.putBytes(llvm::StringRef(reinterpret_cast<const char *>(bytes->data()), bytes->size()));
+      read.emplace(i, std::move(*bytes));
+    }
+    if (auto e = agree(ranks, std::move(failed)))
+      return e;
+    if (ranks && ranks->size() > 1) {
+      // Rank 0 alone writes them: the others are done.
+      auto all = ranks->gather(mine.take());
+      if (!all)
+        return all.takeError();
+      if (ranks->rank() != 0) {
+        // Its part of the trace, gathered the same way.
+        if (options.run.trace) {
+          auto trace = (*machine)->traceJson();
+          if (!trace)
+            return trace.takeError();
+        }
+        result.report = (*machine)->report();
+        return result;
+      }
+      for (const std::string &blob : *all) {
+        ByteReader r(blob);
+        while (!r.done() && !r.bad()) {
+          size_t i = r.get<uint64_t>();
+          llvm::StringRef bytes = r.getBytes();
+          read.emplace(i, std::vector<uint8_t>(bytes.bytes_begin(), bytes.bytes_end()));
+        }
+        if (r.bad())
+          return error("a message between ranks was cut short");
+      }
+    }
+  }
+  for (size_t i = 0; i < bucket.tensors.size(); ++i) {
+    const TensorPlacement &t = bucket.tensors[i];
     if (t.role != TensorRole::Output || options.run.timingOnly)
       continue;
     std::vector<int64_t> full = bucket.concreteShape(t);
-    auto bytes = (*machine)->readTensor(t);
-    if (!bytes)
-      return bytes.takeError();
-    auto value = tensor::Tensor::fromBytes(t.dtype, full, std::move(*bytes));
+    auto value = tensor::Tensor::fromBytes(t.dtype, full, std::move(read.at(i)));
     if (!value)
       return value.takeError();
     std::vector<int64_t> shape;
@@ -226,8 +280,12 @@ llvm::Expected<SessionResult> runSession(const Program &program, const ChipDescr
                                  std::to_string(d.value);
   result.context.paddingFraction = choice->paddingFraction;
   result.context.timingOnly = options.run.timingOnly;
-  if (options.run.trace)
-    result.traceJson = (*machine)->traceJson();
+  if (options.run.trace) {
+    auto trace = (*machine)->traceJson();
+    if (!trace)
+      return trace.takeError();
+    result.traceJson = std::move(*trace);
+  }
   return result;
 }
 

@@ -38,3 +38,10 @@ if os.getuid() != 0:
 # that stands in for it there `REQUIRES: sanitize`.
 if config.lpu_sanitize.upper() in ("ON", "1", "TRUE", "YES", "Y"):
     config.available_features.add("sanitize")
+# lpurun built with MPI (sim/mpi/): tests/lit/mpi/ start it with mpirun on
+# this host, as root too in CI's containers, more ranks than cores.
+if config.lpu_mpi.upper() in ("ON", "1", "TRUE", "YES", "Y"):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"

@@ -22,15 +22,23 @@
 #include "support/TimeReport.h"
 #include "tools/common/ToolSupport.h"
 #include "driver/Generate.h"
+#ifdef LPU_HAVE_MPI
+#include "sim/mpi/MpiRanks.h"
+#endif
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Format.h>
+#include <llvm/Support/xxhash.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fcntl.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace lpu;
 
@@ -496,7 +504,7 @@ int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &f
 }
 } // namespace
 
-int main(int argc, char **argv) {
+int runLpurun(int argc, char **argv, sim::Ranks *ranks) {
   CLI::App app{"Runs an lpuc program file (binary .lpx or its text form) on the simulated LPU."};
   std::string programPath, entry, report, tracePath, chipName, emit, emitPath = "-";
   std::vector<std::string> inputs, outputs, weights, calibrate;
@@ -602,6 +610,16 @@ int main(int argc, char **argv) {
                "print to stderr a table of the wall and CPU time of each step: reading the "
                "program, binding weights, simulating, reading and writing outputs (with "
                "--reference: compiling, by phase, binding weights, running)");
+  std::vector<unsigned> rankChips;
+  double rankTimeout = 300;
+  app.add_option("--rank-chips", rankChips,
+                 "under mpirun: the chips each rank simulates, N0,N1,... in rank order (contiguous; "
+                 "default: as even as can be)")
+      ->delimiter(',');
+  app.add_option("--rank-timeout", rankTimeout,
+                 "under mpirun: the seconds a rank waits for the others at one exchange before the "
+                 "run ends with an error (default 300)")
+      ->check(CLI::Range(0.1, 86400.0));
   tools::addCommonOptions(app, kTool);
   if (int rc = tools::parseCommandLine(app, argc, argv, kTool); rc >= 0)
     return rc;
@@ -621,6 +639,33 @@ int main(int argc, char **argv) {
     if (timePhases)
       times.print(llvm::errs(), "lpurun: time per phase");
   });
+  const bool severalRanks = ranks && ranks->size() > 1;
+  if (severalRanks) {
+    // Every rank runs the same command line (each its own chips of it).
+    std::string line;
+    for (int i = 1; i < argc; ++i)
+      line += std::string(argv[i]) + '\0';
+    if (auto e = sim::sameOnEveryRank(ranks, "command line", llvm::utohexstr(llvm::xxHash64(line)))) {
+      feedback.error(llvm::toString(std::move(e)));
+      return tools::kExitUsageError;
+    }
+    ranks->counts = rankChips;
+#ifdef LPU_HAVE_MPI
+    static_cast<sim::mpi::MpiRanks *>(ranks)->setTimeout(rankTimeout);
+#endif
+    for (const char *flag : {"--generate", "--check-shifts", "--reference", "--emit", "--calibrate"})
+      if (app.count(flag)) {
+        feedback.error(llvm::Twine(flag) + " runs in one process: not under mpirun with " +
+                       llvm::Twine(ranks->size()) + " ranks");
+        return tools::kExitUsageError;
+      }
+  } else {
+    for (const char *flag : {"--rank-chips", "--rank-timeout"})
+      if (app.count(flag)) {
+        feedback.error(llvm::Twine(flag) + " needs several ranks (mpirun -np R lpurun ...)");
+        return tools::kExitUsageError;
+      }
+  }
   if (programPath.empty()) {
     feedback.error("no program file");
     llvm::errs() << "Run '" << kTool << " --help' for the options.\n";
@@ -724,6 +769,13 @@ int main(int argc, char **argv) {
   }
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
                                 (*buffer)->getBufferSize());
+  // Every rank runs the same program file, or none runs.
+  if (auto e = sim::sameOnEveryRank(ranks, "program file",
+                                    llvm::utohexstr(llvm::xxHash64(llvm::StringRef(
+                                        (*buffer)->getBufferStart(), (*buffer)->getBufferSize()))))) {
+    feedback.error(llvm::toString(std::move(e)));
+    return tools::kExitInputError;
+  }
   auto program = backend::parseProgramFile(bytes, programPath);
   if (!program) {
     feedback.error(llvm::toString(program.takeError()));
@@ -794,6 +846,7 @@ int main(int argc, char **argv) {
   options.run.timingOnly = timingOnly;
   options.run.trace = !tracePath.empty();
   options.run.progress = feedback.progress();
+  options.run.ranks = severalRanks ? ranks : nullptr;
   options.timing = feedback.timing();
   std::map<std::string, std::string> outputFiles;
   bool printAll = false;
@@ -906,6 +959,16 @@ int main(int argc, char **argv) {
     feedback.error(llvm::toString(result.takeError()));
     return tools::kExitInputError;
   }
+  if (severalRanks) {
+    ranks->settled = true;
+    if (timePhases)
+      llvm::errs() << "lpurun: rank " << ranks->rank() << " of " << ranks->size() << " sent "
+                   << ranks->bytesSent << " bytes to the others in " << ranks->exchanges
+                   << " exchanges\n";
+    // Rank 0 writes what the run gave; the others are done.
+    if (ranks->rank() != 0)
+      return tools::kExitSuccess;
+  }
   if (int rc = emitOutputs(result->outputs, result->states, outputFiles, printAll, !timingOnly,
                            "the program", feedback);
       rc >= 0)
@@ -926,4 +989,64 @@ int main(int argc, char **argv) {
   if (!tracePath.empty() && !writeFile(tracePath, result->traceJson, feedback))
     return tools::kExitUsageError;
   return tools::kExitSuccess;
+}
+
+int main(int argc, char **argv) {
+  // Under mpirun with several ranks: MPI starts first, each rank runs the
+  // same command line on its own chips, and rank 0 alone speaks (another
+  // rank speaks only when the ranks lost each other).
+  if (!sim::launchedWithRanks())
+    return runLpurun(argc, argv, nullptr);
+#ifdef LPU_HAVE_MPI
+  auto ranks = sim::mpi::MpiRanks::start(argc, argv, {});
+  if (!ranks) {
+    llvm::errs() << kTool << ": error: " << llvm::toString(ranks.takeError()) << "\n";
+    return tools::kExitUsageError;
+  }
+  // Another rank's stderr goes to a file: it is shown only when that
+  // rank stops alone (rank 0 did not see why).
+  const unsigned rank = (*ranks)->rank();
+  int err = -1;
+  std::FILE *held = nullptr;
+  if (rank != 0) {
+    err = dup(2);
+    held = std::tmpfile();
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      close(null);
+    }
+    if (held)
+      dup2(fileno(held), 2);
+  }
+  int rc = runLpurun(argc, argv, ranks->get());
+  llvm::outs().flush();
+  llvm::errs().flush();
+  if (rc == 0 || (!(*ranks)->broken() && (*ranks)->settled))
+    return rc;
+  // This rank stopped where the others may wait for it: it says why (rank
+  // 0 has said so already; another rank waits a moment first, so that an
+  // error every rank met is shown once, rank 0's), then ends every rank.
+  if (rank != 0 && err >= 0 && held) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::fflush(held);
+    std::rewind(held);
+    std::string text;
+    char buffer[4096];
+    while (size_t n = std::fread(buffer, 1, sizeof buffer, held))
+      text.append(buffer, n);
+    llvm::raw_fd_ostream out(err, false);
+    for (llvm::StringRef line : llvm::split(llvm::StringRef(text).rtrim(), '\n')) {
+      if (line.consume_front(kTool) && line.consume_front(": error: "))
+        out << kTool << ": error: rank " << rank << ": " << line << "\n";
+      else if (!line.empty())
+        out << line << "\n";
+    }
+  }
+  (*ranks)->abort(rc > 0 ? rc : tools::kExitInputError);
+#else
+  llvm::errs() << kTool << ": error: started with several MPI ranks, but this lpurun was built "
+               << "without MPI (install libopenmpi-dev and rebuild)\n";
+  return tools::kExitUsageError;
+#endif
 }
