@@ -35,13 +35,16 @@ llvm::Expected<std::vector<unsigned>> Ranks::firstChips(llvm::ArrayRef<bool> bus
   const bool none = total == 0;
   if (none)
     total = chips;
-  // Rank r starts at the chip before which total * r / n busy chips lie.
+  // Rank r starts at the first busy chip before which total * r / n busy
+  // chips lie (an idle chip stays with the busy chips before it).
   uint64_t seen = 0;
   unsigned r = 1;
   for (unsigned c = 0; c < chips && r < n; ++c) {
+    if (!none && !busy[c])
+      continue;
     while (r < n && seen >= total * r / n && seen > 0)
       first[r++] = c;
-    seen += none || busy[c];
+    ++seen;
   }
   return first;
 }

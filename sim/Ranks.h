@@ -48,7 +48,8 @@ public:
   /// (`busy`: whether each has work), contiguous, in rank order; as
   /// `counts` says when set (one count per rank, adding up to the chips),
   /// else with the chips that have work dealt as evenly as can be (an idle
-  /// chip costs nothing to simulate).
+  /// chip costs nothing to simulate: it stays with the busy chips before
+  /// it).
   llvm::Expected<std::vector<unsigned>> firstChips(llvm::ArrayRef<bool> busy) const;
   /// Given chip counts per rank (lpurun --rank-chips); empty: even.
   std::vector<unsigned> counts;
