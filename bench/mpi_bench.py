@@ -53,7 +53,8 @@ def run_ranks(lpurun, program, ranks, input_arg, work):
     wall = time.time() - start
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[:2]}
-    report = json.loads(p.stdout)
+    # The outputs print first (no --output), then the report.
+    report = json.loads(p.stdout[p.stdout.index("\n{") + 1:] if not p.stdout.startswith("{") else p.stdout)
     simulate = None
     for line in p.stderr.splitlines():
         m = re.match(r"\s*([\d.]+)\s+[\d.]+\s+[\d.]+%\s+simulate$", line)

@@ -81,9 +81,9 @@ Wait waitAll(std::vector<MPI_Request> &requests, double timeout) {
       return Wait::Done;
     if (std::chrono::steady_clock::now() > deadline)
       return Wait::TimedOut;
-    // Spin briefly (an exchange is usually quick), then let other ranks
-    // sharing the cores run.
-    if (spins > 50)
+    // Yield for a while (an exchange is usually quick, and a yield lets a
+    // rank sharing this core run), then sleep in short steps.
+    if (spins > 5000)
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     else
       std::this_thread::yield();
