@@ -88,6 +88,47 @@ llvm::Expected<SessionPlan> planSession(const Program &program, const SessionOpt
                        ", this entry reads " + tensor::typeString(spec.dtype, spec.shape));
         plan.params.emplace(spec.name, it->second);
       }
+    } else if (!options.weightsFiles.empty() && options.run.ranks && options.run.ranks->size() > 1) {
+      // One of several ranks: the files are checked against every weight
+      // of the bucket, then only this rank's chips' tensors are copied out
+      // of the mapped files, a shard's slice alone.
+      std::vector<tensor::TensorSpec> allSpecs;
+      std::set<std::string> allNames;
+      for (const TensorPlacement &t : bucket.tensors)
+        if (t.role == TensorRole::Param && allNames.insert(t.name).second)
+          allSpecs.push_back({t.name, t.dtype, bucket.fullShape(t)});
+      auto files = tensor::openTensorFiles(options.weightsFiles);
+      if (!files)
+        return files.takeError();
+      std::vector<const tensor::SafeTensorsFile *> pointers;
+      for (const tensor::SafeTensorsFile &f : *files)
+        pointers.push_back(&f);
+      if (auto e = tensor::checkTensors(pointers, allSpecs))
+        return e;
+      auto fileOf = [&](const std::string &name) {
+        return *llvm::find_if(pointers, [&](const tensor::SafeTensorsFile *f) { return f->find(name); });
+      };
+      for (const TensorPlacement &t : bucket.tensors) {
+        if (t.role != TensorRole::Param || !here(t))
+          continue;
+        if (t.shard.empty()) {
+          if (plan.params.count(t.name))
+            continue;
+          auto whole = fileOf(t.name)->read(t.name);
+          if (!whole)
+            return whole.takeError();
+          plan.params.emplace(t.name, std::move(*whole));
+        } else if (!plan.shards.count({t.name, t.shard})) {
+          if (t.shard.size() != 3 || t.shard[0] < 0 || size_t(t.shard[0]) >= t.shape.size())
+            return error("param '" + t.name + "' on chip " + llvm::Twine(t.chip) +
+                         ": its shard is not AXIS,START,FULL inside its rank");
+          int64_t axis = t.shard[0];
+          auto slice = fileOf(t.name)->readSlice(t.name, axis, t.shard[1], bucket.concreteShape(t)[size_t(axis)]);
+          if (!slice)
+            return slice.takeError();
+          plan.shards.emplace(std::make_pair(t.name, t.shard), std::move(*slice));
+        }
+      }
     } else if (!options.weightsFiles.empty()) {
       auto loaded = tensor::loadTensorFiles(options.weightsFiles, paramSpecs);
       if (!loaded)
@@ -137,12 +178,16 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
   for (const TensorPlacement &t : bucket.tensors) {
     if (t.role == TensorRole::Output || run.timingOnly || !(*machine)->owns(t.chip))
       continue;
-    llvm::ArrayRef<uint8_t> bytes =
-        t.role == TensorRole::Constant ? llvm::ArrayRef<uint8_t>(t.data)
-        : t.role == TensorRole::Input  ? plan.inputs.at(t.name).bytes()
-                                       : plan.params.at(t.name).bytes();
     // A slice of its weight: cut by planSession (or here, for a bucket
-    // changed since).
+    // changed since). Over ranks, a rank holds only the slices of a weight
+    // its chips hold, not the whole.
+    llvm::ArrayRef<uint8_t> bytes;
+    if (t.role == TensorRole::Constant)
+      bytes = t.data;
+    else if (t.role == TensorRole::Input && t.shard.empty())
+      bytes = plan.inputs.at(t.name).bytes();
+    else if (t.role == TensorRole::Param && t.shard.empty())
+      bytes = plan.params.at(t.name).bytes();
     std::optional<tensor::Tensor> cut;
     if (t.role == TensorRole::Input && !t.shard.empty()) {
       auto it = plan.stateShards.find({t.name, t.shard});
@@ -154,7 +199,10 @@ llvm::Expected<std::unique_ptr<Machine>> placeSession(const ChipDescription &chi
       if (it != plan.shards.end()) {
         bytes = it->second.bytes();
       } else {
-        auto slice = shardOf(t, bucket, plan.params.at(t.name));
+        auto whole = plan.params.find(t.name);
+        if (whole == plan.params.end())
+          return error("param '" + t.name + "' on chip " + llvm::Twine(t.chip) + ": no slice of it was read");
+        auto slice = shardOf(t, bucket, whole->second);
         if (!slice)
           return slice.takeError();
         cut = std::move(*slice);

@@ -7,6 +7,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace lpu::tensor {
 
@@ -193,6 +194,39 @@ llvm::Expected<Tensor> SafeTensorsFile::read(llvm::StringRef tensorName) const {
   return tensor;
 }
 
+llvm::Expected<Tensor> SafeTensorsFile::readSlice(llvm::StringRef tensorName, int64_t axis,
+                                                  int64_t start, int64_t size) const {
+  const Entry *entry = find(tensorName);
+  if (!entry)
+    return sourceError(name_, "no tensor named '" + tensorName + "'");
+  if (axis < 0 || size_t(axis) >= entry->shape.size() || start < 0 || size < 0 ||
+      start + size > entry->shape[size_t(axis)])
+    return sourceError(name_, "tensor '" + tensorName + "' " + shapeString(entry->shape) +
+                                  " has no slice [" + std::to_string(start) + ", " +
+                                  std::to_string(start + size) + ") on axis " + std::to_string(axis));
+  // Outer blocks before the axis, each a run of `size` rows of `inner`
+  // bytes taken from `dim` rows.
+  int64_t outer = 1, inner = int64_t(dtypeSize(entry->dtype));
+  for (size_t i = 0; i < size_t(axis); ++i)
+    outer *= entry->shape[i];
+  for (size_t i = size_t(axis) + 1; i < entry->shape.size(); ++i)
+    inner *= entry->shape[i];
+  const int64_t dim = entry->shape[size_t(axis)];
+  std::vector<uint8_t> bytes(size_t(outer * size * inner));
+  const char *base = data_.data() + entry->begin;
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(bytes.data() + o * size * inner, base + (o * dim + start) * inner, size_t(size * inner));
+  std::vector<int64_t> shape = entry->shape;
+  shape[size_t(axis)] = size;
+  llvm::Expected<Tensor> tensor = Tensor::fromBytes(entry->dtype, shape, bytes);
+  if (!tensor)
+    return detail::prefixError(name_, tensor.takeError());
+  if (entry->dtype == DType::Bool)
+    for (uint8_t &byte : tensor->bytes())
+      byte = byte != 0;
+  return tensor;
+}
+
 llvm::Error checkTensors(llvm::ArrayRef<const SafeTensorsFile *> files,
                          llvm::ArrayRef<TensorSpec> expected) {
   std::vector<std::string> missing, extra, wrongType, wrongShape, twice;
@@ -265,6 +299,17 @@ loadTensors(llvm::ArrayRef<const SafeTensorsFile *> files, llvm::ArrayRef<Tensor
 llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile &file,
                                                           llvm::ArrayRef<TensorSpec> expected) {
   return loadTensors(llvm::ArrayRef<const SafeTensorsFile *>(&file), expected);
+}
+
+llvm::Expected<std::vector<SafeTensorsFile>> openTensorFiles(llvm::ArrayRef<std::string> paths) {
+  std::vector<SafeTensorsFile> files;
+  for (const std::string &path : paths) {
+    auto file = SafeTensorsFile::open(path);
+    if (!file)
+      return file.takeError();
+    files.push_back(std::move(*file));
+  }
+  return files;
 }
 
 llvm::Expected<std::map<std::string, Tensor>> loadTensorFiles(llvm::ArrayRef<std::string> paths,

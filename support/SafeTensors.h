@@ -47,6 +47,12 @@ public:
 
   /// Copies one tensor out; an error names the file and the missing name.
   llvm::Expected<Tensor> read(llvm::StringRef tensorName) const;
+  /// Copies out only the slice [start, start + size) of `axis`: the file is
+  /// mapped, so only the slice's bytes are read (a rank's shard of a
+  /// weight, docs/distributed.md). Errors: no such tensor, a slice outside
+  /// it.
+  llvm::Expected<Tensor> readSlice(llvm::StringRef tensorName, int64_t axis, int64_t start,
+                                   int64_t size) const;
 
 private:
   SafeTensorsFile() = default;
@@ -71,6 +77,8 @@ llvm::Expected<std::map<std::string, Tensor>> loadTensors(const SafeTensorsFile 
                                                           llvm::ArrayRef<TensorSpec> expected);
 llvm::Expected<std::map<std::string, Tensor>>
 loadTensors(llvm::ArrayRef<const SafeTensorsFile *> files, llvm::ArrayRef<TensorSpec> expected);
+/// Opens every file of `paths` (mapped, not read).
+llvm::Expected<std::vector<SafeTensorsFile>> openTensorFiles(llvm::ArrayRef<std::string> paths);
 /// Opens every file of `paths`, then loadTensors over them all.
 llvm::Expected<std::map<std::string, Tensor>> loadTensorFiles(llvm::ArrayRef<std::string> paths,
                                                               llvm::ArrayRef<TensorSpec> expected);

@@ -62,6 +62,38 @@ TEST(SafeTensors, RoundTripByParameterPath) {
   EXPECT_EQ(errorText(missing), dir.file("w.safetensors") + ": no tensor named 'layers.9.w'");
 }
 
+// A slice on any axis is the whole tensor's slice (sliceAxis), read alone.
+TEST(SafeTensors, ReadSliceEqualsSliceOfWhole) {
+  TempDir dir;
+  std::vector<NamedTensor> tensors;
+  tensors.emplace_back("w", randomTensor(5, "w", DType::F16, {3, 7, 5}));
+  tensors.emplace_back("b", randomTensor(5, "b", DType::Bool, {6}));
+  ASSERT_FALSE(writeSafeTensorsFile(dir.file("w.safetensors"), tensors, {}));
+  auto file = SafeTensorsFile::open(dir.file("w.safetensors"));
+  ASSERT_TRUE(bool(file)) << errorText(file.takeError());
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    int64_t dim = tensors[0].second.shape()[size_t(axis)];
+    for (int64_t start : {int64_t(0), int64_t(1), dim - 1}) {
+      auto slice = file->readSlice("w", axis, start, dim - start);
+      ASSERT_TRUE(bool(slice)) << errorText(slice.takeError());
+      auto expected = sliceAxis(tensors[0].second, axis, start, dim - start);
+      ASSERT_TRUE(bool(expected));
+      EXPECT_EQ(*slice, *expected) << "axis " << axis << " start " << start;
+    }
+  }
+  auto bits = file->readSlice("b", 0, 2, 3);
+  ASSERT_TRUE(bool(bits));
+  auto expectedBits = sliceAxis(tensors[1].second, 0, 2, 3);
+  ASSERT_TRUE(bool(expectedBits));
+  EXPECT_EQ(*bits, *expectedBits);
+  auto past = file->readSlice("w", 1, 5, 3);
+  EXPECT_EQ(errorText(past), dir.file("w.safetensors") + ": tensor 'w' [3, 7, 5] has no slice [5, 8) on axis 1");
+  auto noAxis = file->readSlice("w", 3, 0, 1);
+  EXPECT_EQ(errorText(noAxis), dir.file("w.safetensors") + ": tensor 'w' [3, 7, 5] has no slice [0, 1) on axis 3");
+  auto none = file->readSlice("v", 0, 0, 1);
+  EXPECT_EQ(errorText(none), dir.file("w.safetensors") + ": no tensor named 'v'");
+}
+
 TEST(SafeTensors, HeaderIsPaddedAndDataFollows) {
   auto image = serializeSafeTensors({{"a", Tensor::fromFloats(DType::F32, {2}, {1, 2})}});
   ASSERT_TRUE(bool(image));
