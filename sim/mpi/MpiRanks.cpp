@@ -46,8 +46,9 @@ void MpiRanks::abort(int exitCode) {
 }
 
 void MpiRanks::injectFault() {
-  // LPU_RANK_FAULT=RANK:EXCHANGE:exit (the rank dies there) or
-  // RANK:EXCHANGE:mute (it never sends that exchange's messages).
+  // LPU_RANK_FAULT=RANK:EXCHANGE:exit (after EXCHANGE exchanges, the rank
+  // dies instead of making the next) or RANK:EXCHANGE:mute (it never sends
+  // that next exchange's messages).
   const char *spec = std::getenv("LPU_RANK_FAULT");
   if (!spec)
     return;
