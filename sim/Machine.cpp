@@ -166,6 +166,30 @@ void runWindow(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips, int64_t limit, ll
   }
 }
 
+/// The earliest event of `chips` (the null ones are other ranks').
+int64_t nextEvent(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips) {
+  int64_t next = INT64_MAX;
+  for (auto &c : chips)
+    if (c)
+      next = std::min(next, c->nextEventCycle());
+  return next;
+}
+
+/// The earliest value of `chips` that no recv took (the first chip's on a
+/// tie), or null; `left`: how many are left on its link.
+const C2cMessage *firstUnreceived(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips, size_t &left) {
+  const C2cMessage *lost = nullptr;
+  for (auto &c : chips) {
+    size_t n = 0;
+    const C2cMessage *m = c ? c->firstUnreceived(n) : nullptr;
+    if (m && (!lost || m->arrival < lost->arrival)) {
+      lost = m;
+      left = n;
+    }
+  }
+  return lost;
+}
+
 /// The earliest violation of `chips` by (cycle, chip), or null.
 const Violation *earliestViolation(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips) {
   const Violation *first = nullptr;
@@ -325,9 +349,7 @@ llvm::Error Machine::run() {
   int64_t start = 0;
   for (;;) {
     // Skip windows where nothing happens.
-    int64_t next = INT64_MAX;
-    for (auto &c : chips_)
-      next = std::min(next, c->nextEventCycle());
+    int64_t next = nextEvent(chips_);
     if (next == INT64_MAX)
       break;
     if (next >= start + window)
@@ -365,17 +387,8 @@ llvm::Error Machine::run() {
       return toError(*c->violation());
   // A value sent that no recv took: named by its send (the receiving side
   // has no instruction to name), the earliest to arrive first.
-  const C2cMessage *lost = nullptr;
   size_t left = 0;
-  for (auto &c : chips_) {
-    size_t n = 0;
-    const C2cMessage *m = c->firstUnreceived(n);
-    if (m && (!lost || m->arrival < lost->arrival)) {
-      lost = m;
-      left = n;
-    }
-  }
-  if (lost)
+  if (const C2cMessage *lost = firstUnreceived(chips_, left))
     return toError(unreceived(*lost, left));
   stats_.clear();
   for (auto &c : chips_)
@@ -410,13 +423,6 @@ llvm::Error Machine::runRanks() {
   unsigned threads = std::min<unsigned>(options_.threads, std::max(1u, local));
   if (threads > 1)
     pool = std::make_unique<llvm::ThreadPool>(llvm::hardware_concurrency(threads));
-  auto localNext = [&] {
-    int64_t next = INT64_MAX;
-    for (auto &c : chips_)
-      if (c)
-        next = std::min(next, c->nextEventCycle());
-    return next;
-  };
   auto localReached = [&] {
     int64_t reached = 0;
     for (auto &c : chips_)
@@ -429,7 +435,7 @@ llvm::Error Machine::runRanks() {
   int64_t next = INT64_MAX;
   {
     ByteWriter w;
-    w.put(localNext());
+    w.put(nextEvent(chips_));
     auto all = ranks.allGather(w.take());
     if (!all)
       return all.takeError();
@@ -457,7 +463,7 @@ llvm::Error Machine::runRanks() {
       if (c)
         for (C2cMessage &m : c->takeOutbox())
           (owners_[m.dstChip] == me ? kept : toRank[owners_[m.dstChip]]).push_back(std::move(m));
-    const int64_t myNext = localNext(), myReached = localReached();
+    const int64_t myNext = nextEvent(chips_), myReached = localReached();
     std::vector<std::string> out(n);
     for (unsigned r = 0; r < n; ++r) {
       ByteWriter w;
@@ -534,18 +540,8 @@ llvm::Error Machine::runRanks() {
     }
   }
   {
-    const C2cMessage *lost = nullptr;
     size_t left = 0;
-    for (auto &c : chips_) {
-      if (!c)
-        continue;
-      size_t k = 0;
-      const C2cMessage *m = c->firstUnreceived(k);
-      if (m && (!lost || m->arrival < lost->arrival)) {
-        lost = m;
-        left = k;
-      }
-    }
+    const C2cMessage *lost = firstUnreceived(chips_, left);
     ByteWriter w;
     w.put<uint8_t>(lost != nullptr);
     if (lost) {

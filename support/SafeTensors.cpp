@@ -183,12 +183,17 @@ llvm::Expected<Tensor> SafeTensorsFile::read(llvm::StringRef tensorName) const {
   if (!entry)
     return sourceError(name_, "no tensor named '" + tensorName + "'");
   const llvm::StringRef bytes = data_.slice(entry->begin, entry->end);
-  llvm::Expected<Tensor> tensor = Tensor::fromBytes(
-      entry->dtype, entry->shape,
-      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  return tensorOf(*entry, entry->shape,
+                  llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+}
+
+llvm::Expected<Tensor> SafeTensorsFile::tensorOf(const Entry &entry, std::vector<int64_t> shape,
+                                                 llvm::ArrayRef<uint8_t> bytes) const {
+  llvm::Expected<Tensor> tensor = Tensor::fromBytes(entry.dtype, std::move(shape), bytes);
   if (!tensor)
     return detail::prefixError(name_, tensor.takeError());
-  if (entry->dtype == DType::Bool)
+  // A bool is any non-zero byte.
+  if (entry.dtype == DType::Bool)
     for (uint8_t &byte : tensor->bytes())
       byte = byte != 0;
   return tensor;
@@ -218,13 +223,7 @@ llvm::Expected<Tensor> SafeTensorsFile::readSlice(llvm::StringRef tensorName, in
     std::memcpy(bytes.data() + o * size * inner, base + (o * dim + start) * inner, size_t(size * inner));
   std::vector<int64_t> shape = entry->shape;
   shape[size_t(axis)] = size;
-  llvm::Expected<Tensor> tensor = Tensor::fromBytes(entry->dtype, shape, bytes);
-  if (!tensor)
-    return detail::prefixError(name_, tensor.takeError());
-  if (entry->dtype == DType::Bool)
-    for (uint8_t &byte : tensor->bytes())
-      byte = byte != 0;
-  return tensor;
+  return tensorOf(*entry, std::move(shape), bytes);
 }
 
 llvm::Error checkTensors(llvm::ArrayRef<const SafeTensorsFile *> files,

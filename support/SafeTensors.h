@@ -56,6 +56,9 @@ public:
 
 private:
   SafeTensorsFile() = default;
+  /// `bytes` (of `entry`'s dtype) as a tensor of `shape`.
+  llvm::Expected<Tensor> tensorOf(const Entry &entry, std::vector<int64_t> shape,
+                                  llvm::ArrayRef<uint8_t> bytes) const;
   std::string name_;
   std::unique_ptr<llvm::MemoryBuffer> buffer_;
   llvm::StringRef data_;
