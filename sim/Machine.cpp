@@ -166,6 +166,12 @@ void runWindow(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips, int64_t limit, ll
   }
 }
 
+/// The window the next one starts at, from `start` (the end of the last
+/// run): windows where nothing happens up to `next` are skipped.
+int64_t windowFor(int64_t next, int64_t start, int64_t window) {
+  return next >= start + window ? next - next % window : start;
+}
+
 /// The earliest event of `chips` (the null ones are other ranks').
 int64_t nextEvent(llvm::ArrayRef<std::unique_ptr<ChipSim>> chips) {
   int64_t next = INT64_MAX;
@@ -352,8 +358,7 @@ llvm::Error Machine::run() {
     int64_t next = nextEvent(chips_);
     if (next == INT64_MAX)
       break;
-    if (next >= start + window)
-      start = next - next % window;
+    start = windowFor(next, start, window);
     int64_t limit = start + window;
     runWindow(chips_, limit, pool.get(), threads);
     // The earliest violation wins, whatever order the chips ran in.
@@ -450,8 +455,7 @@ llvm::Error Machine::runRanks() {
   for (;;) {
     if (next == INT64_MAX)
       break;
-    if (next >= start + window)
-      start = next - next % window;
+    start = windowFor(next, start, window);
     int64_t limit = start + window;
     runWindow(chips_, limit, pool.get(), threads);
     // One message to each rank: this rank's next event, how far it got,

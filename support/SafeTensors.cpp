@@ -313,15 +313,11 @@ llvm::Expected<std::vector<SafeTensorsFile>> openTensorFiles(llvm::ArrayRef<std:
 
 llvm::Expected<std::map<std::string, Tensor>> loadTensorFiles(llvm::ArrayRef<std::string> paths,
                                                               llvm::ArrayRef<TensorSpec> expected) {
-  std::vector<SafeTensorsFile> files;
-  for (const std::string &path : paths) {
-    auto file = SafeTensorsFile::open(path);
-    if (!file)
-      return file.takeError();
-    files.push_back(std::move(*file));
-  }
+  auto files = openTensorFiles(paths);
+  if (!files)
+    return files.takeError();
   std::vector<const SafeTensorsFile *> pointers;
-  for (const SafeTensorsFile &file : files)
+  for (const SafeTensorsFile &file : *files)
     pointers.push_back(&file);
   return loadTensors(pointers, expected);
 }
