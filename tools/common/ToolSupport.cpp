@@ -53,9 +53,18 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readInputFile(llvm::StringRe
 }
 
 void reportToolError(llvm::StringRef tool, const llvm::Twine &message) {
-  llvm::errs() << tool << ": ";
-  llvm::WithColor::error(llvm::errs(), "", /*DisableColors=*/std::getenv("NO_COLOR") != nullptr)
-      << message << "\n";
+  // One write of the whole line: stderr is unbuffered, and under a launcher
+  // (mpirun) another process's lines may otherwise land inside ours.
+  const bool colors = std::getenv("NO_COLOR") == nullptr && llvm::errs().has_colors();
+  llvm::SmallString<256> line;
+  llvm::raw_svector_ostream os(line);
+  os.enable_colors(colors);
+  os << tool << ": ";
+  llvm::WithColor(os, llvm::HighlightColor::Error,
+                  colors ? llvm::ColorMode::Enable : llvm::ColorMode::Disable)
+      << "error: ";
+  os << message << "\n";
+  llvm::errs() << line;
 }
 
 llvm::Expected<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::StringRef contents,

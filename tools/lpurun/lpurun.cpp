@@ -650,6 +650,9 @@ int runLpurun(int argc, char **argv, sim::Ranks *ranks) {
       return tools::kExitUsageError;
     }
     ranks->counts = rankChips;
+    // Until the program file is read, every check looks at the command line
+    // alone, the same on every rank: an error there ends every rank alike.
+    ranks->settled = true;
 #ifdef LPU_HAVE_MPI
     static_cast<sim::mpi::MpiRanks *>(ranks)->setTimeout(rankTimeout);
 #endif
@@ -760,6 +763,8 @@ int runLpurun(int argc, char **argv, sim::Ranks *ranks) {
       return tools::kExitUsageError;
     }
 
+  if (severalRanks)
+    ranks->settled = false;
   feedback.progress().status("read program");
   support::TimedScope readingProgram(feedback.timing(), "read program");
   auto buffer = tools::readInputFile(programPath);
