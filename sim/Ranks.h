@@ -35,10 +35,11 @@ public:
     out[0] = std::move(mine);
     return allToAll(std::move(out));
   }
-  /// Set once no rank can be left waiting for this one: every rank met the
-  /// same error at one exchange (agree, a schedule violation), or the run
-  /// is done. An error after that is this rank's alone and ends it
-  /// normally; one before it must end every rank (lpurun aborts them).
+  /// Set while no rank can be left waiting for this one: every rank met the
+  /// same error at one exchange (agree, a schedule violation), every rank
+  /// checks the same command line (lpurun, before it reads files), or the
+  /// run is done. An error then ends this rank normally; one while it is
+  /// unset must end every rank (lpurun aborts them).
   bool settled = false;
   /// Bytes this rank has sent to other ranks so far, and the exchanges it
   /// took part in (for benchmarks: never part of a report).
