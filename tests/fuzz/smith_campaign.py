@@ -57,7 +57,8 @@ def main(argv):
     p.add_argument("--json", help="also write the summary as JSON to this file")
     a = p.parse_args(argv)
     feats = lpu_smith.parse_features(a.features)
-    a.bin = a.bin or smith_check.default_bindir()
+    # Absolute: the harness runs each tool from a work directory of its own.
+    a.bin = os.path.abspath(a.bin or smith_check.default_bindir())
     smith_check.MEMORY_LIMIT = int(a.memory_limit * 2 ** 30)
     if a.seeds:
         lo, hi = (int(x) for x in a.seeds.split(":"))
