@@ -214,8 +214,11 @@ bool onlyMatmulWeights(const ir::Op &op, const LoweringContext &ctx) {
 /// through a read port each, where a weight stored whole loaded every
 /// plane's rows through one port (mlp's [784, 256]: 784 reads one after
 /// another before the first plane could install). Whole jobs on planes of
-/// their own (ResNet-50's classifier) keep their weights whole: chunks
-/// would only move where later tensors go.
+/// their own (a column tile each) read every row side by side: such a
+/// weight is cut into knobs.wavefrontChunks chunks a plane, so that the
+/// planes load in a wavefront, each a chunk behind the one before in
+/// another chunk's port, instead of each waiting for all the rows of the
+/// planes before it at one port.
 int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
                         const LoweringContext &ctx, const backend::ChipDescription &chip) {
   if (auto order = layouts.order.find(&op);
@@ -245,6 +248,7 @@ int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
   const int64_t rows = op.type().shape[0], dim = chip.mxmDim, planes = chip.mxmPlanes;
   int64_t chunk = dim;
   bool cuts = false;
+  int64_t side = 1; // planes that read every row of the weight, side by side
   for (const ir::Op *user : users->second)
     for (size_t i = 0; i < user->operands().size(); ++i) {
       if (user->operand(i) != &op)
@@ -264,8 +268,15 @@ int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
       cuts |= share.cut > 1 || share.dealt;
       if (share.cut > 1)
         chunk = std::min(chunk, rows / share.cut);
+      else if (!share.dealt)
+        side = std::max(side, std::min(jobs, planes));
     }
-  return ctx.heuristics.weightsByKTile && cuts && rows > dim ? std::max<int64_t>(chunk, 1) : 0;
+  if (!ctx.heuristics.weightsByKTile)
+    return 0;
+  if (cuts)
+    return rows > dim ? std::max<int64_t>(chunk, 1) : 0;
+  const int64_t wave = side * ctx.knobs.wavefrontChunks;
+  return side > 1 && wave > 0 && rows >= wave ? (rows + wave - 1) / wave : 0;
 }
 
 /// The order the ops are lowered in: program order, except that a matmul
@@ -1104,7 +1115,8 @@ llvm::ArrayRef<Knob> knobTable() {
         "a fold across lanes of many rows keeps odd rows' partials in a second slice group",
         "a layer norm's sum of squares runs on the MXM, each term as two f16",
         "a matmul's (or channels-last convolution's) weights cut over planes are stored a K-tile "
-        "to a chunk of slices",
+        "to a chunk of slices, and weights that planes read whole side by side in "
+        "wavefront-chunks chunks a plane",
         "a matmul job with few rows cut over planes by K takes ranges of equal rows, not whole "
         "K-tiles, where that shortens the longest plane's work"};
     std::vector<Knob> out;
