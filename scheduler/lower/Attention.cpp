@@ -426,6 +426,12 @@ llvm::Error lowerAttention(const AttentionPlan &a, LoweringContext &ctx) {
     work.N = D;
     if (B == 1 && (work.rowChunk = turnChunk(*a.merged, ctx)))
       work.rowReady = [&](int64_t, int64_t m, int64_t g) { return probs->readyAt(g * Sq + m, 0); };
+    // Group g's heads' lanes of the merged row, [g * per * dh, ... +
+    // headsOf(g) * dh): a column tile they miss gets nothing from it, and
+    // its weights would be zeros only.
+    work.tileUsed = [&](int64_t, int64_t g, int64_t j) {
+      return g * per * dh < (j + 1) * lanes && j * lanes < (g * per + headsOf(g)) * dh;
+    };
     work.rowsLoaded = [&](int64_t, int64_t g, int64_t) { return headsOf(g) * Sk; };
     work.weightRow = [&](WorkTree &tree, int64_t b, int64_t g, int64_t r, int64_t j, unsigned p, int,
                          std::vector<const TensorView *> &reads) {

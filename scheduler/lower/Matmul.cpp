@@ -511,6 +511,14 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
       how += "K cut in " + std::to_string(cut) + (balancedParts ? " ranges of equal rows" : " parts");
     else
       how += "whole jobs";
+    // K-tiles that would add only zeros (work.tileUsed) are left out.
+    int64_t multiplied = 0;
+    for (const std::vector<Part> &parts : partsOf)
+      for (const Part &part : parts)
+        multiplied += int64_t(part.tiles.size());
+    if (multiplied < jobs * kt)
+      how += ", " + std::to_string(multiplied) + " of the " + std::to_string(jobs * kt) +
+             " job K-tiles multiplied (the rest add only zeros)";
     ctx.decide(op, std::move(how));
   }
   const int64_t accBlock = std::min(blockRows, mPerBatch);
