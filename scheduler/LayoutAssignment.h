@@ -79,12 +79,19 @@ bool rowsFarCheaperThanChannelsLast(const ir::Op &op, const backend::ChipDescrip
 
 // Lowerings of the channels-last forms (lower/Conv.cpp, lower/Pool.cpp).
 llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx);
+/// The kernel offsets lowerConvChannelsLast packs into one K-tile of `op`:
+/// with C input channels at most half of mxm_dim, floor(mxm_dim / C) of
+/// them (at most `most`, TuningKnobs::packedOffsets, and the kernel's),
+/// each offset's channels in lanes of their own; else 1 (a K-tile per
+/// offset and tile of 320 input channels).
+int64_t convOffsetsPerTile(const ir::Op &op, const backend::ChipDescription &chip, int64_t most);
 /// Whether lowerConvChannelsLast cuts `op`'s K-tiles (kernel offsets and
 /// tiles of input channels) over the MXM planes, each loading its own
 /// weights, rather than giving each plane a band of output pixels and all
 /// the weights: when a band's `mm` per install (one per pixel) would not
-/// hide the next install's weight rows.
-bool channelsLastConvCutsK(const ir::Op &op, const backend::ChipDescription &chip);
+/// hide the next install's weight rows (of the offsets packed into a
+/// K-tile: `mostOffsets` as for convOffsetsPerTile).
+bool channelsLastConvCutsK(const ir::Op &op, const backend::ChipDescription &chip, int64_t mostOffsets);
 llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx);
 /// A mean or sum over H and W of a channels-last [N, C, H, W]: a fold of
 /// the pixel rows of each image, giving [N, C] as declared.

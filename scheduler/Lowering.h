@@ -548,6 +548,9 @@ int zeroTail(WorkTree &tree, int value, unsigned valid, unsigned p, unsigned pla
 /// (lower/PaddingLanes.cpp): else a lowering that streams its vectors
 /// through the MXM zeroes them on the way (zeroTail).
 bool finitePaddingLanes(const ir::Op &op, const TensorView &view, const LoweringContext &ctx);
+/// Whether they are known to hold zeros (a channels-last pixel row whose
+/// lanes past its channels are joined with another's by a bitwise `or`).
+bool zeroPaddingLanes(const ir::Op &op, const TensorView &view, const LoweringContext &ctx);
 /// Where transposeByGather writes: `define` gives the output view (rows of
 /// the transposed shape); `laneOffset`, when set, puts output row o's lanes
 /// from lane laneOffset(o) on (zeros elsewhere; a row of one vector).

@@ -233,10 +233,15 @@ int64_t weightChunkRows(const ir::Op &op, const LayoutAssignment &layouts,
     for (const ir::Op *user : users->second)
       if (user->kind() != ir::OpKind::Conv2d || user->operand(1) != &op ||
           user->operand(0) == &op || !layouts.order.count(user) ||
-          !channelsLastConvCutsK(*user, chip))
+          !channelsLastConvCutsK(*user, chip, ctx.knobs.packedOffsets) ||
+          convOffsetsPerTile(*user, chip, ctx.knobs.packedOffsets) !=
+              convOffsetsPerTile(*users->second.front(), chip, ctx.knobs.packedOffsets))
         return 0;
     const std::vector<int64_t> &ws = op.type().shape;
-    const int64_t chunk = std::min<int64_t>(ws[1], chip.mxmDim), rows = ws[1] * ws[2] * ws[3];
+    // A K-tile: an offset's tile of input channels, or several offsets'
+    // channels packed.
+    const int64_t perTile = convOffsetsPerTile(*users->second.front(), chip, ctx.knobs.packedOffsets);
+    const int64_t chunk = std::min<int64_t>(ws[1] * perTile, chip.mxmDim), rows = ws[1] * ws[2] * ws[3];
     return ctx.heuristics.weightsByKTile && rows > chunk ? chunk : 0;
   }
   if (op.kind() != ir::OpKind::Param || layouts.order.count(&op) || layouts.relayout.count(&op) ||

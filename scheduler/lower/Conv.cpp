@@ -12,6 +12,7 @@
 #include "scheduler/LayoutAssignment.h"
 #include "scheduler/Lowering.h"
 #include "scheduler/lower/ConvMaps.h"
+#include "scheduler/lower/Reduce.h"
 
 #include <algorithm>
 
@@ -359,11 +360,59 @@ int64_t pixelBand(const ir::Op &op, const ChipDescription &chip) {
 }
 } // namespace
 
-bool channelsLastConvCutsK(const ir::Op &op, const ChipDescription &chip) {
+namespace {
+/// channelsLastConvCutsK with one offset a K-tile.
+bool cutsUnpacked(const ir::Op &op, const ChipDescription &chip) {
   const int64_t C = op.operand(0)->type().shape[1];
   const DType mm = op.operand(0)->type().dtype == DType::I8 ? DType::I8 : DType::F16;
   const int64_t issue = chip.timingOf(Opcode::MatMul, mm).issue;
   return pixelBand(op, chip) * issue < std::min<int64_t>(C, chip.mxmDim);
+}
+} // namespace
+
+int64_t convOffsetsPerTile(const ir::Op &op, const ChipDescription &chip, int64_t most) {
+  const int64_t C = op.operand(0)->type().shape[1];
+  const std::vector<int64_t> &ws = op.operand(1)->type().shape, &ys = op.type().shape;
+  const int64_t offsets = ws[2] * ws[3];
+  int64_t room = chip.mxmDim;
+  // An i8 `mm` issues every cycle, so a pass of few pixels is over before
+  // a packed K-tile's rows have loaded, and the shifts and joins must keep
+  // up with it: i8 packs only as many rows as the pass (a band of output
+  // pixels, or every pixel when the planes cut the K-tiles) has `mm`
+  // (tests/lit/scheduler/int8.test's `block`, 41 pixels a band: 1,834
+  // cycles one offset a K-tile, 2,175 in bands and 1,947 cut with its
+  // nine offsets of 24 channels in one). An f16 `mm` holds its plane 4
+  // cycles; with that limit the small forms of conv-packed-offsets.test
+  // lost up to 2.3 times.
+  if (op.operand(0)->type().dtype == DType::I8) {
+    const int64_t pixels = std::min<int64_t>(ys[0] * ys[2] * ys[3], std::max<int64_t>(1, chip.mxmAccRows));
+    const int64_t pass = (cutsUnpacked(op, chip) ? pixels : pixelBand(op, chip)) *
+                         chip.timingOf(Opcode::MatMul, DType::I8).issue;
+    room = std::min(room, pass);
+  }
+  const int64_t per = std::min({room / std::max<int64_t>(C, 1), most, offsets});
+  if (per <= 1)
+    return 1;
+  // As many K-tiles as `per` offsets a tile need, the offsets spread evenly
+  // over them (9 offsets of 40 channels: 5 + 4, not 8 + 1).
+  const int64_t tiles = (offsets + per - 1) / per;
+  return (offsets + tiles - 1) / tiles;
+}
+
+bool channelsLastConvCutsK(const ir::Op &op, const ChipDescription &chip, int64_t mostOffsets) {
+  const int64_t per = convOffsetsPerTile(op, chip, mostOffsets);
+  if (per == 1)
+    return cutsUnpacked(op, chip);
+  // Packed: an install loads the rows of several offsets. A single K-tile
+  // is never cut (one plane would take it all: int8.test's `block` in one
+  // K-tile, 1,947 cycles so).
+  const std::vector<int64_t> &ws = op.operand(1)->type().shape;
+  if ((ws[2] * ws[3] + per - 1) / per < 2)
+    return false;
+  const int64_t C = op.operand(0)->type().shape[1];
+  const DType mm = op.operand(0)->type().dtype == DType::I8 ? DType::I8 : DType::F16;
+  const int64_t issue = chip.timingOf(Opcode::MatMul, mm).issue;
+  return pixelBand(op, chip) * issue < std::min<int64_t>(C * per, chip.mxmDim);
 }
 
 // Channels-last: X is [N*H*W pixel rows, C], the weights [KH*KW*C rows, O]
@@ -408,10 +457,23 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const unsigned lanes = chip.lanes, planes = chip.mxmPlanes;
   const int64_t dim = chip.mxmDim;
   const int64_t cTiles = (C + dim - 1) / dim;
-  auto tileRows = [&](int64_t t) { return std::min(dim, C - t % cTiles * dim); };
-  // The input pixel row under output pixel q at K-tile t's offset, or -1.
-  auto inputRow = [&](int64_t q, int64_t t) -> int64_t {
-    const int64_t kh = t / cTiles / KW, kw = t / cTiles % KW;
+  // Kernel offsets packed into a K-tile (few input channels: ResNet-50's
+  // 3x3 convolutions of 64 channels fill 64 of 320 weight rows an offset,
+  // five offsets' 320): K-tile t holds offsets per * t on, offset
+  // per * t + i's channels in lanes [i C, (i + 1) C) of the streamed
+  // vector, which is the input pixel rows under the output pixel at those
+  // offsets, each shifted up by i C lanes on the SXM and joined by a
+  // bitwise `or` on the VXM (each row's lanes past C hold zeros: zeroed on
+  // the way unless known to). Without packing (per = 1) K-tile t is
+  // offset t / cTiles's tile t % cTiles of input channels.
+  const int64_t per = convOffsetsPerTile(op, chip, ctx.knobs.packedOffsets), offsets = KH * KW;
+  const int64_t kTiles = per > 1 ? (offsets + per - 1) / per : offsets * cTiles;
+  auto firstOffset = [&](int64_t t) { return per > 1 ? t * per : t / cTiles; };
+  auto offsetsIn = [&](int64_t t) { return per > 1 ? std::min(per, offsets - t * per) : int64_t(1); };
+  auto tileRows = [&](int64_t t) { return per > 1 ? offsetsIn(t) * C : std::min(dim, C - t % cTiles * dim); };
+  // The input pixel row under output pixel q at kernel offset o, or -1.
+  auto inputRow = [&](int64_t q, int64_t o) -> int64_t {
+    const int64_t kh = o / KW, kw = o % KW;
     const int64_t n = q / (Ho * Wo), ho = q / Wo % Ho, wo = q % Wo;
     const int64_t hi = ho * stride.h - pad.h + kh * dil.h, wi = wo * stride.w - pad.w + kw * dil.w;
     if (hi < 0 || hi >= H || wi < 0 || wi >= W)
@@ -423,7 +485,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   work.dtype = int8 ? DType::I8 : DType::F16;
   work.batches = 1;
   work.rows = N * Ho * Wo;
-  work.K = KH * KW * cTiles * dim;
+  work.K = kTiles * dim;
   work.N = O;
   // Bands of output pixels, one per plane for each tile of output
   // channels, when a band's mm per install (one per pixel) take as long as
@@ -431,35 +493,68 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   // weight row of its tile of outputs, hidden under its mm. Else (few
   // pixels, many channels: ResNet-50's late layers) the planes cut the
   // K-tiles among them, each loading only its own offsets' weights.
-  const bool cutsK = channelsLastConvCutsK(op, chip);
+  const bool cutsK = channelsLastConvCutsK(op, chip, ctx.knobs.packedOffsets);
   if (!cutsK)
     work.rowBlock = pixelBand(op, chip);
   ctx.decide(op, cutsK ? "channels-last, K-tiles (kernel offset, 320 channels) cut over the planes"
                        : "channels-last, a band of " + std::to_string(work.rowBlock) +
                              " output pixels per plane and output tile");
+  if (per > 1)
+    ctx.decide(op, "kernel offsets packed: " + std::to_string(per) + " offsets of " + std::to_string(C) +
+                       " channels to a K-tile, " + std::to_string(kTiles) +
+                       (kTiles == 1 ? " K-tile for " : " K-tiles for ") + std::to_string(offsets) + " offsets");
   // Its weights stored a K-tile to a chunk or whole (Scheduler.cpp,
   // weightChunkRows) matter when the planes cut its K-tiles.
   ctx.heuristicsDecided.weightsByKTile |= cutsK && win.kind() == ir::OpKind::Param && !ctx.striped &&
                                           KH * KW * C > std::min(C, dim);
   work.weightRow = [&](WorkTree &tree, int64_t, int64_t t, int64_t r, int64_t j, unsigned, int,
                        std::vector<const TensorView *> &reads) {
-    const int64_t wrow = t / cTiles * C + t % cTiles * dim + r;
+    // Rows (kh, kw, c): a packed K-tile's are its offsets' rows in order.
+    const int64_t wrow = per > 1 ? firstOffset(t) * C + r : t / cTiles * C + t % cTiles * dim + r;
     const int read = tree.read(Wt.slices(wrow), Wt.address(wrow, j));
     tree.nodes[size_t(read)].notBefore = Wt.readyAt(wrow, j);
     reads.push_back(&Wt);
     return read;
   };
   work.rowsLoaded = [&](int64_t, int64_t t, int64_t) { return tileRows(t); };
-  work.rowUsed = [&](int64_t, int64_t m, int64_t t) { return inputRow(m, t) >= 0; };
+  work.rowUsed = [&](int64_t, int64_t m, int64_t t) {
+    for (int64_t o = firstOffset(t); o < firstOffset(t) + offsetsIn(t); ++o)
+      if (inputRow(m, o) >= 0)
+        return true;
+    return false;
+  };
+  // Packed: a row's lanes past C land on the next offset's lanes, so they
+  // must be zeros, not just finite.
+  const bool zeroPackedTails = per > 1 && !zeroPaddingLanes(xin, X, ctx);
+  const DType xType = X.dtype, bits = int8 ? DType::I8 : DType::I16;
   work.aVector = [&](WorkTree &tree, int64_t, int64_t m, int64_t t, unsigned p, int,
                      std::vector<const TensorView *> &reads) {
-    const int64_t xrow = inputRow(m, t), v = t % cTiles;
-    int x = tree.read(X.slices(xrow), X.address(xrow, v));
-    tree.nodes[size_t(x)].notBefore = X.readyAt(xrow, v);
     reads.push_back(&X);
-    if (zeroPixelTails && tileRows(t) < int64_t(lanes))
-      x = zeroTail(tree, x, unsigned(tileRows(t)), p, planes, lanes);
-    return x;
+    if (per == 1) {
+      const int64_t xrow = inputRow(m, firstOffset(t)), v = t % cTiles;
+      int x = tree.read(X.slices(xrow), X.address(xrow, v));
+      tree.nodes[size_t(x)].notBefore = X.readyAt(xrow, v);
+      if (zeroPixelTails && tileRows(t) < int64_t(lanes))
+        x = zeroTail(tree, x, unsigned(tileRows(t)), p, planes, lanes);
+      return x;
+    }
+    int joined = -1;
+    for (int64_t i = 0; i < offsetsIn(t); ++i) {
+      const int64_t xrow = inputRow(m, firstOffset(t) + i);
+      if (xrow < 0)
+        continue; // padding: its lanes stay zero
+      int x = tree.read(X.slices(xrow), X.address(xrow, 0));
+      tree.nodes[size_t(x)].notBefore = X.readyAt(xrow, 0);
+      if (zeroPackedTails)
+        x = zeroTail(tree, x, unsigned(C), p, planes, lanes, xType);
+      // Every row takes the same path (offset 0's a shift by 0), so that
+      // the chain of joins below spaces the reads of X's slices a join
+      // apart: with 13 offsets, the first row's read, one shift shorter,
+      // met another's on the same port in every cycle the placer tried.
+      x = tree.add(reduce::sxm(Opcode::Shift, xType, unsigned(i * C), p >= planes / 2), {x});
+      joined = joined < 0 ? x : tree.add(reduce::vxm(Opcode::Or, bits), {joined, x});
+    }
+    return joined;
   };
   work.finish = [&](WorkTree &tree, int value, int64_t, int64_t, std::vector<const TensorView *> &) {
     return int8 ? value : fromAccumulator(tree, value, Y.dtype);

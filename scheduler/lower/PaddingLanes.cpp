@@ -179,4 +179,11 @@ bool finitePaddingLanes(const ir::Op &op, const TensorView &view, const Lowering
   return lane && (!lane->isFloat() || std::isfinite(lane->f));
 }
 
+bool zeroPaddingLanes(const ir::Op &op, const TensorView &view, const LoweringContext &ctx) {
+  if (!view.perm.empty() && !ctx.storedOrder.count(&op))
+    return true;
+  std::optional<Lane> lane = PaddingLanes(ctx).of(op);
+  return lane && (lane->isFloat() ? lane->f == 0.0f : lane->i == 0);
+}
+
 } // namespace lpu::scheduler
