@@ -378,12 +378,9 @@ int64_t convOffsetsPerTile(const ir::Op &op, const ChipDescription &chip, int64_
   // An i8 `mm` issues every cycle, so a pass of few pixels is over before
   // a packed K-tile's rows have loaded, and the shifts and joins must keep
   // up with it: i8 packs only as many rows as the pass (a band of output
-  // pixels, or every pixel when the planes cut the K-tiles) has `mm`
-  // (tests/lit/scheduler/int8.test's `block`, 41 pixels a band: 1,834
-  // cycles one offset a K-tile, 2,175 in bands and 1,947 cut with its
-  // nine offsets of 24 channels in one). An f16 `mm` holds its plane 4
-  // cycles; with that limit the small forms of conv-packed-offsets.test
-  // lost up to 2.3 times.
+  // pixels, or every pixel when the planes cut the K-tiles) has `mm`. An
+  // f16 `mm` holds its plane 4 cycles, and packs without that limit
+  // (docs/scheduler.md, "Kernel offsets packed", has both measured).
   if (op.operand(0)->type().dtype == DType::I8) {
     const int64_t pixels = std::min<int64_t>(ys[0] * ys[2] * ys[3], std::max<int64_t>(1, chip.mxmAccRows));
     const int64_t pass = (cutsUnpacked(op, chip) ? pixels : pixelBand(op, chip)) *
@@ -404,8 +401,7 @@ bool channelsLastConvCutsK(const ir::Op &op, const ChipDescription &chip, int64_
   if (per == 1)
     return cutsUnpacked(op, chip);
   // Packed: an install loads the rows of several offsets. A single K-tile
-  // is never cut (one plane would take it all: int8.test's `block` in one
-  // K-tile, 1,947 cycles so).
+  // is never cut: one plane would take it all.
   const std::vector<int64_t> &ws = op.operand(1)->type().shape;
   if ((ws[2] * ws[3] + per - 1) / per < 2)
     return false;
@@ -549,8 +545,9 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
         x = zeroTail(tree, x, unsigned(C), p, planes, lanes, xType);
       // Every row takes the same path (offset 0's a shift by 0), so that
       // the chain of joins below spaces the reads of X's slices a join
-      // apart: with 13 offsets, the first row's read, one shift shorter,
-      // met another's on the same port in every cycle the placer tried.
+      // apart: with the first row's read a shift shorter, it can meet
+      // another's on the same port in every cycle the placer tries (13
+      // offsets of conv-packed-offsets.test's `five` found no cycle).
       x = tree.add(reduce::sxm(Opcode::Shift, xType, unsigned(i * C), p >= planes / 2), {x});
       joined = joined < 0 ? x : tree.add(reduce::vxm(Opcode::Or, bits), {joined, x});
     }
