@@ -361,18 +361,26 @@ int64_t pixelBand(const ir::Op &op, const ChipDescription &chip) {
 } // namespace
 
 namespace {
-/// channelsLastConvCutsK with one offset a K-tile.
-bool cutsUnpacked(const ir::Op &op, const ChipDescription &chip) {
-  const int64_t C = op.operand(0)->type().shape[1];
+/// The `mm` cycles of a multiplication by one install of `op`: a band of
+/// output pixels (`pixels` false), or every pixel the accumulators hold.
+int64_t passCycles(const ir::Op &op, const ChipDescription &chip, bool pixels) {
+  const std::vector<int64_t> &ys = op.type().shape;
   const DType mm = op.operand(0)->type().dtype == DType::I8 ? DType::I8 : DType::F16;
-  const int64_t issue = chip.timingOf(Opcode::MatMul, mm).issue;
-  return pixelBand(op, chip) * issue < std::min<int64_t>(C, chip.mxmDim);
+  const int64_t rows = pixels ? std::min<int64_t>(ys[0] * ys[2] * ys[3], std::max<int64_t>(1, chip.mxmAccRows))
+                              : pixelBand(op, chip);
+  return rows * chip.timingOf(Opcode::MatMul, mm).issue;
+}
+
+/// channelsLastConvCutsK with `rows` weight rows an install: when a band's
+/// pass is over before they have loaded.
+bool cutsFor(const ir::Op &op, const ChipDescription &chip, int64_t rows) {
+  return passCycles(op, chip, false) < std::min<int64_t>(rows, chip.mxmDim);
 }
 } // namespace
 
 int64_t convOffsetsPerTile(const ir::Op &op, const ChipDescription &chip, int64_t most) {
   const int64_t C = op.operand(0)->type().shape[1];
-  const std::vector<int64_t> &ws = op.operand(1)->type().shape, &ys = op.type().shape;
+  const std::vector<int64_t> &ws = op.operand(1)->type().shape;
   const int64_t offsets = ws[2] * ws[3];
   int64_t room = chip.mxmDim;
   // An i8 `mm` issues every cycle, so a pass of few pixels is over before
@@ -381,12 +389,8 @@ int64_t convOffsetsPerTile(const ir::Op &op, const ChipDescription &chip, int64_
   // pixels, or every pixel when the planes cut the K-tiles) has `mm`. An
   // f16 `mm` holds its plane 4 cycles, and packs without that limit
   // (docs/scheduler.md, "Kernel offsets packed", has both measured).
-  if (op.operand(0)->type().dtype == DType::I8) {
-    const int64_t pixels = std::min<int64_t>(ys[0] * ys[2] * ys[3], std::max<int64_t>(1, chip.mxmAccRows));
-    const int64_t pass = (cutsUnpacked(op, chip) ? pixels : pixelBand(op, chip)) *
-                         chip.timingOf(Opcode::MatMul, DType::I8).issue;
-    room = std::min(room, pass);
-  }
+  if (op.operand(0)->type().dtype == DType::I8)
+    room = std::min(room, passCycles(op, chip, cutsFor(op, chip, C)));
   const int64_t per = std::min({room / std::max<int64_t>(C, 1), most, offsets});
   if (per <= 1)
     return 1;
@@ -397,18 +401,13 @@ int64_t convOffsetsPerTile(const ir::Op &op, const ChipDescription &chip, int64_
 }
 
 bool channelsLastConvCutsK(const ir::Op &op, const ChipDescription &chip, int64_t mostOffsets) {
+  // Packed, an install loads the rows of several offsets, and a single
+  // K-tile is never cut: one plane would take it all.
   const int64_t per = convOffsetsPerTile(op, chip, mostOffsets);
-  if (per == 1)
-    return cutsUnpacked(op, chip);
-  // Packed: an install loads the rows of several offsets. A single K-tile
-  // is never cut: one plane would take it all.
   const std::vector<int64_t> &ws = op.operand(1)->type().shape;
-  if ((ws[2] * ws[3] + per - 1) / per < 2)
+  if (per > 1 && (ws[2] * ws[3] + per - 1) / per < 2)
     return false;
-  const int64_t C = op.operand(0)->type().shape[1];
-  const DType mm = op.operand(0)->type().dtype == DType::I8 ? DType::I8 : DType::F16;
-  const int64_t issue = chip.timingOf(Opcode::MatMul, mm).issue;
-  return pixelBand(op, chip) * issue < std::min<int64_t>(C * per, chip.mxmDim);
+  return cutsFor(op, chip, op.operand(0)->type().shape[1] * per);
 }
 
 // Channels-last: X is [N*H*W pixel rows, C], the weights [KH*KW*C rows, O]
@@ -501,8 +500,7 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
                        (kTiles == 1 ? " K-tile for " : " K-tiles for ") + std::to_string(offsets) + " offsets");
   // Its weights stored a K-tile to a chunk or whole (Scheduler.cpp,
   // weightChunkRows) matter when the planes cut its K-tiles.
-  ctx.heuristicsDecided.weightsByKTile |= cutsK && win.kind() == ir::OpKind::Param && !ctx.striped &&
-                                          KH * KW * C > std::min(C, dim);
+  ctx.heuristicsDecided.weightsByKTile |= cutsK && win.kind() == ir::OpKind::Param && !ctx.striped && kTiles > 1;
   work.weightRow = [&](WorkTree &tree, int64_t, int64_t t, int64_t r, int64_t j, unsigned, int,
                        std::vector<const TensorView *> &reads) {
     // Rows (kh, kw, c): a packed K-tile's are its offsets' rows in order.
