@@ -291,6 +291,40 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
     }
     }
   };
+  // A pool that shrinks the image, reading a convolution in the declared
+  // order (the packed rows form: ResNet-50's stem) through elementwise ops
+  // alone (its batch norm, a relu): the pool and those ops stay in the
+  // declared order too, and what is copied channels-last is the pool's
+  // result, a quarter of the pixels for a stride of 2, where a copy of
+  // the convolution's result took four times the transposes and the pool
+  // read it pixel by pixel.
+  for (const auto &owned : fn.ops()) {
+    const ir::Op &op = *owned;
+    // Read pixel row by pixel row from one port, such a pool was slower
+    // than channels-last (docs/scheduler.md, "Window reads").
+    if (knobs.windowInterleave < 2 || !isPool(op.kind()) || !cl.count(&op) || !rank4(*op.operand(0)))
+      continue;
+    const std::vector<int64_t> &in = op.operand(0)->type().shape, &res = op.type().shape;
+    if (res[2] * res[3] * 2 > in[2] * in[3] || in[3] > int64_t(chip.lanes))
+      continue;
+    std::vector<const ir::Op *> chain;
+    const ir::Op *v = op.operand(0);
+    while (v && ir::isElementwise(v->kind()) && cl.count(v) && users[v].size() == 1) {
+      chain.push_back(v);
+      const ir::Op *next = nullptr;
+      int activations = 0;
+      for (const ir::Op *operand : v->operands())
+        if (operand->type().shape == v->type().shape && operand->kind() != K::Broadcast &&
+            operand->kind() != K::Param && operand->kind() != K::Constant)
+          next = operand, ++activations;
+      v = activations == 1 ? next : nullptr;
+    }
+    if (!v || v->kind() != K::Conv2d || cl.count(v) || users[v].size() != 1)
+      continue;
+    cl.erase(&op);
+    for (const ir::Op *e : chain)
+      cl.erase(e);
+  }
   for (bool changed = true; changed;) {
     changed = false;
     noteActivations();
@@ -417,7 +451,8 @@ void loweringReads(const ir::Op &op, const LoweringContext &ctx,
 llvm::Error channelsLastCopy(const ir::Op &copy, LoweringContext &ctx) {
   const ir::Op &from = *copy.operand(0);
   if (rank4(from) && !storedPermuted(ctx, &from)) {
-    TransposeTarget target{[&] { return ctx.define(&copy); }, nullptr, nullptr};
+    TransposeTarget target{[&] { return ctx.define(&copy, copy.type(), ctx.windowInterleave(from, true)); },
+                           nullptr, nullptr};
     if (std::optional<llvm::Error> done = transposeByGather(
             copy, ctx, ctx.view(&from), from.type().shape,
             std::vector<int64_t>(kChannelsLast.begin(), kChannelsLast.end()), target))

@@ -330,12 +330,148 @@ ir::Type LoweringContext::storedType(const ir::Type &type, const std::vector<uin
   return out;
 }
 
-llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir::Type &type) {
+int64_t RowDeal::chunkOf(int64_t r) const { return (r % width + skew * (r / width)) % chunks; }
+
+int64_t RowDeal::storedRows(int64_t rows) const {
+  std::vector<int64_t> count(size_t(chunks), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    ++count[size_t(chunkOf(r))];
+  return chunks * *std::max_element(count.begin(), count.end());
+}
+
+bool dealRows(TensorView &view, const RowDeal &deal) {
+  const int64_t chunks = int64_t(view.storage->chunkSlices.size()), chunkRows = view.storage->chunkRows;
+  if (chunks != deal.chunks || chunkRows * chunks != deal.storedRows(view.rows) || !view.rowMap.empty())
+    return false;
+  std::vector<int64_t> next(size_t(chunks), 0);
+  view.rowMap.resize(size_t(view.rows));
+  for (int64_t r = 0; r < view.rows; ++r) {
+    const int64_t c = deal.chunkOf(r);
+    view.rowMap[size_t(r)] = c * chunkRows + next[size_t(c)]++;
+  }
+  return true;
+}
+
+llvm::Expected<std::optional<TensorView>> stageWindowInput(const ir::Op &op, LoweringContext &ctx,
+                                                           const TensorView &X, int64_t reads,
+                                                           RowDeal deal) {
+  if (!deal.on() || !X.rowMap.empty() || X.packed() || X.repeatVector || X.pending() || X.rows < 2 * deal.chunks ||
+      reads < 2 * X.rows || int64_t(X.storage->chunkSlices.size()) >= deal.chunks)
+    return std::nullopt;
+  const int64_t padded = deal.storedRows(X.rows);
+  auto staged = ctx.scratch(op, X.dtype, padded, X.cols, X.allSlices(), 1, deal.chunks);
+  if (!staged)
+    return staged.takeError();
+  TensorView S = std::move(*staged);
+  S.rows = X.rows;
+  S.perm = X.perm;
+  if (!dealRows(S, deal)) {
+    ctx.releaseScratch(S);
+    return std::nullopt;
+  }
+  int64_t prev = 0;
+  for (int64_t r = 0; r < X.rows; ++r)
+    for (int64_t v = 0; v < X.vecsPerRow; ++v) {
+      WorkTree tree;
+      tree.write(S.slices(r), S.address(r, v), -1);
+      // Through a VXM copy of the bits (a read's stream meets the write
+      // there, whichever side of the chip the two slices are on).
+      backend::Instr copy;
+      copy.op = backend::Opcode::Copy;
+      copy.dtype = bitsType(X.dtype);
+      tree.nodes[0].inputs = {tree.add(copy, {tree.read(X.slices(r), X.address(r, v))})};
+      auto placed = ctx.placer().place(std::move(tree), std::max(prev, X.readyAt(r, v)));
+      if (!placed)
+        return cannotPlace(op, ctx);
+      prev = placed->firstCycle;
+      ctx.written(S, r, v, placed->doneCycle - 1);
+      ctx.read(X, placed->doneCycle);
+    }
+  ctx.decide(op, "input copied with its rows dealt over " + std::to_string(deal.chunks) +
+                     " chunks of slices, for the window's reads");
+  return std::optional<TensorView>(std::move(S));
+}
+
+RowDeal windowDeal(const ir::Op &window, const TuningKnobs &knobs) {
+  RowDeal deal;
+  const std::vector<int64_t> &xs = window.operand(0)->type().shape;
+  if (knobs.windowInterleave < 2 || xs.size() != 4)
+    return deal;
+  int64_t kernelWidth = 1, area = 1;
+  if (window.kind() == ir::OpKind::MaxPool2d || window.kind() == ir::OpKind::AvgPool2d) {
+    const std::optional<std::vector<int64_t>> kernel = window.intsAttr("kernel");
+    if (!kernel || kernel->size() != 2)
+      return deal;
+    kernelWidth = (*kernel)[1], area = (*kernel)[0] * (*kernel)[1];
+  } else if (window.kind() == ir::OpKind::Conv2d) {
+    const std::vector<int64_t> &ws = window.operand(1)->type().shape;
+    if (ws.size() != 4)
+      return deal;
+    const std::optional<std::vector<int64_t>> dilation = window.intsAttr("dilation");
+    kernelWidth = ws[3] * (dilation && dilation->size() == 2 ? (*dilation)[1] : 1), area = ws[2] * ws[3];
+  } else {
+    return deal;
+  }
+  if (area < 2)
+    return deal;
+  deal.chunks = knobs.windowInterleave;
+  deal.width = xs[3];
+  deal.skew = kernelWidth;
+  return deal;
+}
+
+RowDeal LoweringContext::windowInterleave(const ir::Op &value, bool channelsLast) const {
+  if (returned.count(&value) || persistentResult.count(&value))
+    return {};
+  auto it = users.find(&value);
+  if (it == users.end() || it->second.empty())
+    return {};
+  RowDeal deal;
+  for (const ir::Op *user : it->second) {
+    if (user->operand(0) != &value || llvm::is_contained(llvm::drop_begin(user->operands()), &value))
+      return {};
+    RowDeal mine = windowDeal(*user, knobs);
+    // A channels-last window reads this storage only if it is channels-last
+    // (else a copy). In the declared order (the rows layout) a pool reads
+    // consecutive rows of W pixels: rows dealt in turn.
+    if (storedOrder.count(user) != size_t(channelsLast))
+      return {};
+    if (!channelsLast) {
+      if (user->kind() != ir::OpKind::MaxPool2d && user->kind() != ir::OpKind::AvgPool2d)
+        return {};
+      mine.width = 1, mine.skew = 1;
+    }
+    if (!mine.on() || (deal.on() && (mine.width != deal.width || mine.skew != deal.skew)))
+      return {};
+    deal = mine;
+  }
+  return deal;
+}
+
+llvm::Expected<TensorView *> LoweringContext::define(const ir::Op *op, const ir::Type &type,
+                                                     RowDeal deal) {
   auto order = storedOrder.find(op);
   const std::vector<uint8_t> perm = order == storedOrder.end() ? std::vector<uint8_t>{} : order->second;
   const ir::Type stored = storedType(type, perm);
   auto [rows, cols] = rowsAndCols(stored);
   std::string what = std::string(ir::mnemonic(op->kind())) + " result " + type.str();
+  if (deal.on() && rows >= 2 * deal.chunks && !striped) {
+    // Rows dealt over chunks (dealRows), which the allocator cuts into
+    // chunks of equal rows (the storage's rows past a chunk's last are
+    // padding no row maps to). Cut otherwise (no room for such chunks),
+    // the rows stay in order.
+    auto storage = allocateStorage(type.dtype, deal.storedRows(rows), cols, SramOwner{what, op->loc()}, 1,
+                                   SramAllocator::Accept{}, false, deal.chunks);
+    if (!storage)
+      return storage.takeError();
+    (*storage)->persistent = persistentResult.count(op) > 0;
+    views_[op] = viewOf(std::move(*storage), type.dtype, rows, cols);
+    views_[op].perm = perm;
+    if (dealRows(views_[op], deal))
+      decide(*op, "rows dealt over " + std::to_string(deal.chunks) +
+                      " chunks of slices, for the windows that read it");
+    return &views_[op];
+  }
   // Rows per leading index stay in one chunk (a gather reads them together).
   int64_t align = stored.shape.size() >= 2 && stored.shape[0] > 0 ? rows / stored.shape[0] : 1;
   // Striped, the alignment gives way when it is longer than a stripe's

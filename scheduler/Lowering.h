@@ -89,6 +89,18 @@ struct TensorView {
   PackedSegment segment(int64_t row, int64_t vec, unsigned lanes) const;
 };
 
+/// How a value's rows are dealt over chunks of slices (docs/scheduler.md,
+/// "Window reads"): pixel row r, of `width` pixels a row of the image,
+/// goes to chunk (r % width + skew * (r / width)) % chunks.
+struct RowDeal {
+  int64_t chunks = 1, width = 1, skew = 0;
+  bool on() const { return chunks > 1; }
+  int64_t chunkOf(int64_t r) const;
+  /// The storage rows `rows` rows take dealt: chunks times the most rows
+  /// any chunk gets.
+  int64_t storedRows(int64_t rows) const;
+};
+
 /// One allocated block and what has been written to it.
 struct Storage {
   SramBlock block;
@@ -168,7 +180,19 @@ public:
 
   /// Allocates SRAM for `op`'s result as [rows, cols] and makes it its view.
   llvm::Expected<TensorView *> define(const ir::Op *op) { return define(op, op->type()); }
-  llvm::Expected<TensorView *> define(const ir::Op *op, const ir::Type &type);
+  llvm::Expected<TensorView *> define(const ir::Op *op, const ir::Type &type) {
+    return define(op, type, windowInterleave(*op, storedOrder.count(op) > 0));
+  }
+  /// ... with its rows dealt over chunks by `deal` (dealRows) when it is
+  /// on: the pixels of a window then come through different read ports.
+  llvm::Expected<TensorView *> define(const ir::Op *op, const ir::Type &type, RowDeal deal);
+  /// How `value`'s rows are dealt when it is read only as the input of
+  /// windows of more than one pixel that agree on it (windowDeal) and is
+  /// not returned; else off. `channelsLast`: the storage dealt is
+  /// channels-last (the value's own, or its copy for channels-last
+  /// readers), read by channels-last pooling and convolutions; else it is
+  /// in the declared order, read by rows-layout pooling (rows in turn).
+  RowDeal windowInterleave(const ir::Op &value, bool channelsLast) const;
   /// Records that vector (row, vec) of `view` is written in `cycle` (it may
   /// be read from the next cycle on).
   void written(const TensorView &view, int64_t row, int64_t vec, int64_t cycle);
@@ -619,5 +643,29 @@ void encodeElement(ir::DType dtype, double value, uint8_t *out);
 /// An error for work the placer found no cycle for (a scheduler limit),
 /// saying why its last place() failed.
 llvm::Error cannotPlace(const ir::Op &op, LoweringContext &ctx);
+
+/// Deals `view`'s rows over its storage's chunks as `deal` says
+/// (docs/scheduler.md, "Window reads") when the storage has deal.chunks
+/// chunks of deal.storedRows(rows) rows between them; false (nothing
+/// changed) otherwise.
+bool dealRows(TensorView &view, const RowDeal &deal);
+
+/// How a channels-last window `window` (pooling, a convolution of more
+/// than one kernel offset) would have its input's rows dealt: over
+/// knobs.windowInterleave chunks, skewed by the kernel's width (times its
+/// dilation) per row of pixels, so that the pixels of one window are in
+/// different chunks. Off for anything else.
+RowDeal windowDeal(const ir::Op &window, const TuningKnobs &knobs);
+
+/// `X`, the input of `op`, a channels-last window that makes `reads` reads
+/// of its rows: when its rows are in order on fewer chunks than the deal
+/// has and the window reads each at least twice on average, a scratch
+/// copy of it with the rows dealt by `deal`, written row by row as X's
+/// rows are (one read of each row from X's port instead of `reads /
+/// rows`). nullopt otherwise. Give it back with releaseScratch() once
+/// `op` is placed.
+llvm::Expected<std::optional<TensorView>> stageWindowInput(const ir::Op &op, LoweringContext &ctx,
+                                                           const TensorView &X, int64_t reads,
+                                                           RowDeal deal);
 
 } // namespace lpu::scheduler

@@ -14,6 +14,8 @@
 #include "scheduler/lower/ConvMaps.h"
 #include "scheduler/lower/Reduce.h"
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
 
 namespace lpu::scheduler {
@@ -434,7 +436,15 @@ llvm::Error lowerConvChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const Pair stride = convmaps::pairAttr(op, "stride", {1, 1});
   const Pair pad = convmaps::pairAttr(op, "padding", {0, 0});
   const Pair dil = convmaps::pairAttr(op, "dilation", {1, 1});
-  const TensorView &X = ctx.view(&xin), &Wt = ctx.view(&win);
+  auto staged = stageWindowInput(op, ctx, ctx.view(&xin), N * Ho * Wo * KH * KW,
+                                 windowDeal(op, ctx.knobs));
+  if (!staged)
+    return staged.takeError();
+  const TensorView &X = *staged ? **staged : ctx.view(&xin), &Wt = ctx.view(&win);
+  auto release = llvm::make_scope_exit([&] {
+    if (*staged)
+      ctx.releaseScratch(**staged);
+  });
   // i8 x i8 multiplies at the int8 rate into i32 sums, which are the
   // result (docs/scheduler.md, "Int8 matmuls"); its sums are exact, so
   // the order of the kernel offsets does not matter.

@@ -10,6 +10,8 @@
 #include "scheduler/Lowering.h"
 #include "scheduler/lower/ConvMaps.h"
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -108,15 +110,23 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
 
   const TensorView &X = ctx.view(&xin);
   std::vector<uint16_t> avoid = X.allSlices();
-  auto maps =
-      ctx.constant(op, DType::I16, kernel.w, lanes,
-                   convmaps::laneMaps(kernel.w, stride.w, 1, pad.w, W, Wo, lanes, isMax), avoid);
-  if (!maps)
-    return maps.takeError();
+  // Every distribute reads a lane map: with X's rows dealt over chunks
+  // ("Window reads"), one copy of the maps a chunk, on slices of its own,
+  // so that output rows read them through as many ports.
+  const int64_t copies = X.rowMap.empty() ? 1 : int64_t(X.storage->chunkSlices.size());
+  std::vector<TensorView> maps;
+  for (int64_t m = 0; m < copies; ++m) {
+    auto copy =
+        ctx.constant(op, DType::I16, kernel.w, lanes,
+                     convmaps::laneMaps(kernel.w, stride.w, 1, pad.w, W, Wo, lanes, isMax), avoid);
+    if (!copy)
+      return copy.takeError();
+    for (uint16_t s : copy->allSlices())
+      avoid.push_back(s);
+    maps.push_back(std::move(*copy));
+  }
   std::optional<TensorView> divisor;
   if (!isMax) {
-    for (uint16_t s : maps->allSlices())
-      avoid.push_back(s);
     auto v = splatF32(op, ctx, float(kernel.h * kernel.w), avoid);
     if (!v)
       return v.takeError();
@@ -145,7 +155,7 @@ llvm::Error lowerPool(const ir::Op &op, LoweringContext &ctx) {
           const int64_t xrow = (n * C + c) * H + hi;
           notBefore = std::max(notBefore, X.readyAt(xrow, 0));
           for (int64_t kw = 0; kw < kernel.w; ++kw)
-            fold.add(convmaps::distribute(tree, X, xrow, *maps, kw, east));
+            fold.add(convmaps::distribute(tree, X, xrow, maps[size_t(yrow % copies)], kw, east));
         }
         int value = fold.finish(divisor ? &*divisor : nullptr, dtype);
         tree.nodes[0].inputs = {value};
@@ -222,7 +232,15 @@ llvm::Error lowerPoolChannelsLast(const ir::Op &op, LoweringContext &ctx) {
   const DType work = isMax ? dtype : DType::F32;
   if (!dtypeAllowed(isMax ? Opcode::Max : Opcode::Add, work) || (!isMax && !tensor::isFloat(dtype)))
     return refuse<Refusal::OperandDtype>(op, dtype);
-  const TensorView &X = ctx.view(&xin);
+  auto staged = stageWindowInput(op, ctx, ctx.view(&xin), N * Ho * Wo * kernel.h * kernel.w,
+                                 windowDeal(op, ctx.knobs));
+  if (!staged)
+    return staged.takeError();
+  const TensorView &X = *staged ? **staged : ctx.view(&xin);
+  auto release = llvm::make_scope_exit([&] {
+    if (*staged)
+      ctx.releaseScratch(**staged);
+  });
   std::optional<TensorView> divisor;
   if (!isMax) {
     auto d = splatF32(op, ctx, float(kernel.h * kernel.w), X.allSlices());
