@@ -302,7 +302,8 @@ LayoutAssignment assignLayouts(const ir::Function &fn, const backend::ChipDescri
     const ir::Op &op = *owned;
     // Read pixel row by pixel row from one port, such a pool was slower
     // than channels-last (docs/scheduler.md, "Window reads").
-    if (knobs.windowInterleave < 2 || !isPool(op.kind()) || !cl.count(&op) || !rank4(*op.operand(0)))
+    if (knobs.windowInterleave < 2 || !isPool(op.kind()) || !cl.count(&op) ||
+        !rank4(*op.operand(0)))
       continue;
     const std::vector<int64_t> &in = op.operand(0)->type().shape, &res = op.type().shape;
     if (res[2] * res[3] * 2 > in[2] * in[3] || in[3] > int64_t(chip.lanes))
@@ -451,8 +452,8 @@ void loweringReads(const ir::Op &op, const LoweringContext &ctx,
 llvm::Error channelsLastCopy(const ir::Op &copy, LoweringContext &ctx) {
   const ir::Op &from = *copy.operand(0);
   if (rank4(from) && !storedPermuted(ctx, &from)) {
-    TransposeTarget target{[&] { return ctx.define(&copy, copy.type(), ctx.windowInterleave(from, true)); },
-                           nullptr, nullptr};
+    auto define = [&] { return ctx.define(&copy, copy.type(), ctx.windowInterleave(from, true)); };
+    TransposeTarget target{define, nullptr, nullptr};
     if (std::optional<llvm::Error> done = transposeByGather(
             copy, ctx, ctx.view(&from), from.type().shape,
             std::vector<int64_t>(kChannelsLast.begin(), kChannelsLast.end()), target))

@@ -355,8 +355,9 @@ bool dealRows(TensorView &view, const RowDeal &deal) {
 llvm::Expected<std::optional<TensorView>> stageWindowInput(const ir::Op &op, LoweringContext &ctx,
                                                            const TensorView &X, int64_t reads,
                                                            RowDeal deal) {
-  if (!deal.on() || !X.rowMap.empty() || X.packed() || X.repeatVector || X.pending() || X.rows < 2 * deal.chunks ||
-      reads < 2 * X.rows || int64_t(X.storage->chunkSlices.size()) >= deal.chunks)
+  if (!deal.on() || !X.rowMap.empty() || X.packed() || X.repeatVector || X.pending() ||
+      X.rows < 2 * deal.chunks || reads < 2 * X.rows ||
+      int64_t(X.storage->chunkSlices.size()) >= deal.chunks)
     return std::nullopt;
   const int64_t padded = deal.storedRows(X.rows);
   auto staged = ctx.scratch(op, X.dtype, padded, X.cols, X.allSlices(), 1, deal.chunks);
@@ -428,7 +429,8 @@ RowDeal LoweringContext::windowInterleave(const ir::Op &value, bool channelsLast
     return {};
   RowDeal deal;
   for (const ir::Op *user : it->second) {
-    if (user->operand(0) != &value || llvm::is_contained(llvm::drop_begin(user->operands()), &value))
+    if (user->operand(0) != &value ||
+        llvm::is_contained(llvm::drop_begin(user->operands()), &value))
       return {};
     RowDeal mine = windowDeal(*user, knobs);
     // A channels-last window reads this storage only if it is channels-last
