@@ -165,11 +165,17 @@ bool updatesInPlace(const Op &op, size_t readers, unsigned lanes, unsigned slice
   const int64_t rank = int64_t(t.rank());
   int64_t k = op.intAttr("axis").value_or(0);
   k = k < 0 ? k + rank : k;
-  if (rank < 2 || k < 0 || k >= rank - 1)
+  if (rank < 2 || k < 0 || k >= rank)
     return false;
   const int64_t dim = t.shape[size_t(k)], n = op.operand(2)->type().shape[size_t(k)];
   if (n <= 0 || n >= dim)
     return false;
+  if (k == rank - 1) {
+    // A column of the lanes' axis (a cache stored transposed): each row's
+    // one new element goes to a lane of one of its own vectors.
+    const int64_t vpr = (dim + lanes - 1) / lanes;
+    return n == 1 && vpr <= int64_t(sliceVectors) && vpr - 1 <= 0xffff;
+  }
   int64_t inner = 1;
   for (int64_t d = k + 1; d + 1 < rank; ++d)
     inner *= t.shape[size_t(d)];

@@ -201,10 +201,12 @@ std::vector<std::optional<Shard>> outputShards(const Op &ret);
 /// operands and shapes tell, on a chip of `lanes` lanes and `sliceVectors`
 /// vectors a slice: the updated tensor is a state input that `readers`
 /// (its readers' count) says this update alone reads, the position is not
-/// a constant, the axis is one of the rows' (not the last), and one index
-/// of the axes before it (a head's positions, each row `ceil(last /
-/// lanes)` vectors) fits a slice and is addressed by 16 bits. The
-/// scheduler's scatter lowering takes exactly these (scheduler/Legalize.h).
+/// a constant, and either the axis is one of the rows' (not the last) and
+/// one index of the axes before it (a head's positions, each row
+/// `ceil(last / lanes)` vectors) fits a slice and is addressed by 16 bits,
+/// or the axis is the last and one column is written (a row's vectors fit
+/// a slice). The scheduler's scatter lowering takes exactly these
+/// (scheduler/Legalize.h).
 bool updatesInPlace(const Op &update, size_t readers, unsigned lanes, unsigned sliceVectors);
 /// The type of the whole weight a param reads: its own type with the
 /// shard's axis `full` long; its own type when it has no shard.

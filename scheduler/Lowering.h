@@ -494,6 +494,11 @@ struct MatmulWork {
   /// least as many as the planes are not cut over them: each loads its
   /// own copy of the weights it needs.
   int64_t rowBlock = 0;
+  /// Whole jobs go to the planes in blocks of consecutive batches rather
+  /// than in turn: B's batches are stored in chunks of slices of their
+  /// own (a cache stored a matrix to a chunk), so each plane loads its
+  /// weights through its own read port.
+  bool batchesInBlocks = false;
   /// Optional: whether row m of A (batch b) adds anything at K-tile t;
   /// when not, its `mm` is skipped (a convolution's output pixel whose
   /// input at that kernel offset is padding). A row no `mm` touched reads

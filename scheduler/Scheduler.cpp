@@ -450,7 +450,13 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   // The state inputs updated in place, with the rows of one index of the
   // axes before the update's: their storage is chunked on those
   // boundaries, so that one index's rows are at consecutive addresses.
-  std::map<const ir::Op *, int64_t> updatedBlock;
+  // One updated along its last axis (a cache stored transposed, written a
+  // column a step) is chunked on its matrices (its last two axes) instead.
+  // Either is cut into a chunk an index of the axes before the update's
+  // (a head's keys or values) over the slice groups: the matrices a
+  // batched matmul loads as weights, each plane through its own read
+  // port.
+  std::map<const ir::Op *, int64_t> updatedBlock, updatedChunks;
   for (const auto &owned : fn.ops())
     if (owned->kind() == ir::OpKind::Update) {
       const ir::Type &t = owned->type();
@@ -460,7 +466,10 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
       int64_t block = 1;
       for (int64_t d = k; d + 1 < rank; ++d)
         block *= t.shape[size_t(d)];
+      if (k == rank - 1 && rank >= 2)
+        block = t.shape[size_t(rank - 2)];
       updatedBlock[owned->operand(0)] = block;
+      updatedChunks[owned->operand(0)] = t.numElements() / std::max<int64_t>(1, t.shape.back() * block);
     }
   // Outputs computed into their own block keep it (no copy); others copy.
   std::set<const ir::Op *> outputRoots;
@@ -499,6 +508,11 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
     const bool stripe = packed && striping;
     const int64_t groups = chip.memSlices / 2 / tensor::dtypeSize(op.type().dtype);
     int64_t chunks = stripe ? groups : 1;
+    if (auto c = updatedChunks.find(&op); c != updatedChunks.end() && !stripe && c->second > 1) {
+      chunks = std::min(groups, c->second);
+      ctx.decide(op, "updated in place, an index of the axes before the update's to a chunk of slices, over " +
+                         std::to_string(chunks) + " chunks");
+    }
     if (stripe)
       ctx.decide(op, "packed and striped over " + std::to_string(chunks) + " slice groups");
     else if (packed)

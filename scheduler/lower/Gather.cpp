@@ -772,19 +772,22 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "update " + type.str() + " written in place: " + why);
   };
-  if (k < 0 || k >= rank - 1)
-    return internal("the axis is not one of the rows' axes");
+  if (k < 0 || k >= rank)
+    return internal("the axis is not one of the tensor's");
+  // The last axis: one column, a lane of each row (ir::updatesInPlace).
+  const bool column = k == rank - 1;
   const int64_t dim = type.shape[size_t(k)], n = op.operand(2)->type().shape[size_t(k)];
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < k; ++d)
     outer *= type.shape[size_t(d)];
   for (int64_t d = k + 1; d + 1 < rank; ++d)
     inner *= type.shape[size_t(d)];
-  const int64_t vpr = x.vecsPerRow, block = dim * inner;
+  const int64_t vpr = x.vecsPerRow, block = column ? 1 : dim * inner;
   if (x.packed() || rows.packed() || !x.rowMap.empty() || x.repeatVector || rows.repeatVector ||
-      !x.perm.empty() || !rows.perm.empty() || rows.vecsPerRow != vpr || x.rows != outer * block)
+      !x.perm.empty() || !rows.perm.empty() || rows.vecsPerRow != (column ? 1 : vpr) ||
+      x.rows != outer * block || (column && (n != 1 || rows.rows != outer)))
     return internal("the cache or the rows are not stored as plain rows");
-  if ((dim - n) * inner * vpr > 0xffff)
+  if (column ? vpr - 1 > 0xffff : (dim - n) * inner * vpr > 0xffff)
     return internal("a position's offset needs more than the scatter map's 16 bits");
   // Whether view rows [first, last] are in one chunk at consecutive
   // addresses.
@@ -799,7 +802,7 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
   };
   std::vector<Piece> pieces;
   std::vector<bool> whole(size_t(outer), true);
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = 0; o < outer && !column; ++o) {
     if (together(o * block, o * block + block - 1))
       continue;
     if (inner != 1)
@@ -861,6 +864,22 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
     return placed->doneCycle;
   };
   auto constant = [&](WorkTree &tree, const TensorView &c) { return tree.read(c.slices(0), c.address(0, 0)); };
+  // A scratch vector of `dtype` computed by f from the clamped start (once
+  // that is stored), and when it is done.
+  struct Derived {
+    TensorView view;
+    int64_t done;
+  };
+  auto derived = [&](DType dtype, const TensorView &from,
+                     const std::function<int(WorkTree &, int)> &f) -> llvm::Expected<Derived> {
+    auto v = scratch(dtype);
+    if (!v)
+      return v.takeError();
+    auto done = compute(*v, f, &from);
+    if (!done)
+      return done.takeError();
+    return Derived{*v, *done};
+  };
   auto zero = splat(0), top = splat(dim - n), step = splat(inner * vpr);
   if (!zero || !top || !step)
     return !zero ? zero.takeError() : !top ? top.takeError() : step.takeError();
@@ -874,16 +893,118 @@ llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
   if (!startDone)
     return startDone.takeError();
   ctx.notePath(op, 0);
+  if (column) {
+    // The start's vector in its row (the gather's and scatter's map) and
+    // its lane (the flag that picks the new element over the old).
+    auto perVector = splat(lanes);
+    if (!perVector)
+      return perVector.takeError();
+    std::vector<uint8_t> laneData(size_t(lanes) * 4);
+    for (int64_t i = 0; i < lanes; ++i) {
+      const int32_t v = int32_t(i);
+      std::memcpy(&laneData[size_t(i) * 4], &v, 4);
+    }
+    auto laneIndex = ctx.constant(op, DType::I32, 1, lanes, std::move(laneData));
+    if (!laneIndex)
+      return laneIndex.takeError();
+    // The rows of the matrices (the last two axes: a chunk of slices each
+    // where the state is stored so) go in turn, so that their slices'
+    // ports work side by side; each tree reads the map twice and the flag
+    // and the permute's map once, so the matrices in turn read copies of
+    // them in slices of their own.
+    const int64_t matrixRows = std::max<int64_t>(1, type.shape[size_t(rank - 2)]);
+    const int64_t matrices = x.rows / matrixRows;
+    const int64_t copies = std::clamp<int64_t>(matrices, 1, ctx.knobs.indexCopies);
+    std::vector<TensorView> maps, flags, zeros{*zero};
+    int64_t mapsReady = 0;
+    for (int64_t c = 0; c < copies; ++c) {
+      auto map = derived(DType::I32, *start, [&](WorkTree &tree, int s) {
+        return vxm(tree, Opcode::Div, DType::I32, {s, constant(tree, *perVector)});
+      });
+      if (!map)
+        return map.takeError();
+      auto flag = derived(DType::Bool, *start, [&](WorkTree &tree, int s) {
+        int lane = vxm(tree, Opcode::Rem, DType::I32, {s, constant(tree, *perVector)});
+        return vxm(tree, Opcode::CmpEq, DType::I32, {constant(tree, *laneIndex), lane});
+      });
+      if (!flag)
+        return flag.takeError();
+      mapsReady = std::max({mapsReady, map->done, flag->done});
+      maps.push_back(map->view);
+      flags.push_back(flag->view);
+      if (c > 0) {
+        std::optional<TensorView> z = ctx.constantElsewhere(op, *zero, avoid);
+        zeros.push_back(z ? ctx.keep(*z) : *zero);
+        if (z)
+          avoid.insert(avoid.end(), z->allSlices().begin(), z->allSlices().end());
+      }
+    }
+    ctx.decide(op, "one column written in place: each of " + std::to_string(x.rows) +
+                       " rows' vectors at the position gathered, the new lane chosen, scattered back (" +
+                       std::to_string(copies) + (copies == 1 ? " copy" : " copies") + " of the maps)");
+    // Each byte plane of a row: its new element spread to every lane (the
+    // SXM, with the zero splat's low bytes as the map), its old vector at
+    // the start gathered, the new lane chosen, the vector scattered back.
+    const size_t planes = tensor::dtypeSize(x.dtype);
+    int64_t done = 0;
+    prev = 0;
+    for (int64_t i = 0; i < x.rows; ++i) {
+      const int64_t r = i % matrices * matrixRows + i / matrices;
+      const TensorView &map = maps[size_t(i % copies)], &flag = flags[size_t(i % copies)],
+                       &zeroMap = zeros[size_t(i % copies)];
+      int64_t rowReady = 0, rowDone = 0;
+      for (int64_t v = 0; v < vpr; ++v)
+        rowReady = std::max(rowReady, x.readyAt(r, v));
+      for (size_t b = 0; b < planes; ++b) {
+        WorkTree tree;
+        Instr scatter;
+        scatter.op = Opcode::Scatter;
+        scatter.dtype = DType::I8; // one byte plane
+        scatter.unit = x.slices(r)[b];
+        scatter.addr = x.address(r, 0);
+        tree.add(scatter);
+        Instr permute;
+        permute.op = Opcode::Permute;
+        permute.dtype = DType::I8;
+        permute.unit = chip.isEastSlice(rows.slices(r)[b]) ? 1 : 0;
+        int value = tree.read({rows.slices(r)[b]}, rows.address(r, 0));
+        int zeroes = tree.read({zeroMap.slices(0)[0], zeroMap.slices(0)[1]}, zeroMap.address(0, 0));
+        int spread = tree.add(permute, {value, zeroes});
+        Instr gather = scatter;
+        gather.op = Opcode::Gather;
+        int at = tree.read({map.slices(0)[0], map.slices(0)[1]}, map.address(0, 0));
+        int old = tree.add(gather, {at, at});
+        int cond = tree.read({flag.slices(0)[0]}, flag.address(0, 0));
+        int chosen = vxm(tree, Opcode::Select, DType::I8, {cond, spread, old});
+        int offset = tree.read({map.slices(0)[0], map.slices(0)[1]}, map.address(0, 0));
+        tree.nodes[0].inputs = {chosen, offset};
+        auto placed = placeTree(std::move(tree), std::max({rows.readyAt(r, 0), mapsReady, rowReady}));
+        if (!placed)
+          return placed.takeError();
+        rowDone = std::max(rowDone, placed->doneCycle);
+        ctx.read(rows, placed->doneCycle);
+        ctx.read(map, placed->doneCycle);
+        ctx.read(flag, placed->doneCycle);
+        ctx.read(x, placed->doneCycle);
+      }
+      for (int64_t v = 0; v < vpr; ++v)
+        ctx.written(x, r, v, rowDone - 1);
+      done = std::max(done, rowDone);
+    }
+    ctx.setView(&op, x);
+    ctx.notePathEnd(op, done);
+    for (const TensorView &t : scratches)
+      ctx.releaseScratch(t);
+    return llvm::Error::success();
+  }
   int64_t mapsReady = *startDone;
-  auto map = scratch(DType::I32);
-  if (!map)
-    return map.takeError();
-  auto mapDone = compute(*map, [&](WorkTree &tree, int s) {
+  auto mapMade = derived(DType::I32, *start, [&](WorkTree &tree, int s) {
     return vxm(tree, Opcode::Mul, DType::I32, {s, constant(tree, *step)});
-  }, &*start);
-  if (!mapDone)
-    return mapDone.takeError();
-  mapsReady = std::max(mapsReady, *mapDone);
+  });
+  if (!mapMade)
+    return mapMade.takeError();
+  const TensorView *map = &mapMade->view;
+  mapsReady = std::max(mapsReady, mapMade->done);
   std::vector<TensorView> pieceMaps, pieceFlags;
   for (const Piece &p : pieces) {
     auto lo = splat(p.lo), hi = splat(p.hi), vectors = splat(vpr);

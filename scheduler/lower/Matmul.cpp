@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <optional>
 #include <queue>
+#include <set>
 
 namespace lpu::scheduler {
 
@@ -434,7 +435,9 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
         int64_t q = 0; // the cut part t falls in
         while (q + 1 < cut && (q + 1) * kt / cut <= t)
           ++q;
-        const int64_t k = dealt ? unit * P / units : job * cut + q;
+        const int64_t k = dealt                                   ? unit * P / units
+                          : work.batchesInBlocks && cut == 1 ? b * P / batches
+                                                             : job * cut + q;
         ++unit;
         if (parts.empty() || parts.back().plane != mxm.plane(unsigned(k)))
           parts.push_back(Part{mxm.plane(unsigned(k)), {}});
@@ -509,6 +512,8 @@ llvm::Expected<MatmulSpans> runMatmul(const ir::Op &op, LoweringContext &ctx, co
       how += "K-tiles dealt in turn";
     else if (cut > 1)
       how += "K cut in " + std::to_string(cut) + (balancedParts ? " ranges of equal rows" : " parts");
+    else if (work.batchesInBlocks)
+      how += "whole jobs, each plane a block of batches";
     else
       how += "whole jobs";
     // K-tiles that would add only zeros (work.tileUsed) are left out.
@@ -914,6 +919,15 @@ llvm::Error lowerMatmul(const ir::Op &op, LoweringContext &ctx) {
   };
   work.rowChunk = batches == 1 ? turnChunk(op, ctx) : 0;
   work.balancedCut = batches == 1 && work.rowChunk == 0 && work.aPieces == 1 && work.bPieces == 1;
+  if (batches >= int64_t(planes) && !prologue && !B.packed()) {
+    std::set<int64_t> chunks;
+    bool whole = true;
+    for (int64_t b = 0; b < batches && whole; ++b) {
+      whole = B.chunkOf(b * K) == B.chunkOf(b * K + K - 1);
+      chunks.insert(B.chunkOf(b * K));
+    }
+    work.batchesInBlocks = whole && chunks.size() > 1;
+  }
   work.rowReady = [&](int64_t b, int64_t m, int64_t t) { return A.readyAt(b * mPerBatch + m, t); };
   work.finish = [&](WorkTree &tree, int value, int64_t crow, int64_t j,
                     std::vector<const TensorView *> &reads) {

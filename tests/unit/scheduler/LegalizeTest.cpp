@@ -199,7 +199,8 @@ func @f {
 
 // Which updates the scatter lowering writes in place: a state read by its
 // update alone, at a run-time position, along a rows' axis, one index's
-// positions within a slice (the chip's 320 lanes, 8192 vectors a slice).
+// positions within a slice (the chip's 320 lanes, 8192 vectors a slice),
+// or one column along the last axis.
 TEST(Legalize, UpdatesInPlace) {
   auto module = parse(R"(
 func @f {
@@ -219,14 +220,18 @@ func @f {
   %13 = update %12, %1, %2 {axis = 1} : f16[2, 16, 8]
   %14 = input {name = "long", state = true} : f16[2, 9000, 8]
   %15 = update %14, %1, %2 {axis = 1} : f16[2, 9000, 8]
-  return %3, %6, %9, %11, %10, %13, %15 {names = ["keys", "cols", "vals", "read", "old", "y", "long"], states = ["keys", "cols", "vals", "read", "long"]}
+  %16 = input {name = "two", state = true} : f16[8, 16]
+  %17 = input {name = "c2"} : f16[8, 2]
+  %18 = update %16, %1, %17 {axis = 1} : f16[8, 16]
+  return %3, %6, %9, %11, %10, %13, %15, %18 {names = ["keys", "cols", "vals", "read", "old", "y", "long", "two"], states = ["keys", "cols", "vals", "read", "long", "two"]}
 }
 )");
   ASSERT_TRUE(module);
   const ir::Function &fn = *module->functions[0];
   auto at = [&](size_t i) -> const ir::Op & { return *fn.ops()[i]; };
   EXPECT_TRUE(updatesInPlace(at(3), fn, 320, 8192));
-  EXPECT_FALSE(updatesInPlace(at(6), fn, 320, 8192)) << "along the last axis";
+  EXPECT_TRUE(updatesInPlace(at(6), fn, 320, 8192)) << "one column along the last axis";
+  EXPECT_FALSE(updatesInPlace(at(18), fn, 320, 8192)) << "two columns along the last axis";
   EXPECT_FALSE(updatesInPlace(at(9), fn, 320, 8192)) << "at a constant position";
   EXPECT_FALSE(updatesInPlace(at(11), fn, 320, 8192)) << "the old value is read too";
   EXPECT_FALSE(updatesInPlace(at(13), fn, 320, 8192)) << "not a state";
