@@ -171,10 +171,13 @@ def generate(base, tag, forced=None):
     it, or the token `forced` gives."""
     np.save(path('prompt.npy'), np.array([prompt], np.int32))
     args = base + ['--entry', 'prefill', '--input', 'ids=' + path('prompt.npy')]
-    # The cache starts as zeros, given here as every call's is.
-    np.save(path('zeros.npy'), np.zeros((1, H if gpt else K, C, E), np.float16))
+    # The cache starts as zeros, given here as every call's is: the values
+    # a position to a row, the keys transposed (a position to a column).
+    heads = H if gpt else K
+    np.save(path('zeros.values.npy'), np.zeros((1, heads, C, E), np.float16))
+    np.save(path('zeros.keys.npy'), np.zeros((1, heads, E, C), np.float16))
     for s in states:
-        args += ['--input', f'{s}=' + path('zeros.npy')]
+        args += ['--input', f'{s}=' + path('zeros.' + s.split('.')[-1] + '.npy')]
     out = run(args, f'{tag}0', ['out'] + states)
     tokens, logits = [], []
     row = out['out'][0, len(prompt) - 1]

@@ -24,7 +24,8 @@ if sys.argv[1] == "make":
     np.save(os.path.join(tmp, "pos.npy"), np.array(5, dtype=np.int32))
     for layer in range(2):
         for kind in ("keys", "values"):
-            np.save(os.path.join(tmp, f"l{layer}{kind}.npy"), rng.standard_normal((1, 2, 16, 8)).astype(np.float16))
+            shape = (1, 2, 8, 16) if kind == "keys" else (1, 2, 16, 8)
+            np.save(os.path.join(tmp, f"l{layer}{kind}.npy"), rng.standard_normal(shape).astype(np.float16))
     sys.exit(0)
 
 tmp, one, other = sys.argv[2:5]
@@ -35,16 +36,20 @@ a, b = safetensors_np.read(path(one + ".safetensors")), safetensors_np.read(path
 assert sorted(a) == sorted(b) == sorted(f"layers.{l}.attention.{k}" for l in range(layers)
                                         for k in ("keys", "values")), (sorted(a), sorted(b))
 for name in a:
+    # The keys are stored transposed (std.llm): a position to a column.
+    keys = name.endswith(".keys")
     x, y = a[name].astype(np.float32), b[name].astype(np.float32)
-    assert x.shape == y.shape == (1, 2, 16, 8), (name, x.shape, y.shape)
+    assert x.shape == y.shape == ((1, 2, 8, 16) if keys else (1, 2, 16, 8)), (name, x.shape, y.shape)
     if name.startswith("layers.0."):
         assert (a[name].view(np.uint16) == b[name].view(np.uint16)).all(), name
     else:
         assert np.allclose(x, y, rtol=1e-2, atol=1e-3), (name, np.abs(x - y).max())
-    given = (np.zeros((1, 2, 16, 8), np.float16) if zero else
+    given = (np.zeros(x.shape, np.float16) if zero else
              np.load(path(f"l{name.split('.')[1]}{name.split('.')[-1]}.npy")))
+    positions = (lambda t: t.swapaxes(2, 3)) if keys else (lambda t: t)
+    given = positions(given)
     kept = np.arange(16) != 5
-    for run in (a[name], b[name]):
+    for run in (positions(a[name]), positions(b[name])):
         assert (run[:, :, kept].view(np.uint16) == given[:, :, kept].view(np.uint16)).all(), name
         assert not (run[:, :, 5] == given[:, :, 5]).all(), name
 x, y = np.load(path(one + ".npy")).astype(np.float32), np.load(path(other + ".npy")).astype(np.float32)
