@@ -494,6 +494,8 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options,
       c.selectionError = llvm::toString(std::move(e));
       return false;
     }
+    if (!statesAgree(*c.ir, diags))
+      return false;
     if (!runPasses(*c.ir, diags, options.ir, options.progress.inner(), timing))
       return false;
     return !options.ir.roundTrip || roundTrips(*c.ir, diags);

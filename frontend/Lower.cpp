@@ -5,6 +5,8 @@
 #include "frontend/LowerImpl.h"
 #include "ir/Verifier.h"
 
+#include <map>
+
 namespace lpu {
 
 namespace check {
@@ -34,6 +36,34 @@ void reportInternalError(DiagnosticEngine &diags, const ir::Location &loc,
   diags.report(DiagID::InvalidLoweredIR, {}, message);
 }
 
+
+bool statesAgree(const ir::Module &module, DiagnosticEngine &diags) {
+  struct Seen {
+    ir::Type type;
+    ir::Location loc;
+    std::string fn;
+    bool reported = false;
+  };
+  std::map<std::string, Seen> seen;
+  bool ok = true;
+  for (const auto &fn : module.functions)
+    for (const auto &op : fn->ops()) {
+      if (op->kind() != ir::OpKind::Input || !op->boolAttr("state").value_or(false))
+        continue;
+      const std::string name = op->stringAttr("name").value_or("");
+      const ir::Type type = ir::fullType(*op);
+      auto [it, fresh] = seen.try_emplace(name, Seen{type, op->loc(), fn->name()});
+      if (fresh || it->second.type == type || it->second.reported)
+        continue;
+      ok = false;
+      it->second.reported = true;
+      diags
+          .report(DiagID::StateTypeDiffers, sourceRange(diags.sources(), op->loc()), name, type.str(), fn->name(),
+                  it->second.type.str(), it->second.fn)
+          .note("entry '" + it->second.fn + "' declares it here", sourceRange(diags.sources(), it->second.loc));
+    }
+  return ok;
+}
 
 std::unique_ptr<ir::Module> lowerProgram(const ast::Module &module, DiagnosticEngine &diags,
                                          CheckOptions options, CheckResult *checked) {

@@ -34,6 +34,13 @@ void reportInternalError(DiagnosticEngine &diags, const ir::Location &loc,
 /// True when the module is valid.
 bool verifyLowered(const ir::Module &module, DiagnosticEngine &diags);
 
+/// One state is one tensor in every entry and bucket of a program (lpurun
+/// hands it from a call of one entry to the next call of any): each state
+/// path whose dtype or shape differs between two of the module's functions
+/// is reported (E0702) at the second's declaration, once. True when all
+/// agree. Run on the entries and buckets compiled together.
+bool statesAgree(const ir::Module &module, DiagnosticEngine &diags);
+
 /// The source position an IR location names (an op's `loc`), so that later
 /// stages report at the user's source; empty when the file is not among
 /// `sources`.
