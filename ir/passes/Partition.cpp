@@ -805,10 +805,10 @@ int64_t readingChip(const Op &op) {
 /// the stages gave, before placeOnChips; a value computed from no input
 /// (placeOnChips computes it again where it is read) crosses as before.
 /// The cut is along the first axis at least as long as the group has
-/// chips: a decode step's [1, 1, D] residual is cut along its features
-/// (eight copies of it in turn over a node's one or two global links to
-/// the next took 4,400 cycles in Llama-2-7B); a value with no such axis
-/// crosses as before.
+/// chips: a decode step's [1, 1, D] residual is cut along its features,
+/// rather than crossing whole, eight copies in turn over the one or two
+/// global links between two nodes (docs/partitioning.md); a value with
+/// no such axis crosses as before.
 void gatherCrossings(Function &fn, unsigned group) {
   std::vector<Op *> ops;
   for (const auto &op : fn.ops())

@@ -757,7 +757,11 @@ llvm::Error gatherClamped(const ir::Op &op, LoweringContext &ctx, const TensorVi
 /// update is written into every chunk its positions reach: at the start
 /// clamped into that chunk's positions, the new row where the start is
 /// among them and the row's old value (a `gather` at the same address)
-/// where it is not. Bit-exact: only bits move.
+/// where it is not. Bit-exact: only bits move. One column along the last
+/// axis (a cache of keys stored transposed) is written a tree per byte
+/// plane of each row instead: the row's vector at the start gathered, the
+/// new element spread to every lane and chosen in the start's lane, the
+/// vector scattered back.
 llvm::Error lowerUpdate(const ir::Op &op, LoweringContext &ctx) {
   const ChipDescription &chip = ctx.chip();
   const int64_t lanes = chip.lanes;
