@@ -977,6 +977,8 @@ llvm::ArrayRef<PlacementHeuristics> heuristicVariants() {
       PlacementHeuristics{true, true, false, false, false, false},
       PlacementHeuristics{true, false, false, true, false, false},
       PlacementHeuristics{true, true, false, false, true, false},
+      PlacementHeuristics{true, true, false, false, true, true, true},
+      PlacementHeuristics{true, false, false, false, true, true, true},
   };
   return variants;
 }
@@ -1115,12 +1117,24 @@ llvm::Expected<Schedule> scheduleFunction(const ir::Function &declared, const Ch
 
 llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable() {
   static const PlacementHeuristic table[] = {
-      {"epilogues-through-reshapes", &PlacementHeuristics::epilogueThroughReshapes},
-      {"scores-off-scale", &PlacementHeuristics::scoresOffScale},
-      {"halved-partials", &PlacementHeuristics::halvedPartials},
-      {"squares-on-mxm", &PlacementHeuristics::squaresOnMxm},
-      {"weights-by-k-tile", &PlacementHeuristics::weightsByKTile},
-      {"balanced-k-ranges", &PlacementHeuristics::balancedKRanges},
+      {"epilogues-through-reshapes", &PlacementHeuristics::epilogueThroughReshapes,
+       "epilogues read a producer's value through the reshapes after it that keep its rows"},
+      {"scores-off-scale", &PlacementHeuristics::scoresOffScale,
+       "attention's scores stay off the slices of the scale's constants"},
+      {"halved-partials", &PlacementHeuristics::halvedPartials,
+       "a fold across lanes of many rows keeps odd rows' partials in a second slice group"},
+      {"squares-on-mxm", &PlacementHeuristics::squaresOnMxm,
+       "a layer norm's sum of squares runs on the MXM, each term as two f16"},
+      {"weights-by-k-tile", &PlacementHeuristics::weightsByKTile,
+       "a matmul's (or channels-last convolution's) weights cut over planes are stored a K-tile "
+       "to a chunk of slices, and weights that planes read whole side by side in "
+       "wavefront-chunks chunks a plane"},
+      {"balanced-k-ranges", &PlacementHeuristics::balancedKRanges,
+       "a matmul job with few rows cut over planes by K takes ranges of equal rows, not whole "
+       "K-tiles, where that shortens the longest plane's work"},
+      {"earliest-planes", &PlacementHeuristics::earliestPlanes,
+       "a matmul's K-tiles go, job by job, to the planes that would finish them first, where "
+       "that is estimated to end sooner than the planes in turn"},
   };
   return table;
 }
@@ -1128,21 +1142,9 @@ llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable() {
 llvm::ArrayRef<Knob> knobTable() {
   static const std::vector<Knob> table = [] {
     const PlacementHeuristics defaults;
-    const char *meanings[] = {
-        "epilogues read a producer's value through the reshapes after it that keep its rows",
-        "attention's scores stay off the slices of the scale's constants",
-        "a fold across lanes of many rows keeps odd rows' partials in a second slice group",
-        "a layer norm's sum of squares runs on the MXM, each term as two f16",
-        "a matmul's (or channels-last convolution's) weights cut over planes are stored a K-tile "
-        "to a chunk of slices, and weights that planes read whole side by side in "
-        "wavefront-chunks chunks a plane",
-        "a matmul job with few rows cut over planes by K takes ranges of equal rows, not whole "
-        "K-tiles, where that shortens the longest plane's work"};
     std::vector<Knob> out;
-    size_t i = 0;
     for (const PlacementHeuristic &h : placementHeuristicTable())
-      out.push_back(Knob{h.name, meanings[i++], h.flag, nullptr,
-                         (defaults.*h.flag) ? 1 : 0, 0, 1});
+      out.push_back(Knob{h.name, h.meaning, h.flag, nullptr, (defaults.*h.flag) ? 1 : 0, 0, 1});
 #define LPU_KNOB(member, name, dflt, min, max, meaning)                                            \
   out.push_back(Knob{name, meaning, nullptr, &TuningKnobs::member, dflt, min, max});
 #include "scheduler/Knobs.def"

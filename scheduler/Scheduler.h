@@ -62,6 +62,10 @@ struct PlacementHeuristics {
   /// plane's loads and passes (each piece inside a tile takes A's vector
   /// rotated on the SXM).
   bool balancedKRanges = true;
+  /// A matmul's K-tiles go, job by job, to the planes that would finish
+  /// their passes first (from when each plane is free and A's rows are
+  /// ready), when that is estimated to end sooner than the planes in turn.
+  bool earliestPlanes = false;
 };
 
 /// Every placement heuristic once: its name on the command line (lpuc
@@ -70,6 +74,7 @@ struct PlacementHeuristics {
 struct PlacementHeuristic {
   llvm::StringLiteral name;
   bool PlacementHeuristics::*flag;
+  const char *meaning;
 };
 llvm::ArrayRef<PlacementHeuristic> placementHeuristicTable();
 /// The set with exactly the named heuristics on; an unknown name is an
