@@ -1158,8 +1158,11 @@ llvm::Expected<PartitionOptions> parsePartitionOptions(llvm::StringRef text) {
     } else if (key == "group") {
       if (value.getAsInteger(10, options.groupSize) || options.groupSize == 0)
         return error("partition: group must be a positive number, not '" + value + "'");
+    } else if (key == "sram") {
+      if (value.getAsInteger(10, options.costs.sramBytesPerChip) || options.costs.sramBytesPerChip == 0)
+        return error("partition: sram must be a positive number of bytes, not '" + value + "'");
     } else {
-      return error("partition: unknown option '" + key + "' (the options: chips, kind, group)");
+      return error("partition: unknown option '" + key + "' (the options: chips, kind, group, sram)");
     }
   }
   return options;

@@ -15,8 +15,10 @@
 // value). Every seed that closes is taken: the pass does not weigh a split
 // against its all-reduces (see docs/partitioning.md, "Not yet"). Then
 // vocabulary parallelism (chooseVocabSeeds): a vocabulary head's split is
-// gathered where it cannot close, and an embedding gather by a
-// vocabulary-sized table is split by its rows, its result partial.
+// gathered where it cannot close, and an embedding gather is split by the
+// rows of its result (its table whole on every chip) where the table is
+// small enough, else, by a vocabulary-sized table, by the table's rows,
+// its result partial.
 //
 // Before the analysis, a fused projection read in equal blocks of its
 // columns (GPT-2's q/k/v) is cut into one matmul per block
@@ -92,6 +94,9 @@ struct Analysis {
 struct VocabSeeds {
   std::set<const Op *> heads;
   std::set<const Op *> wholeReads;
+  /// Gathers split by the rows of their result (the axis given): every
+  /// chip holds the table whole and gathers its rows' ids alone.
+  std::map<const Op *, int> rowGathers;
 };
 
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t from, size_t to) {
@@ -232,8 +237,11 @@ private:
             Analysis &a) const {
     const size_t n = op.operands().size();
     if (auto seed = seeds.find(&op); seed != seeds.end()) {
-      if (op.kind() == OpKind::Gather)
+      if (op.kind() == OpKind::Gather) {
+        if (auto rows = vocab_->rowGathers.find(&op); rows != vocab_->rowGathers.end())
+          return rowGather(op, in, rows->second, seed->second, a);
         return vocabGather(op, in, seed->second, a);
+      }
       // Column-parallel: a replicated input times a weight's columns.
       if (in[0].kind != Sharding::Rep || in[1].kind != Sharding::Rep)
         return false;
@@ -469,6 +477,19 @@ private:
     return true;
   }
 
+  /// A gather split by the rows of its result: chip c gathers by its
+  /// slice of the ids along `axis` from the whole table. Its result is a
+  /// split as a reduce-scatter leaves one, gathered whole where a reader
+  /// needs it.
+  bool rowGather(const Op &op, const std::vector<Sharding> &in, int axis, const Ranges &ranges,
+                 Analysis &a) const {
+    if (in[0].kind != Sharding::Rep || in[1].kind != Sharding::Rep)
+      return false;
+    a.sharding[&op] = {Sharding::Split, axis, ranges, true};
+    a.needs[&op] = {Need{}, Need{Need::Slice, axis, ranges}};
+    return true;
+  }
+
   const Function &fn_;
   unsigned chips_;
   /// The vocabulary seeds of the trial that run() is analysing.
@@ -572,7 +593,8 @@ uint64_t gatheredBytes(const Analysis &a) {
 constexpr int64_t kVocabularyAspect = 2;
 
 void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, Ranges> &seeds,
-                      VocabSeeds &vocab, Analysis &current, llvm::ArrayRef<PartitionPin> pins) {
+                      VocabSeeds &vocab, Analysis &current, llvm::ArrayRef<PartitionPin> pins,
+                      uint64_t sramBytesPerChip) {
   Analyzer analyzer(fn, chips);
   const uint64_t N = chips;
   for (const auto &owned : fn.ops()) {
@@ -628,6 +650,33 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
         current.sharding.count(&op) || pinnedAs(pins, *table, PartitionPin::Action::Whole))
       continue;
     const int64_t rows = table->type().shape[0], cols = table->type().shape[1];
+    // Split by the rows of its result, the table whole on every chip, when
+    // it takes at most a quarter of a chip's SRAM, no head reads it and no
+    // pin holds it split:
+    // each chip gathers its own rows' ids, and what reads them takes them
+    // as it takes the rows of a reduce-scatter (BERT-base's embeddings:
+    // the word table's vocabulary split needs every chip to gather every
+    // row and a reduce-scatter of the sum, a gather of an eighth of the
+    // rows needs neither).
+    const bool readOnlyHere = llvm::none_of(fn.ops(), [&](const auto &user) {
+      return user.get() != &op && llvm::is_contained(user->operands(), table);
+    });
+    const int axis = scatterAxis(op.type(), chips);
+    if (readOnlyHere && axis >= 0 && size_t(axis) < op.operand(1)->type().rank() &&
+        4 * table->type().byteSize() <= sramBytesPerChip && !pinnedAs(pins, *table, PartitionPin::Action::Split)) {
+      Ranges byRows = balanced(op.type().shape[size_t(axis)], 1, chips);
+      auto trial = seeds;
+      trial[&op] = byRows;
+      VocabSeeds next = vocab;
+      next.rowGathers[&op] = axis;
+      Analysis a = analyzer.run(trial, next);
+      if (!byRows.empty() && a.ok) {
+        seeds = std::move(trial);
+        vocab = std::move(next);
+        current = std::move(a);
+        continue;
+      }
+    }
     // The rows a head holds of this table (read transposed), if one does;
     // any other reader of the table (whole, or by another slicing) keeps
     // the gather whole, else the chip would hold the table twice.
@@ -1276,7 +1325,7 @@ llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
   Analysis a;
   std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a, options.pins);
   VocabSeeds vocab;
-  chooseVocabSeeds(fn, options.chips, seeds, vocab, a, options.pins);
+  chooseVocabSeeds(fn, options.chips, seeds, vocab, a, options.pins, options.costs.sramBytesPerChip);
   if (seeds.empty())
     return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
                  llvm::Twine(options.chips) +
