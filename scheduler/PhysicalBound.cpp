@@ -45,7 +45,8 @@ struct Work {
 
 } // namespace
 
-PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescription &chip) {
+PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescription &chip,
+                            const backend::Topology *topology) {
   const unsigned lanes = chip.lanes;
   std::map<int64_t, Work> work;
   // Minimum latency to each op's result (the dependence chain).
@@ -160,8 +161,16 @@ PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescripti
   PhysicalBound bound;
   // The MACs all planes do in one cycle with an mm issued every cycle.
   const double macsPerIssue = double(chip.mxmPlanes) * chip.mxmDim * chip.mxmDim;
+  // The links a chip can send on: those cabled to another chip.
+  auto cabled = [&](int64_t c) {
+    if (!topology)
+      return int64_t(chip.c2cLinks);
+    int64_t n = 0;
+    for (unsigned l = 0; l < chip.c2cLinks; ++l)
+      n += topology->peer(unsigned(c), l) ? 1 : 0;
+    return std::max<int64_t>(n, 1);
+  };
   for (const auto &[c, w] : work) {
-    (void)c;
     bound.mxm = std::max(bound.mxm, int64_t(std::ceil(w.macIssues / macsPerIssue)));
     bound.weights = std::max(bound.weights, ceilDiv(w.weightElems, int64_t(chip.mxmDim) * chip.mxmPlanes));
     bound.sram = std::max({bound.sram, ceilDiv(w.reads, int64_t(chip.memSlices) * chip.memReadPorts),
@@ -169,7 +178,8 @@ PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescripti
     bound.vxm = std::max(bound.vxm, ceilDiv(w.vxmOps, int64_t(chip.vxmAlusPerLane)));
     bound.sxm = std::max(bound.sxm,
                          ceilDiv(w.sxmVectors, int64_t(chip.queues[unsigned(backend::UnitKind::Sxm)])));
-    bound.links = std::max(bound.links, ceilDiv(w.sent * chip.c2cCyclesPerVector, int64_t(chip.c2cLinks)));
+    if (w.sent > 0)
+      bound.links = std::max(bound.links, ceilDiv(w.sent * chip.c2cCyclesPerVector, cabled(c)));
   }
   bound.chain = chain;
   for (auto [value, name] : {std::pair{bound.mxm, "MXM"}, {bound.weights, "weight loads"},

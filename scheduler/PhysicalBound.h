@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/ChipDescription.h"
+#include "backend/Topology.h"
 #include "ir/IR.h"
 
 #include <cstdint>
@@ -32,7 +33,8 @@ struct PhysicalBound {
   int64_t vxm = 0;
   /// Vectors through the SXM's transposers, over its queues.
   int64_t sxm = 0;
-  /// Vectors a chip sends to others, over all its links at once.
+  /// Vectors a chip sends to others, over all the links the topology
+  /// cables to it at once (a chip of a node: its 7 local links).
   int64_t links = 0;
   /// The longest path of the ops' minimum latencies (a transfer: a hop).
   int64_t chain = 0;
@@ -40,7 +42,10 @@ struct PhysicalBound {
 
 /// The physical bound of `fn` on `chip`. A partitioned function (ops with
 /// a `chip` attribute) is bounded per chip, the largest chip's share of
-/// each resource, with every transfer on the chain a link hop.
-PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescription &chip);
+/// each resource, with every transfer on the chain a link hop, and a
+/// chip's vectors sent over the links `topology` cables to it (without a
+/// topology: all the chip's links).
+PhysicalBound physicalBound(const ir::Function &fn, const backend::ChipDescription &chip,
+                            const backend::Topology *topology = nullptr);
 
 } // namespace lpu::scheduler

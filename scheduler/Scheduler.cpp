@@ -1244,7 +1244,7 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
     }
     if (!schedule)
       return schedule.takeError();
-    schedule->physical = physicalBound(*fn, chip);
+    schedule->physical = physicalBound(*fn, chip, &*topology);
     schedule->topology = options.topology;
     schedule->topologyChips = topology->numChips();
     std::vector<BucketDim> dims;
