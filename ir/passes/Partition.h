@@ -34,6 +34,11 @@ struct PartitionCosts {
   /// The fraction of a chip's SRAM a stage's weights may take: the rest is
   /// for activations and the layouts' padding.
   double weightFill = 0.85;
+  /// The fraction of a chip's SRAM an embedding table may take and still
+  /// be held whole on every chip of a tensor-parallel group, each gathering
+  /// its own rows' ids (docs/partitioning.md, "Embeddings by rows"); a
+  /// larger one is split by the vocabulary.
+  double wholeTableFill = 0.25;
   /// A vector's elements: a state is stored a row to whole vectors (its
   /// last axis padded up to a multiple of this), as the scheduler does.
   unsigned lanes = 320;

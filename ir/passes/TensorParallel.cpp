@@ -594,7 +594,7 @@ constexpr int64_t kVocabularyAspect = 2;
 
 void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, Ranges> &seeds,
                       VocabSeeds &vocab, Analysis &current, llvm::ArrayRef<PartitionPin> pins,
-                      uint64_t sramBytesPerChip) {
+                      const PartitionCosts &costs) {
   Analyzer analyzer(fn, chips);
   const uint64_t N = chips;
   for (const auto &owned : fn.ops()) {
@@ -651,8 +651,8 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
       continue;
     const int64_t rows = table->type().shape[0], cols = table->type().shape[1];
     // Split by the rows of its result, the table whole on every chip, when
-    // it takes at most a quarter of a chip's SRAM, no head reads it and no
-    // pin holds it split:
+    // it takes at most costs.wholeTableFill of a chip's SRAM, no head reads
+    // it and no pin holds it split:
     // each chip gathers its own rows' ids, and what reads them takes them
     // as it takes the rows of a reduce-scatter (BERT-base's embeddings:
     // the word table's vocabulary split needs every chip to gather every
@@ -663,7 +663,8 @@ void chooseVocabSeeds(const Function &fn, unsigned chips, std::map<const Op *, R
     });
     const int axis = scatterAxis(op.type(), chips);
     if (readOnlyHere && axis >= 0 && size_t(axis) < op.operand(1)->type().rank() &&
-        4 * table->type().byteSize() <= sramBytesPerChip && !pinnedAs(pins, *table, PartitionPin::Action::Split)) {
+        double(table->type().byteSize()) <= costs.wholeTableFill * double(costs.sramBytesPerChip) &&
+        !pinnedAs(pins, *table, PartitionPin::Action::Split)) {
       Ranges byRows = balanced(op.type().shape[size_t(axis)], 1, chips);
       auto trial = seeds;
       trial[&op] = byRows;
@@ -1325,7 +1326,7 @@ llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
   Analysis a;
   std::map<const Op *, Ranges> seeds = chooseSeeds(fn, options.chips, a, options.pins);
   VocabSeeds vocab;
-  chooseVocabSeeds(fn, options.chips, seeds, vocab, a, options.pins, options.costs.sramBytesPerChip);
+  chooseVocabSeeds(fn, options.chips, seeds, vocab, a, options.pins, options.costs);
   if (seeds.empty())
     return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
                  llvm::Twine(options.chips) +
