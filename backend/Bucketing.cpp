@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace lpu::backend {
 
@@ -170,12 +171,16 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
     choice.index = bi;
     bool fits = true;
     int64_t elements = 0;
+    // An input a partitioned program places on several chips is given
+    // once: its elements count once.
+    std::set<std::string> counted;
     for (const TensorPlacement &t : b.tensors) {
       if (t.role != TensorRole::Input)
         continue;
       const tensor::Tensor &v = inputs.at(t.name);
       std::vector<int64_t> cap = b.fullShape(t);
-      elements += product(cap);
+      if (counted.insert(t.name).second)
+        elements += product(cap);
       const std::vector<Dim> dims = dimsOf(t);
       for (size_t i = 0; i < dims.size() && fits; ++i) {
         int64_t actual = v.shape()[i];
