@@ -58,6 +58,37 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::open(llvm::StringRef path) {
   return parse(std::move(*buffer), path);
 }
 
+namespace {
+
+constexpr int64_t kMaxHeaderDepth = 64;
+
+/// The deepest nesting of arrays and objects in JSON text (strings
+/// skipped), without parsing it.
+int64_t jsonDepth(llvm::StringRef text) {
+  int64_t depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"')
+      inString = true;
+    else if (c == '[' || c == '{')
+      deepest = std::max(deepest, ++depth);
+    else if (c == ']' || c == '}')
+      --depth;
+  }
+  return deepest;
+}
+
+} // namespace
+
 llvm::Expected<SafeTensorsFile> SafeTensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer,
                                                        llvm::StringRef name) {
   const llvm::StringRef bytes = buffer->getBuffer();
@@ -71,6 +102,12 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::parse(std::unique_ptr<llvm::Mem
                                  llvm::Twine(headerLength) + " bytes, the file has " +
                                  llvm::Twine(bytes.size() - 8) + " after the length");
 
+  // The parser recurses once a nesting level: a header nested thousands
+  // deep would overflow the stack. A real one is three deep (the object,
+  // a tensor's entry, its shape).
+  if (auto depth = jsonDepth(bytes.substr(8, headerLength)); depth > kMaxHeaderDepth)
+    return sourceError(name, "malformed .safetensors header: nested more than " + llvm::Twine(kMaxHeaderDepth) +
+                                 " levels deep");
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(bytes.substr(8, headerLength));
   if (!json)
     return sourceError(name, "malformed .safetensors header: " + toString(json.takeError()));

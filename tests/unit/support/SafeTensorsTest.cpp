@@ -156,6 +156,13 @@ TEST(SafeTensors, RejectsBadFiles) {
             std::string::npos);
   EXPECT_EQ(parseError(makeFile("[1, 2]", 0)),
             "w.safetensors: malformed .safetensors header: not a JSON object");
+  // Nested deep enough to overflow a recursive parser's stack: refused
+  // before parsing; brackets inside strings do not count.
+  EXPECT_EQ(parseError(makeFile(std::string(100000, '[') + std::string(100000, ']'), 0)),
+            "w.safetensors: malformed .safetensors header: nested more than 64 levels deep");
+  EXPECT_EQ(parseError(makeFile(R"({"__metadata__":{"k":"[[[[\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}, "w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8)),
+            "w.safetensors: tensor 'w': unsupported dtype 'F64'; supported: BOOL I8 I16 I32 F16 "
+            "BF16 F32");
   EXPECT_EQ(parseError(makeFile(R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8)),
             "w.safetensors: tensor 'w': unsupported dtype 'F64'; supported: BOOL I8 I16 I32 F16 "
             "BF16 F32");
