@@ -16,9 +16,9 @@ namespace lpu::tensor::detail {
 
 /// "NAME: MESSAGE" as an llvm::Error. Built from a Twine, never from a
 /// printf format, so a '%' in a file name is harmless.
-inline llvm::Error sourceError(llvm::StringRef name, const llvm::Twine &message) {
-  return llvm::createStringError(std::make_error_code(std::errc::invalid_argument),
-                                 llvm::Twine(name) + ": " + message);
+inline llvm::Error sourceError(llvm::StringRef name, const llvm::Twine &message,
+                               std::errc code = std::errc::invalid_argument) {
+  return llvm::createStringError(std::make_error_code(code), llvm::Twine(name) + ": " + message);
 }
 
 /// Prefixes every message in `error` with "NAME: ".
@@ -30,12 +30,16 @@ inline llvm::Error prefixError(llvm::StringRef name, llvm::Error error) {
 
 /// Reads a whole binary file; the error names the file and the reason.
 inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readWholeFile(llvm::StringRef path) {
+  // A file that is not there (or not a file) is an error of the command
+  // line, whatever it would have held: std::errc::no_such_file_or_directory
+  // tells callers so (lpurun's exit 2).
   if (llvm::sys::fs::is_directory(path))
-    return sourceError(path, "cannot read: it is a directory");
+    return sourceError(path, "cannot read: it is a directory", std::errc::no_such_file_or_directory);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return sourceError(path, "cannot read: " + buffer.getError().message());
+    return sourceError(path, "cannot read: " + buffer.getError().message(),
+                       std::errc::no_such_file_or_directory);
   return std::move(*buffer);
 }
 

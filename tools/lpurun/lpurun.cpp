@@ -83,6 +83,18 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data, const Feedback &feedb
   }
   return true;
 }
+/// Prints a tensor file's or literal's error and returns the exit code: a
+/// missing or directory file is a usage error (2), a bad literal or file
+/// contents an input error (1).
+int tensorError(llvm::Error error, const Feedback &feedback) {
+  std::error_code code;
+  llvm::handleAllErrors(std::move(error), [&](const llvm::ErrorInfoBase &e) {
+    code = e.convertToErrorCode();
+    feedback.error(e.message());
+  });
+  return code == std::errc::no_such_file_or_directory ? tools::kExitUsageError : tools::kExitInputError;
+}
+
 /// --input, --output and --weights as given: literals and .npy files read,
 /// the weights file checked for readability. Returns -1 when all is well,
 /// else the exit code (the error is printed).
@@ -94,10 +106,8 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
                       const Feedback &feedback) {
   for (const std::string &arg : inputs) {
     auto named = tensor::parseInputArgument(arg);
-    if (!named) {
-      feedback.error(llvm::toString(named.takeError()));
-      return tools::kExitInputError;
-    }
+    if (!named)
+      return tensorError(named.takeError(), feedback);
     if (inputValues.count(named->name)) {
       feedback.error("input '" + named->name + "' given twice");
       return tools::kExitUsageError;
@@ -209,10 +219,8 @@ int prepareGenerate(const GenerateArgs &args, const std::map<std::string, tensor
   options.initialStates = inputs;
   options.timingOnly = timingOnly;
   auto prompt = tensor::readNpyFile(args.prompt);
-  if (!prompt) {
-    feedback.error(llvm::toString(prompt.takeError()));
-    return tools::kExitInputError;
-  }
+  if (!prompt)
+    return tensorError(prompt.takeError(), feedback);
   options.prompt = std::move(*prompt);
   return -1;
 }
