@@ -422,9 +422,15 @@ int main(int argc, char **argv) {
     llvm::raw_fd_ostream out(outputFile, ec);
     if (ec) {
       tools::reportToolError("lpuc", "cannot write '" + outputFile + "': " + ec.message());
-      return tools::kExitInputError;
+      return tools::kExitUsageError;
     }
     out << bytes;
+    out.close();
+    if (out.has_error()) {
+      tools::reportToolError("lpuc", "cannot write '" + outputFile + "': " + out.error().message());
+      out.clear_error();
+      return tools::kExitUsageError;
+    }
   }
   if (compiled && !reportHtml.empty()) {
     std::string page;
