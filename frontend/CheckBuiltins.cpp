@@ -699,7 +699,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
       if (t->pack || t->dims.size() > 1 || (t->dims.size() == 1 && !axis)) {
         auto d = error(DiagID::QuantScaleShape, arg->range, what, t->str(), x->str(),
                        axis ? "axis " + std::to_string(*axis) + " of length " + x->dims[*axis].str()
-                            : std::string("no axis"));
+                            : std::string("a channel axis (none given)"));
         if (!axis && t->dims.size() == 1 && !t->pack)
           d.help("a per-channel " + std::string(what) + " needs the channel axis, e.g. axis = 0");
         return false;
