@@ -123,26 +123,74 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
       return v.takeError();
     scale = std::move(*v);
   }
-  // Per id: its vector offset inside its chunk (i32; a gather takes the low
-  // 16 bits) and its chunk (i32; its low byte is compared). A tree of the
-  // second pass reads both, a chunk index, the output and the table: in
-  // slices of their own, so that no two of its reads need one port at once.
-  std::vector<uint16_t> avoid = table.allSlices();
-  avoid.insert(avoid.end(), view.allSlices().begin(), view.allSlices().end());
-  auto where = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
-  if (!where)
-    return where.takeError();
-  avoid.insert(avoid.end(), where->allSlices().begin(), where->allSlices().end());
-  auto which = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
-  if (!which)
-    return which.takeError();
-  avoid.insert(avoid.end(), which->allSlices().begin(), which->allSlices().end());
-  auto chunkIndex = ctx.constant(op, DType::I8, chunks, lanes, chunkIndices(chunks, lanes), avoid);
-  if (!chunkIndex)
-    return chunkIndex.takeError();
+  auto shift = splatRows(op, ctx, 1, [](int64_t, int64_t a) { return a; }, 65536);
+  if (!shift)
+    return shift.takeError();
+  // Per id, in one i32 vector: its vector offset inside its chunk in the
+  // low two bytes (a gather takes the low 16 bits of its map) and its chunk
+  // in the third (compared with a chunk index). A tree of the second pass
+  // selects among a group of chunks (knobs.gatherChunkGroup): it gathers
+  // from each and reads each one's offset and chunk, so a group of G needs
+  // G copies of those, and of the chunk indices, in slices of their own
+  // (a slice's port serves one read a cycle); byte planes alternate
+  // between two sets of them (`copies`). Fewer groups are fewer round
+  // trips of every output vector through SRAM: a few rows cost the chain
+  // of groups' latency (BERT-base's word table of 12 chunks, 16 rows a
+  // chip: 12 trees in a chain each vector, one a group of 4: 3).
+  const size_t planes = tensor::dtypeSize(view.dtype);
+  const size_t copies = std::min<size_t>(planes, 2);
+  std::vector<TensorView> where, indices; // [parity * group + k]
+  int64_t group = std::clamp<int64_t>(ctx.knobs.gatherChunkGroup, 1, chunks);
+  auto release = [&] {
+    for (const TensorView &t : where)
+      ctx.releaseScratch(t);
+    where.clear();
+    indices.clear();
+  };
+  // The copies for groups of `g`; false (and nothing kept) when the
+  // slices run out, so that a smaller group is tried.
+  auto allocate = [&](int64_t g) -> llvm::Expected<bool> {
+    std::vector<uint16_t> avoid = table.allSlices();
+    avoid.insert(avoid.end(), view.allSlices().begin(), view.allSlices().end());
+    for (size_t k = 0; k < copies * size_t(g); ++k) {
+      auto t = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
+      if (!t) {
+        llvm::consumeError(t.takeError());
+        release();
+        return false;
+      }
+      avoid.insert(avoid.end(), t->allSlices().begin(), t->allSlices().end());
+      where.push_back(std::move(*t));
+    }
+    for (size_t k = 0; k < copies * size_t(g) && chunks > 1; ++k) {
+      auto c = ctx.constant(op, DType::I8, chunks, lanes, chunkIndices(chunks, lanes), avoid);
+      if (!c)
+        return c.takeError();
+      const bool shares = std::any_of(c->allSlices().begin(), c->allSlices().end(), [&](uint16_t sl) {
+        return std::find(avoid.begin(), avoid.end(), sl) != avoid.end();
+      });
+      if (shares && g > 1) {
+        release();
+        return false;
+      }
+      avoid.insert(avoid.end(), c->allSlices().begin(), c->allSlices().end());
+      indices.push_back(std::move(*c));
+    }
+    return true;
+  };
+  for (;; group = std::max<int64_t>(1, group / 2)) {
+    auto ok = allocate(group);
+    if (!ok)
+      return ok.takeError();
+    if (*ok)
+      break;
+    if (group == 1)
+      return cannotPlace(op, ctx);
+  }
+  auto copyOf = [&](size_t b, int64_t k) -> size_t { return b % copies * size_t(group) + size_t(k); };
 
-  // One vector's path: a first-pass tree, then a tree per chunk.
-  int64_t firstPass = -1, perChunkTree = -1;
+  // One vector's path: a first-pass tree, then a tree per group.
+  int64_t firstPass = -1, perGroupTree = -1;
   int64_t prev = 0;
   auto place = [&](WorkTree tree, int64_t ready, int64_t &length) -> llvm::Expected<Placement> {
     std::optional<Placement> placed = ctx.placer().place(std::move(tree), std::max(prev, ready));
@@ -156,19 +204,23 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   int64_t unused = 0;
   for (int64_t n = 0; n < idCount; ++n) {
     int64_t idRow = n / ids.cols, idVec = (n % ids.cols) / lanes;
-    for (int k = 0; k < 2; ++k) {
-      const TensorView &dest = k == 0 ? *where : *which;
+    for (const TensorView &dest : where) {
+      // (id mod ids-per-chunk) * scale + (id div ids-per-chunk) * 65536:
+      // the id read twice (a clash on its port is the placer's to detour).
       WorkTree tree;
       tree.write(dest.slices(n), dest.address(n, 0), -1);
-      int id = spreadId(tree, chip, ids, *spread, n);
-      int per = tree.read(perChunk->slices(0), perChunk->address(0, 0));
-      int value = vxm(tree, k == 0 ? Opcode::Rem : Opcode::Div, DType::I32, {id, per});
-      if (k == 0 && scale)
-        value = vxm(tree, Opcode::Mul, DType::I32,
-                    {value, tree.read(scale->slices(0), scale->address(0, 0))});
-      tree.nodes[0].inputs = {value};
+      int value = vxm(tree, Opcode::Rem, DType::I32,
+                      {spreadId(tree, chip, ids, *spread, n),
+                       tree.read(perChunk->slices(0), perChunk->address(0, 0))});
+      if (scale)
+        value = vxm(tree, Opcode::Mul, DType::I32, {value, tree.read(scale->slices(0), scale->address(0, 0))});
+      int chunk = vxm(tree, Opcode::Div, DType::I32,
+                      {spreadId(tree, chip, ids, *spread, n),
+                       tree.read(perChunk->slices(0), perChunk->address(0, 0))});
+      chunk = vxm(tree, Opcode::Mul, DType::I32, {chunk, tree.read(shift->slices(0), shift->address(0, 0))});
+      tree.nodes[0].inputs = {vxm(tree, Opcode::Add, DType::I32, {value, chunk})};
       int64_t ready = std::max(dest.storage->block.writableFrom, ids.readyAt(idRow, idVec));
-      auto placed = place(std::move(tree), ready, k == 0 ? firstPass : unused);
+      auto placed = place(std::move(tree), ready, &dest == &where.front() ? firstPass : unused);
       if (!placed)
         return placed.takeError();
       ctx.read(ids, placed->doneCycle);
@@ -180,15 +232,14 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
   int64_t tableReady = 0;
   for (int64_t t : table.storage->ready)
     tableReady = std::max(tableReady, t);
-  // Chunk by chunk: every output vector's byte plane takes chunk j's bytes
-  // where the id is in chunk j, and keeps what it has elsewhere (chunk 0
-  // writes it first). Chunks outer, so that the trees of one chunk are
-  // independent and overlap.
+  // Group by group: every output vector's byte plane takes chunk j's bytes
+  // where the id is in chunk j of the group, and keeps what it has
+  // elsewhere (the first group starts from chunk 0's). Groups outer, so
+  // that the trees of one group are independent and overlap.
   const int64_t outVectors = idCount * perId * vpr;
-  const size_t planes = tensor::dtypeSize(view.dtype);
   std::vector<int64_t> planeReady(size_t(outVectors) * planes, view.storage->block.writableFrom);
-  for (int64_t j = 0; j < chunks; ++j) {
-    const std::vector<uint16_t> &tableSlices = table.storage->chunkSlices[size_t(j)];
+  for (int64_t j0 = 0; j0 < chunks; j0 += group) {
+    const int64_t j1 = std::min(chunks, j0 + group);
     prev = 0;
     for (int64_t n = 0; n < idCount; ++n)
       for (int64_t a = 0; a < perId; ++a)
@@ -197,42 +248,49 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
           int64_t done = 0;
           for (size_t b = 0; b < planes; ++b) {
             int64_t &ready = planeReady[size_t(r * vpr + v) * planes + b];
-            const std::vector<uint16_t> &map = where->slices(n);
             WorkTree tree;
             tree.write({view.slices(r)[b]}, view.address(r, v), -1);
-            int offset = tree.read({map[0], map[1]}, where->address(n, 0));
-            Instr gather;
-            gather.op = Opcode::Gather;
-            gather.dtype = DType::I8; // one byte plane
-            gather.unit = tableSlices[b];
-            gather.addr = table.address(a, v); // row a of the id's chunk
-            int value = tree.add(gather, {offset, offset});
-            if (j > 0) {
-              int q = tree.read({which->slices(n)[0]}, which->address(n, 0));
-              int index = tree.read(chunkIndex->slices(j), chunkIndex->address(j, 0));
-              int cond = vxm(tree, Opcode::CmpEq, DType::I8, {q, index});
-              int kept = tree.read({view.slices(r)[b]}, view.address(r, v));
-              value = vxm(tree, Opcode::Select, DType::I8, {cond, value, kept});
+            int value = j0 > 0 ? tree.read({view.slices(r)[b]}, view.address(r, v)) : -1;
+            int64_t after = std::max(ready, tableReady);
+            for (int64_t j = j0; j < j1; ++j) {
+              const TensorView &w = where[copyOf(b, j - j0)];
+              const std::vector<uint16_t> &sl = w.slices(n);
+              int offset = tree.read({sl[0], sl[1]}, w.address(n, 0));
+              Instr gather;
+              gather.op = Opcode::Gather;
+              gather.dtype = DType::I8; // one byte plane
+              gather.unit = table.storage->chunkSlices[size_t(j)][b];
+              gather.addr = table.address(a, v); // row a of the id's chunk
+              int got = tree.add(gather, {offset, offset});
+              if (value < 0) {
+                value = got;
+              } else {
+                const TensorView &index = indices[copyOf(b, j - j0)];
+                int q = tree.read({sl[2]}, w.address(n, 0));
+                int cond = vxm(tree, Opcode::CmpEq, DType::I8,
+                               {q, tree.read(index.slices(j), index.address(j, 0))});
+                value = vxm(tree, Opcode::Select, DType::I8, {cond, got, value});
+              }
+              after = std::max(after, w.readyAt(n, 0));
             }
             tree.nodes[0].inputs = {value};
-            int64_t after = std::max({ready, tableReady, where->readyAt(n, 0), which->readyAt(n, 0)});
-            auto placed = place(std::move(tree), after, j == 1 ? perChunkTree : unused);
+            auto placed = place(std::move(tree), after, j0 == 0 ? perGroupTree : unused);
             if (!placed)
               return placed.takeError();
             ready = placed->doneCycle;
             done = std::max(done, placed->doneCycle);
             ctx.read(table, placed->doneCycle);
-            ctx.read(*where, placed->doneCycle);
-            ctx.read(*which, placed->doneCycle);
+            for (int64_t j = j0; j < j1; ++j)
+              ctx.read(where[copyOf(b, j - j0)], placed->doneCycle);
             ctx.read(view, placed->doneCycle);
           }
-          if (j == chunks - 1)
+          if (j1 == chunks)
             ctx.written(view, r, v, done - 1);
         }
   }
-  ctx.notePath(op, std::max<int64_t>(firstPass, 0) + chunks * std::max<int64_t>(perChunkTree, 0));
-  ctx.releaseScratch(*where);
-  ctx.releaseScratch(*which);
+  const int64_t groups = (chunks + group - 1) / group;
+  ctx.notePath(op, std::max<int64_t>(firstPass, 0) + groups * std::max<int64_t>(perGroupTree, 0));
+  release();
   return llvm::Error::success();
 }
 
