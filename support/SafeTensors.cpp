@@ -293,7 +293,11 @@ llvm::Error checkTensors(llvm::ArrayRef<const SafeTensorsFile *> files,
       wrongShape.push_back(spec.name + " (expected " + shapeString(spec.shape) + ", file has " +
                            shapeString(entry->shape) + ")");
   }
-  if (missing.empty() && extra.empty() && wrongType.empty() && wrongShape.empty() && twice.empty())
+  // Tensors nothing reads (a parameter the model declares but this entry
+  // never reads, another entry's) are no error on their own: a model's
+  // weights serve each of its entries. Listed with the other problems,
+  // they show a misspelt name beside the one missing.
+  if (missing.empty() && wrongType.empty() && wrongShape.empty() && twice.empty())
     return llvm::Error::success();
   std::string message = "the weights do not match the model:";
   auto section = [&](llvm::StringRef title, const std::vector<std::string> &items) {
