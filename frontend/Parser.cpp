@@ -14,6 +14,8 @@
 #include <llvm/Support/BuryPointer.h>
 
 #include <cerrno>
+#include <optional>
+#include <utility>
 #include <chrono>
 #include <cstdlib>
 
@@ -340,6 +342,33 @@ private:
     return true;
   }
 
+  /// The statement before an '=' token when it starts a line's statement
+  /// with something other than `let`, `var` or a lone name: its range and
+  /// text. Nullopt when the '=' is not such an assignment.
+  std::optional<std::pair<llvm::SMRange, std::string>> assignedExpression(const antlr4::Token *eq) {
+    // Back to the token that starts the statement: the first on its line.
+    const antlr4::Token *first = nullptr, *last = nullptr;
+    for (size_t i = eq->getTokenIndex(); i-- > 0;) {
+      const antlr4::Token *prev = tokens_.get(i);
+      if (prev->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+        continue;
+      if (prev->getLine() != eq->getLine() || prev->getType() == LPULexer::LBRACE ||
+          prev->getType() == LPULexer::RBRACE)
+        break;
+      if (!last)
+        last = prev;
+      first = prev;
+    }
+    if (!first || !last || first == last)
+      return std::nullopt; // nothing, or a lone name: the grammar's own case
+    const size_t k = first->getType();
+    if (k != LPULexer::IDENT && k != LPULexer::LPAREN)
+      return std::nullopt; // let, var, keywords: the grammar's own messages
+    llvm::SMRange range{locator_.range(first).Start, locator_.range(last).End};
+    std::string text(range.Start.getPointer(), size_t(range.End.getPointer() - range.Start.getPointer()));
+    return std::pair{range, text};
+  }
+
   /// Where a missing token belongs: just after the previous token when the
   /// offending one is on a later line (a missing ')' at the end of a line is
   /// shown there, not at the start of the next statement).
@@ -366,6 +395,18 @@ private:
       if (type >= 0 || type == static_cast<ssize_t>(antlr4::Token::EOF))
         types.push_back(static_cast<size_t>(type));
     std::string found = words_.found(t, locator_);
+
+    // '=' after an expression that is not a lone name (`inner.c = x`,
+    // `c[0] = x`): an assignment to what only a name can be.
+    if (t && t->getType() == LPULexer::ASSIGN) {
+      if (auto target = assignedExpression(t)) {
+        auto diag = diags_.report(DiagID::AssignToNonName, locator_.range(t), "'" + target->second + "'");
+        diag.label(target->first, "not a name");
+        diag.help("assign a 'var' or the model's own 'state' by name; 'update(s, pos, rows, axis = ...)' "
+                  "writes rows of a state");
+        return;
+      }
+    }
 
     // A closing bracket that would have been accepted: name the opener.
     if (const antlr4::Token *open = openBracketBefore(t ? t->getTokenIndex() : 0)) {
