@@ -288,6 +288,7 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
   DiagnosticEngine &diags = c.diags;
   const ChipsOptions &chips = options.chips;
   c.partitionChoices.assign(c.ir->functions.size(), std::nullopt);
+  std::set<std::string> warned; // W0601s reported
   c.schedules.clear();
   c.schedules.resize(c.ir->functions.size());
   // Functions partitioned already (IR text, lpuc FILE.ir) stay as they
@@ -384,6 +385,9 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
     // Each kind on a copy, scheduled; the fewest cycles win (the first
     // kind on a tie).
     PartitionChoice choice;
+    // Kinds that failed with pins of theirs given: the pins were meant for
+    // them, so another kind winning is worth a warning.
+    std::vector<std::pair<std::string, std::string>> pinnedFailures;
     std::unique_ptr<ir::Function> best;
     std::optional<scheduler::Schedule> bestSchedule;
     std::string defaultPartitionError;
@@ -403,6 +407,8 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
         candidate.message = llvm::toString(std::move(e));
         if (isDefault)
           defaultPartitionError = candidate.message;
+        if (llvm::any_of(chips.pins, [&](const ir::PartitionPin &pin) { return pinAppliesTo(pin, k.kind); }))
+          pinnedFailures.push_back({k.name.str(), candidate.message});
         choice.candidates.push_back(std::move(candidate));
         continue;
       }
@@ -440,6 +446,10 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
       fn = std::move(defaultPartitioned);
       continue;
     }
+    // Once an entry (its buckets fail alike).
+    for (const auto &[kind, message] : pinnedFailures)
+      if (warned.insert(fn->name() + "\n" + kind + "\n" + message + "\n" + choice.chosen).second)
+        diags.report(DiagID::PinnedKindFails, at, fn->name(), kind, message, choice.chosen);
     fn = std::move(best);
     c.partitionChoices[index] = std::move(choice);
     c.schedules[index] = std::move(bestSchedule);
