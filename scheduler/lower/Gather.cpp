@@ -155,8 +155,10 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
     for (size_t k = 0; k < copies * size_t(g); ++k) {
       auto t = ctx.scratch(op, DType::I32, idCount, lanes, avoid);
       if (!t) {
-        llvm::consumeError(t.takeError());
         release();
+        if (g == 1)
+          return t.takeError(); // no room even for one copy: the allocator's refusal
+        llvm::consumeError(t.takeError());
         return false;
       }
       avoid.insert(avoid.end(), t->allSlices().begin(), t->allSlices().end());
@@ -184,8 +186,6 @@ llvm::Error lowerChunkedGather(const ir::Op &op, LoweringContext &ctx, const Ten
       return ok.takeError();
     if (*ok)
       break;
-    if (group == 1)
-      return cannotPlace(op, ctx);
   }
   auto copyOf = [&](size_t b, int64_t k) -> size_t { return b % copies * size_t(group) + size_t(k); };
 
