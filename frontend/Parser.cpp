@@ -14,10 +14,10 @@
 #include <llvm/Support/BuryPointer.h>
 
 #include <cerrno>
-#include <optional>
-#include <utility>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
 namespace lpu {
 
@@ -346,7 +346,8 @@ private:
   /// with something other than `let`, `var` or a lone name: its range and
   /// text. Nullopt when the '=' is not such an assignment.
   std::optional<std::pair<llvm::SMRange, std::string>> assignedExpression(const antlr4::Token *eq) {
-    // Back to the token that starts the statement: the first on its line.
+    // Back to the token that starts the statement: the first on its line,
+    // or the first after a brace on it (`for i in 0..2 { c[i] = x }`).
     const antlr4::Token *first = nullptr, *last = nullptr;
     for (size_t i = eq->getTokenIndex(); i-- > 0;) {
       const antlr4::Token *prev = tokens_.get(i);

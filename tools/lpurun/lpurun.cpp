@@ -83,6 +83,7 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data, const Feedback &feedb
   }
   return true;
 }
+
 /// Prints a tensor file's or literal's error and returns the exit code: a
 /// missing or directory file is a usage error (2), a bad literal or file
 /// contents an input error (1).
