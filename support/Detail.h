@@ -9,6 +9,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <memory>
+#include <string>
 
 #include <system_error>
 
@@ -21,11 +22,18 @@ inline llvm::Error sourceError(llvm::StringRef name, const llvm::Twine &message,
   return llvm::createStringError(std::make_error_code(code), llvm::Twine(name) + ": " + message);
 }
 
-/// Prefixes every message in `error` with "NAME: ".
+/// Prefixes every message in `error` with "NAME: ", keeping its code (a
+/// file that cannot be read stays one: lpurun's exit 2).
 inline llvm::Error prefixError(llvm::StringRef name, llvm::Error error) {
   if (!error)
     return error;
-  return sourceError(name, llvm::toString(std::move(error)));
+  std::error_code code;
+  std::string message;
+  llvm::handleAllErrors(std::move(error), [&](const llvm::ErrorInfoBase &e) {
+    code = e.convertToErrorCode();
+    message += (message.empty() ? "" : "\n") + e.message();
+  });
+  return llvm::createStringError(code, llvm::Twine(name) + ": " + message);
 }
 
 /// Reads a whole binary file; the error names the file and the reason.

@@ -162,17 +162,8 @@ llvm::Expected<NamedInput> parseInputArgument(llvm::StringRef argument) {
   auto probe = rest.begin();
   const bool isLiteral = x3::parse(probe, rest.end(), *(x3::int64 >> 'x') >> +x3::alnum >> '=');
   llvm::Expected<Tensor> tensor = isLiteral ? parseTensorLiteral(rest) : readNpyFile(rest);
-  if (!tensor) {
-    // The code passes through: a file that cannot be read is the command
-    // line's error, a file that reads wrong is the input's.
-    std::error_code code;
-    std::string message;
-    llvm::handleAllErrors(tensor.takeError(), [&](const llvm::ErrorInfoBase &e) {
-      code = e.convertToErrorCode();
-      message = e.message();
-    });
-    return llvm::createStringError(code, "input '" + name + "': " + message);
-  }
+  if (!tensor) // the code passes through: an unreadable file is the command line's error
+    return detail::prefixError("input '" + name + "'", tensor.takeError());
   return NamedInput{std::move(name), std::move(*tensor)};
 }
 
