@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace lpu::driver {
 
@@ -118,6 +119,14 @@ llvm::Error checkGenerateContract(llvm::ArrayRef<Entry> entries, const GenerateO
   if (p.dtype() != DType::I32 || p.rank() != 2 || p.shape()[0] != 1 || p.shape()[1] < 1)
     return error("--prompt holds " + p.typeString() +
                  "; expected the token ids as i32[1, S] (one sequence of at least one id)");
+  // The last decode call's `pos` is S + N - 2, an i32.
+  const int64_t lastPos = p.shape()[1] + options.tokens - 2;
+  if (lastPos > std::numeric_limits<int32_t>::max())
+    return error("--generate " + llvm::Twine(options.tokens) + " with a prompt of " +
+                 llvm::Twine(p.shape()[1]) + " ids: the last decode call's position " +
+                 llvm::Twine(lastPos) + " is past an i32 'pos' (at most " +
+                 llvm::Twine(std::numeric_limits<int32_t>::max() - p.shape()[1] + 2) +
+                 " tokens after this prompt)");
   std::vector<std::string> names;
   for (const Entry &e : entries)
     names.push_back(e.name);
@@ -179,8 +188,12 @@ llvm::Expected<GenerateResult> generate(llvm::ArrayRef<Entry> entries,
     auto r = call(entry.name, inputs);
     if (!r)
       return r.takeError();
+    // Moved, not copied: a call's states are the next call's inputs and
+    // nothing else, so a run holds one state whatever N is (a copy kept
+    // per call grew by the whole KV cache every step).
     for (auto &[name, value] : r->states)
-      carried.insert_or_assign(name, value);
+      carried.insert_or_assign(name, std::move(value));
+    r->states.clear();
     return r;
   };
   auto choose = [&](const CallResult &r, int64_t realRows,

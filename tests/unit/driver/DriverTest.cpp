@@ -1,6 +1,7 @@
 // The pipeline's phases run in order, stop where told, dump what each made,
 // and stop at the first error; lpurun's model loading and lpu-opt's
 // pipeline are the same library.
+#include "driver/Generate.h"
 #include "driver/LoadModel.h"
 #include "driver/Opt.h"
 #include "driver/Pipeline.h"
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 namespace lpu::driver {
 namespace {
@@ -331,6 +333,108 @@ TEST(DriverTest, PinsParseAndMatchByGlob) {
     if (!pin)
       llvm::consumeError(pin.takeError());
   }
+}
+
+} // namespace
+} // namespace lpu::driver
+
+namespace lpu::driver {
+namespace {
+
+using tensor::DType;
+
+constexpr const char *kDecoder = R"(model D<V = 4, P = 8> {
+  param emb: f16[V, V]
+  state cache: f16[P, V]
+  fn prefill<S>(ids: i32[1, S]) -> f32[1, S, V] where S <= P {
+    let x = gather(emb, ids[0])
+    cache = update(cache, 0, x, axis = 0)
+    return reshape(f32(x), [1, S, V])
+  }
+  fn decode(id: i32[1, 1], pos: i32[]) -> f32[1, 1, V] {
+    let x = gather(emb, id[0])
+    cache = update(cache, pos, x, axis = 0)
+    return reshape(f32(x), [1, 1, V])
+  }
+}
+entry prefill = D.prefill<S in {4}>
+entry decode = D.decode
+)";
+
+std::vector<backend::Entry> decoderEntries() {
+  Source r(kDecoder);
+  EXPECT_TRUE(r.run(upTo(Phase::Emit)));
+  auto program = backend::readProgramBinary(
+      llvm::ArrayRef(reinterpret_cast<const uint8_t *>(r.c.binary.data()), r.c.binary.size()),
+      "d.lpx");
+  EXPECT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  return program ? program->entries : std::vector<backend::Entry>{};
+}
+
+// Each call's state goes to the next call and is not kept per call: a run
+// of N steps holds one state, not N (the KV cache of every step).
+TEST(GenerateTest, EachCallGetsThePreviousStateAndNoneIsKeptPerCall) {
+  std::vector<backend::Entry> entries = decoderEntries();
+  ASSERT_EQ(entries.size(), 2u);
+  GenerateOptions options;
+  options.tokens = 6;
+  options.prompt = tensor::Tensor(DType::I32, {1, 3});
+  int calls = 0;
+  std::vector<int64_t> seen; // the cache's element 0 as each call got it
+  auto call = [&](const std::string &entry,
+                  const std::map<std::string, tensor::Tensor> &inputs) -> llvm::Expected<CallResult> {
+    CallResult r;
+    auto it = inputs.find("cache");
+    seen.push_back(it == inputs.end() ? -1 : int64_t(it->second.getFloat(0)));
+    tensor::Tensor cache(DType::F16, {8, 4});
+    cache.setFloat(0, float(++calls));
+    r.states.emplace_back("cache", std::move(cache));
+    tensor::Tensor logits(DType::F32, entry == "prefill" ? std::vector<int64_t>{1, 3, 4}
+                                                         : std::vector<int64_t>{1, 1, 4});
+    logits.setFloat(logits.numElements() - 1 - calls % 4, 1.0f);
+    r.outputs.emplace_back("out", std::move(logits));
+    r.cycles = 10;
+    r.bucket = "b";
+    return r;
+  };
+  auto result = generate(entries, options, call);
+  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
+  EXPECT_EQ(calls, 6);
+  // The prefill starts from no state (zeros, given by the call); every
+  // decode from the state the call before returned.
+  EXPECT_EQ(seen, (std::vector<int64_t>{-1, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(result->calls.size(), 6u);
+  for (const CallResult &c : result->calls)
+    EXPECT_TRUE(c.states.empty());
+  ASSERT_EQ(result->states.count("cache"), 1u);
+  EXPECT_EQ(result->states.at("cache").getFloat(0), 6.0f);
+}
+
+// The last decode call's position is S + N - 2, an i32: a larger N is
+// refused before anything runs, with the most that fits.
+TEST(GenerateTest, APositionPastI32IsRefusedBeforeAnyCall) {
+  std::vector<backend::Entry> entries = decoderEntries();
+  ASSERT_EQ(entries.size(), 2u);
+  GenerateOptions options;
+  options.prompt = tensor::Tensor(DType::I32, {1, 3});
+  options.tokens = int64_t(std::numeric_limits<int32_t>::max()) - 1; // last pos 2^31 - 1
+  if (llvm::Error ok = checkGenerateContract(entries, options))
+    ADD_FAILURE() << llvm::toString(std::move(ok));
+  options.tokens += 1;
+  llvm::Error e = checkGenerateContract(entries, options);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("at most 2147483646 tokens after this prompt"),
+            std::string::npos);
+  bool called = false;
+  auto call = [&](const std::string &, const std::map<std::string, tensor::Tensor> &)
+      -> llvm::Expected<CallResult> {
+    called = true;
+    return CallResult{};
+  };
+  auto result = generate(entries, options, call);
+  EXPECT_FALSE(bool(result));
+  llvm::consumeError(result.takeError());
+  EXPECT_FALSE(called);
 }
 
 } // namespace
