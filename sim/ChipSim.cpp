@@ -109,7 +109,8 @@ size_t ChipSim::diagonalIndex(unsigned dir, unsigned id, int64_t pos, int64_t cy
   return (size_t(dir - 1) * chip_.streamsPerDirection + id) * kRing + size_t(d & (kRing - 1));
 }
 
-const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset, unsigned pos) {
+const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset, unsigned groupWidth,
+                                   unsigned pos) {
   unsigned id = s.id + offset;
   int64_t c = ctx.cycle;
   // A value emitted at position x and cycle t is at position y at cycle
@@ -139,12 +140,19 @@ const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset,
     size_t i = slotIndex(s.dir, id, t);
     StreamSlot &slot = slots_[i];
     if (slot.cycle == t && slot.pos == uint32_t(x)) {
-      for (unsigned k = slot.first; k < unsigned(slot.first) + slot.width; ++k) {
-        StreamSlot &part = slots_[slotIndex(s.dir, k, t)];
-        if (part.cycle == t && part.issue == slot.issue && part.queue == slot.queue &&
-            part.instr == slot.instr)
-          part.read = true;
-      }
+      slot.read = true;
+      // A typed read narrower than the value from its first stream (a u16
+      // map read from an i32 result) reads the value: the bytes above stay
+      // unread by design. Byte-wide reads (a write or a send of one byte
+      // plane) read their own stream only, so a byte plane moved off its
+      // diagonal leaves its own part of the value unread.
+      if (offset == 0 && groupWidth >= 2 && id == slot.first && groupWidth < slot.width)
+        for (unsigned k = slot.first; k < unsigned(slot.first) + slot.width; ++k) {
+          StreamSlot &part = slots_[slotIndex(s.dir, k, t)];
+          if (part.cycle == t && part.issue == slot.issue && part.queue == slot.queue &&
+              part.instr == slot.instr)
+            part.read = true;
+        }
       return slotData_.empty() ? scratch_.data() : slotData_.data() + i * chip_.lanes;
     }
   }
@@ -156,7 +164,7 @@ const uint8_t *ChipSim::readStream(const Ctx &ctx, StreamRef s, unsigned offset,
 bool ChipSim::readGroup(const Ctx &ctx, StreamRef s, unsigned width, unsigned pos,
                         const uint8_t **planes) {
   for (unsigned b = 0; b < width; ++b)
-    if (!(planes[b] = readStream(ctx, s, b, pos)))
+    if (!(planes[b] = readStream(ctx, s, b, width, pos)))
       return false;
   return true;
 }

@@ -116,8 +116,9 @@ private:
   /// first + width - 1. A value of which no instruction reads any stream is
   /// a violation (the schedule lost it: a consumer moved off its diagonal
   /// reads another value there, and the only sign left is this one
-  /// unread). Reading some of its streams is enough: a map read as u16
-  /// from an i32 result leaves the high bytes unread.
+  /// unread). Every stream of a value must be read, but for a typed read
+  /// narrower than the value from its first stream (a map read as u16
+  /// from an i32 result), which reads the whole value.
   struct StreamSlot {
     int64_t cycle = -1;
     uint32_t pos = 0;
@@ -149,7 +150,10 @@ private:
 
   /// The value of stream `id` (direction dir) at position pos and cycle, or
   /// nullptr after recording a violation.
-  const uint8_t *readStream(const Ctx &ctx, backend::StreamRef s, unsigned offset, unsigned pos);
+  /// Stream s.id + offset at `pos`, read as part of a group of `groupWidth`
+  /// streams (readGroup).
+  const uint8_t *readStream(const Ctx &ctx, backend::StreamRef s, unsigned offset, unsigned groupWidth,
+                            unsigned pos);
   bool readGroup(const Ctx &ctx, backend::StreamRef s, unsigned width, unsigned pos,
                  const uint8_t **planes);
   /// Reserves stream slots for a result at `cycle`; fills `planes` with
