@@ -67,6 +67,23 @@ llvm::Error opBinary(Importer &im, const OnnxNode &node) {
   if (op == "Max" || op == "Min")
     return define(im, node, (op == "Max" ? "maximum(" : "minimum(") + x + ", " + y + ")", dtype,
                   shape);
+  if (op == "Div" && (dtype == DType::I32 || dtype == DType::I16 || dtype == DType::I8)) {
+    // ONNX's integer Div truncates toward zero; the language's `/` floors
+    // (docs/ir.md). The floor is one below the truncation exactly when the
+    // division is inexact and the operands' signs differ (the remainder
+    // is then non-zero); a constant divisor's sign is known here.
+    std::string differ = "(" + x + " < 0) != (" + y + " < 0)";
+    if (!b->runtime && b->c.numElements() == 1 && b->c.intAt(0).value()) {
+      int64_t d = *b->c.intAt(0).value();
+      if (d == 1 || d == -1 || d == 0) // exact (x / 0 is 0 in the language)
+        return define(im, node, x + " / " + y, dtype, shape);
+      differ = x + (d > 0 ? " < 0" : " > 0");
+    }
+    std::string q = x + " / " + y;
+    return define(im, node,
+                  "select(" + x + " % " + y + " != 0 && " + differ + ", " + q + " + 1, " + q + ")",
+                  dtype, shape);
+  }
   bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
                  op == "GreaterOrEqual" || op == "And" || op == "Or";
   return define(im, node, x + " " + ops.at(op) + " " + y, compare ? DType::Bool : dtype, shape);

@@ -366,5 +366,29 @@ TEST(ImporterTest, MalformedGraphsAreErrorsNotCrashes) {
   EXPECT_NE(e.find("'huge' (Range): computes a constant of shape"), std::string::npos) << e;
 }
 
+TEST(ImporterTest, IntegerDivTruncates) {
+  // ONNX's integer Div truncates; the language's `/` floors.
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("a", kOnnxInt64, {int64_t(4)}), tensorInfo("b", kOnnxInt64, {int64_t(4)})};
+  g.outputs = {tensorInfo("y", kOnnxInt64, {})};
+  g.nodes = {node("Div", {"a", "b"}, {"y"})};
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("select(a % b != 0 && (a < 0) != (b < 0), a / b + 1, a / b)"),
+            std::string::npos)
+      << src;
+  g.initializers = {ints("two", {}, {2})};
+  g.nodes = {node("Div", {"a", "two"}, {"y"})};
+  src = importOk(g);
+  EXPECT_NE(src.find("select(a % 2 != 0 && a < 0, a / 2 + 1, a / 2)"), std::string::npos) << src;
+  // Floats divide as they are.
+  g.inputs = {tensorInfo("a", kOnnxFloat, {int64_t(4)}), tensorInfo("b", kOnnxFloat, {int64_t(4)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers.clear();
+  g.nodes = {node("Div", {"a", "b"}, {"y"})};
+  src = importOk(g);
+  EXPECT_NE(src.find("= a / b "), std::string::npos) << src;
+}
+
 } // namespace
 } // namespace lpu::import

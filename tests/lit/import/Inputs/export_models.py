@@ -4,7 +4,7 @@ tests; nothing is downloaded.
 usage: export_models.py KIND OUTDIR [--f16-error]
 
 KIND is one of mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small,
-bert_masked, torch_encoder. Writes to
+bert_masked, torch_encoder, int_div. Writes to
 OUTDIR (created if need be):
   KIND.onnx                     the model (torch.onnx.export);
   KIND.CASE.NAME.npy            each input of each case, in the type the
@@ -193,6 +193,19 @@ class MaskedBert(nn.Module):
         return torch.tanh(self.pool(y[:, 0]))
 
 
+class IntDiv(nn.Module):
+    """Integer division as PyTorch's trunc rounding (ONNX's integer Div):
+    by a run-time divisor, by a positive and by a negative constant, each
+    on negative and positive numerators. The quotients are small integers,
+    exact in the f16 the float output is computed in."""
+
+    def forward(self, a, b):
+        q = torch.cat([torch.div(a, b, rounding_mode="trunc"),
+                       torch.div(a, 3, rounding_mode="trunc"),
+                       torch.div(a, -4, rounding_mode="trunc")], dim=-1)
+        return q.float()
+
+
 def resnet50():
     import torchvision
     m = torchvision.models.resnet50(weights=None)
@@ -260,16 +273,26 @@ def spec(kind):
         return (lambda: Encoder(100, 64, 2, 64, 4, 256), 13,
                 {"input_ids": ("i", [1, "S"], 100)}, "last_hidden_state", {"S": 1},
                 [("S=16", {"S": 16}), ("S=32", {"S": 32})], static)
+    if kind == "int_div":
+        # Numerators in [-20, 20], divisors in [-5, 5] but not 0.
+        return (IntDiv, 13, {"a": ("i", [2, 16], 21, -20), "b": ("i", [2, 16], 6, -5, "nonzero")},
+                "q", {}, [("B=2", {})], static)
     sys.exit(f"export_models.py: unknown KIND '{kind}' "
              "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small, bert_masked, "
-             "torch_encoder)")
+             "torch_encoder, int_div)")
 
 
 def make_input(rng, desc, sizes):
     kind, dims = desc[0], [sizes[d] if isinstance(d, str) else d for d in desc[1]]
     if kind == "i":
-        # Ids anywhere in the vocabulary; the imported entry takes i32.
-        return rng.integers(0, desc[2], dims).astype(np.int32)
+        # Ids anywhere in the vocabulary (or in [low, high) when a low
+        # bound is given, without 0 when "nonzero" follows it); the
+        # imported entry takes i32.
+        low = desc[3] if len(desc) > 3 else 0
+        v = rng.integers(low, desc[2], dims)
+        if "nonzero" in desc[4:]:
+            v[v == 0] = 1
+        return v.astype(np.int32)
     # Unit normal, in f16 (the imported entry's input type).
     return rng.standard_normal(dims).astype(np.float16)
 
