@@ -22,6 +22,9 @@ struct ImportOptions {
   /// Buckets of the symbolic dimensions, by the ONNX name (or its
   /// sanitized spelling).
   std::map<std::string, std::vector<int64_t>> buckets;
+  /// Run-time Gather indices are known to lie in [0, s): no `select`
+  /// wraps negative ones from the end (ONNX's [-s, s-1]) before a gather.
+  bool idsInRange = false;
 };
 
 struct ImportResult {

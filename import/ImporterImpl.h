@@ -87,6 +87,10 @@ struct Value {
   // A constant.
   Const c;
   std::string paramRef; // set once the constant became a parameter
+  // A run-time integer tensor known to hold no negative value (an iota,
+  // a slice of a constant without negatives): Gather's indices need no
+  // wrapping from the end.
+  bool nonNegative = false;
 };
 
 class Importer {

@@ -407,7 +407,11 @@ llvm::Error opRange(Importer &im, const OnnxNode &node) {
   }
   if (!s.value() || *s.value() != 0 || !d.value() || *d.value() != 1)
     return im.nodeError(node, "a range with a symbolic bound must start at 0 with step 1");
-  return define(im, node, "iota<" + l.text() + ">()", DType::I32, {l});
+  if (llvm::Error e = define(im, node, "iota<" + l.text() + ">()", DType::I32, {l}))
+    return e;
+  TRY(r, im.value(node.outputs[0]));
+  r->nonNegative = true;
+  return llvm::Error::success();
 }
 
 llvm::Error opConcat(Importer &im, const OnnxNode &node) {
@@ -494,6 +498,9 @@ llvm::Error sliceRuntime(Importer &im, const OnnxNode &node, Value &in, size_t o
     x.ref = ref;
     x.dtype = im.dtypeOf(in);
     x.shape = im.shapeOf(in);
+    x.nonNegative = !in.c.isFloat();
+    for (int64_t i = 0; x.nonNegative && i < in.c.numElements(); ++i)
+      x.nonNegative = in.c.intAt(i).value().value_or(-1) >= 0;
   }
   std::vector<std::string> idx;
   std::vector<Size> shape;
@@ -518,7 +525,11 @@ llvm::Error sliceRuntime(Importer &im, const OnnxNode &node, Value &in, size_t o
   }
   while (!idx.empty() && idx.back() == ":")
     idx.pop_back();
-  return define(im, node, x.ref + "[" + join(idx) + "]", x.dtype, shape, output);
+  if (llvm::Error e = define(im, node, x.ref + "[" + join(idx) + "]", x.dtype, shape, output))
+    return e;
+  TRY(r, im.value(node.outputs[output]));
+  r->nonNegative = x.nonNegative;
+  return llvm::Error::success();
 }
 
 llvm::Error opSlice(Importer &im, const OnnxNode &node) {
@@ -660,8 +671,8 @@ llvm::Error opGather(Importer &im, const OnnxNode &node) {
     TRY(idv, numbersOf(im, node, ids->c, "indices"));
     for (int64_t v : idv)
       if (v < -dd[axis] || v >= dd[axis])
-        return im.nodeError(node, "index " + std::to_string(v) + " is outside an axis of " +
-                                      std::to_string(dd[axis]));
+        return im.nodeError(node, "index " + std::to_string(v) + " is outside axis " +
+                                      std::to_string(axis) + " of " + shapeText(dshape));
     Const c = gatherConst(data->c, od, [&](int64_t flat) {
       int64_t in = flat % inner, rest = flat / inner;
       int64_t k = rest % nIds, outer = rest / nIds;
@@ -671,18 +682,38 @@ llvm::Error opGather(Importer &im, const OnnxNode &node) {
     im.defineConst(node.outputs[0], std::move(c));
     return llvm::Error::success();
   }
-  if (data->runtime && !ids->runtime && ids->c.dims.size() <= 1) {
+  // Indices in [-n, n) count from the end when negative (ONNX), the
+  // language's gather clamps: constant ones are checked and made
+  // non-negative here, run-time ones by a select before the gather.
+  std::optional<Value> wrappedIds;
+  if (data->runtime && !ids->runtime) {
     TRY(idv, numbersOf(im, node, ids->c, "indices"));
     int64_t n = dshape[axis].value().value_or(-1);
-    for (int64_t &v : idv)
+    bool negative = false;
+    for (int64_t &v : idv) {
+      if (n >= 0 && (v < -n || v >= n))
+        return im.nodeError(node, "index " + std::to_string(v) + " is outside axis " +
+                                      std::to_string(axis) + " of " + shapeText(dshape));
       if (v < 0) {
         if (n < 0)
           return im.nodeError(node, "a negative index on a symbolic dimension");
         v += n;
+        negative = true;
       }
-    bool contiguous = !idv.empty();
+    }
+    bool contiguous = !idv.empty() && ids->c.dims.size() <= 1;
     for (size_t i = 1; i < idv.size(); ++i)
       contiguous &= idv[i] == idv[i - 1] + 1;
+    if (negative && !ids->c.dims.empty() && !contiguous) {
+      wrappedIds = *ids;
+      Const &c = wrappedIds->c;
+      c.big = nullptr;
+      c.floats.clear();
+      c.ints.clear();
+      for (int64_t v : idv)
+        c.ints.push_back(Size::of(v));
+      wrappedIds->paramRef.clear();
+    }
     if (ids->c.dims.empty() || contiguous) {
       std::vector<std::string> idx(axis, ":");
       std::vector<Size> shape = dshape;
@@ -696,6 +727,19 @@ llvm::Error opGather(Importer &im, const OnnxNode &node) {
       return define(im, node, data->ref + "[" + join(idx) + "]", data->dtype, shape);
     }
   }
+  if (ids->runtime && !ids->nonNegative && !im.options.idsInRange) {
+    const Size &n = dshape[axis];
+    std::string i = ids->dtype == DType::I32 ? ids->ref : "i32(" + ids->ref + ")";
+    std::string size = n.isConst() || (n.syms.size() == 1 && n.coeff == 1) ? n.text()
+                                                                            : "(" + n.text() + ")";
+    std::string ref = im.emit(node, "select(" + i + " < 0, " + i + " + " + size + ", " + i + ")",
+                              ids->ref + "_wrapped");
+    wrappedIds = *ids;
+    wrappedIds->ref = ref;
+    wrappedIds->dtype = DType::I32;
+  }
+  if (wrappedIds)
+    ids = &*wrappedIds;
   std::vector<Size> ishape = im.shapeOf(*ids);
   std::vector<Size> shape(dshape.begin(), dshape.begin() + axis);
   shape.insert(shape.end(), ishape.begin(), ishape.end());

@@ -59,10 +59,15 @@ int main(int argc, char **argv) {
                  "the sizes to compile a symbolic dimension of the inputs for, DIM=N[,N...] "
                  "(repeatable; every symbolic dimension needs one)")
       ->allow_extra_args(false);
+  bool idsInRange = false;
+  app.add_flag("--ids-in-range", idsInRange,
+               "run-time Gather indices lie in [0, size): no select wraps negative ones from the "
+               "end before each gather");
   if (int code = tools::parseCommandLine(app, argc, argv, kTool); code >= 0)
     return code;
 
   import::ImportOptions options;
+  options.idsInRange = idsInRange;
   for (const std::string &b : buckets) {
     auto [dim, list] = llvm::StringRef(b).split('=');
     llvm::SmallVector<llvm::StringRef, 4> parts;

@@ -390,5 +390,64 @@ TEST(ImporterTest, IntegerDivTruncates) {
   EXPECT_NE(src.find("= a / b "), std::string::npos) << src;
 }
 
+TEST(ImporterTest, GatherIndicesCountFromTheEnd) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(5)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  auto gather = [&](std::vector<int64_t> dims, std::vector<int64_t> ids) {
+    g.initializers = {ints("ids", std::move(dims), std::move(ids))};
+    g.nodes = {node("Gather", {"x", "ids"}, {"y"}, "pick")};
+    g.nodes[0].attributes["axis"] = intAttr(1);
+  };
+  // A scalar -1 is the last column; a run of negatives is a slice.
+  gather({}, {-1});
+  EXPECT_NE(importOk(g).find("x[:, 4]"), std::string::npos);
+  gather({2}, {-3, -2});
+  EXPECT_NE(importOk(g).find("x[:, 2:4]"), std::string::npos);
+  // Otherwise a gather by the indices made non-negative at import.
+  gather({3}, {-1, 0, -2});
+  ImportResult r;
+  std::string src = importOk(g, {}, &r);
+  EXPECT_NE(src.find("gather(x, ids, axis = 1)"), std::string::npos) << src;
+  ASSERT_EQ(r.weights.size(), 1u);
+  EXPECT_EQ(r.weights[0].second.getInt(0), 4);
+  EXPECT_EQ(r.weights[0].second.getInt(1), 0);
+  EXPECT_EQ(r.weights[0].second.getInt(2), 3);
+  // Past the axis, either way: an error naming the node.
+  gather({}, {5});
+  std::string e = importError(g);
+  EXPECT_NE(e.find("'pick' (Gather): index 5 is outside axis 1 of [2, 5]"), std::string::npos)
+      << e;
+  gather({2}, {0, -6});
+  EXPECT_NE(importError(g).find("index -6 is outside axis 1 of [2, 5]"), std::string::npos);
+
+  // Run-time indices: wrapped by a select before the gather.
+  g.inputs.push_back(tensorInfo("ids", kOnnxInt64, {int64_t(3)}));
+  g.initializers.clear();
+  g.nodes = {node("Gather", {"x", "ids"}, {"y"}, "pick")};
+  g.nodes[0].attributes["axis"] = intAttr(1);
+  src = importOk(g);
+  EXPECT_NE(src.find("let ids_wrapped = select(ids < 0, ids + 5, ids)"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("gather(x, ids_wrapped, axis = 1)"), std::string::npos) << src;
+}
+
+TEST(ImporterTest, IdsInRangeLeavesRunTimeIndicesAsTheyAre) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("ids", kOnnxInt64, {int64_t(3)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {floats("table", {4, 2}, std::vector<float>(8, 1.f))};
+  g.nodes = {node("Gather", {"table", "ids"}, {"y"}, "lookup")};
+  EXPECT_NE(importOk(g).find("select(ids < 0, ids + 4, ids)"), std::string::npos);
+  ImportOptions options;
+  options.idsInRange = true;
+  auto r = importOnnx(g, options);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->source.find("select"), std::string::npos) << r->source;
+  EXPECT_NE(r->source.find("(ids)"), std::string::npos) << r->source;
+}
+
 } // namespace
 } // namespace lpu::import

@@ -3,12 +3,13 @@
 usage: compare.py MODELDIR KIND ENTRY WORKDIR [--bucket DIM=a,b,...]...
                   [--atol A] [--rtol R]
                   [--ref-atol A] [--ref-rtol R] [--ref-f16-ulps U] [--ref-exact]
+                  [--ids-in-range]
 
 MODELDIR holds what `export_models.py KIND MODELDIR` wrote (KIND.onnx, the
 KIND.json manifest, each case's inputs and PyTorch's fp32 output). Then:
   1. lpu-import MODELDIR/KIND.onnx -o WORKDIR/KIND.lpu --entry ENTRY
-     [--bucket ...]: exit 0, and the .lpu and the weights at the default
-     path, WORKDIR/KIND.safetensors;
+     [--bucket ...] [--ids-in-range]: exit 0, and the .lpu and the
+     weights at the default path, WORKDIR/KIND.safetensors;
   2. lpuc WORKDIR/KIND.lpu -o WORKDIR/prog.lpx --report --json --entry
      ENTRY: the program and the cycles it predicts for every bucket;
   3. for every case of the manifest (with --bucket, every size listed must
@@ -73,12 +74,16 @@ def parse_args(argv):
         sys.exit(__doc__)
     modeldir, kind, entry, work = argv[:4]
     opts = {"atol": 0.0, "rtol": 0.0, "ref_atol": None, "ref_rtol": None, "ref_f16_ulps": None,
-            "ref_exact": False, "buckets": []}
+            "ref_exact": False, "buckets": [], "import_args": []}
     i = 4
     while i < len(argv):
         a = argv[i]
         if a == "--ref-exact":
             opts["ref_exact"] = True
+            i += 1
+            continue
+        if a == "--ids-in-range":
+            opts["import_args"].append(a)
             i += 1
             continue
         if i + 1 >= len(argv):
@@ -131,6 +136,7 @@ def main():
     cmd = ["lpu-import", os.path.join(modeldir, manifest["onnx"]), "-o", src, "--entry", entry]
     for b in opts["buckets"]:
         cmd += ["--bucket", b]
+    cmd += opts["import_args"]
     rc.run(cmd)
     for path in (src, weights):
         if not os.path.isfile(path):

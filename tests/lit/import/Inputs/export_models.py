@@ -4,7 +4,7 @@ tests; nothing is downloaded.
 usage: export_models.py KIND OUTDIR [--f16-error]
 
 KIND is one of mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small,
-bert_masked, torch_encoder, int_div. Writes to
+bert_masked, torch_encoder, int_div, gather_negative. Writes to
 OUTDIR (created if need be):
   KIND.onnx                     the model (torch.onnx.export);
   KIND.CASE.NAME.npy            each input of each case, in the type the
@@ -206,6 +206,24 @@ class IntDiv(nn.Module):
         return q.float()
 
 
+class GatherNegative(nn.Module):
+    """Gather with indices counted from the end (ONNX allows [-s, s-1]):
+    run-time ids into a constant table (an embedding) and into a run-time
+    tensor, and constant indices, some negative and not a run, into a
+    run-time tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(6, 4))
+        self.register_buffer("fixed", torch.tensor([-1, 0, -2, -6]))
+
+    def forward(self, x, ids):
+        a = self.table[ids]                    # [1, 4, 4], run-time ids
+        b = x[:, ids[0]]                       # [1, 4, 4], run-time data and ids
+        c = x[:, self.fixed]                   # [1, 4, 4], constant indices
+        return torch.cat([a, b, c], dim=-1)
+
+
 def resnet50():
     import torchvision
     m = torchvision.models.resnet50(weights=None)
@@ -277,9 +295,13 @@ def spec(kind):
         # Numerators in [-20, 20], divisors in [-5, 5] but not 0.
         return (IntDiv, 13, {"a": ("i", [2, 16], 21, -20), "b": ("i", [2, 16], 6, -5, "nonzero")},
                 "q", {}, [("B=2", {})], static)
+    if kind == "gather_negative":
+        # Ids over the whole of [-6, 6): half of them count from the end.
+        return (GatherNegative, 13, {"x": ("f", [1, 6, 4]), "ids": ("i", [1, 4], 6, -6)},
+                "y", {}, [("B=1", {})], static)
     sys.exit(f"export_models.py: unknown KIND '{kind}' "
              "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small, bert_masked, "
-             "torch_encoder, int_div)")
+             "torch_encoder, int_div, gather_negative)")
 
 
 def make_input(rng, desc, sizes):
