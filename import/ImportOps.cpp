@@ -241,20 +241,29 @@ llvm::Expected<Window> windowOf(Importer &im, const OnnxNode &node,
     return im.nodeError(node, "only 2-D windows (NCHW) are supported");
   w.kh = (*kernel)[0];
   w.kw = (*kernel)[1];
-  auto two = [&](const char *key, int64_t fallback) -> llvm::Expected<int64_t> {
+  if (w.kh < 1 || w.kw < 1)
+    return im.nodeError(node, "a window of " + intList(*kernel) + ": sizes must be at least 1");
+  // `least`: the smallest value the attribute may hold (a stride or a
+  // dilation of 0 has no window, a negative padding crops).
+  auto two = [&](const char *key, int64_t fallback, int64_t least) -> llvm::Expected<int64_t> {
     auto v = node.intsAttr(key).value_or(std::vector<int64_t>{fallback, fallback});
+    for (int64_t x : v)
+      if (x < least)
+        return im.nodeError(node, std::string(key) + " " + intList(v) + " holds " +
+                                      std::to_string(x) + "; each must be at least " +
+                                      std::to_string(least));
     if (v.empty() || !std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; }))
       return im.nodeError(node, std::string("different ") + key + " per axis (" + intList(v) +
                                     ") are not supported: the language takes one value for both");
     return v[0];
   };
-  TRY(stride, two("strides", 1));
-  TRY(dilation, two("dilations", 1));
+  TRY(stride, two("strides", 1, 1));
+  TRY(dilation, two("dilations", 1, 1));
   w.stride = stride;
   w.dilation = dilation;
   std::string autoPad = node.attribute("auto_pad") ? node.attribute("auto_pad")->s : "NOTSET";
   if (autoPad == "NOTSET" || autoPad.empty()) {
-    TRY(pad, two("pads", 0));
+    TRY(pad, two("pads", 0, 0));
     w.pad = pad;
   } else if (autoPad == "VALID") {
     w.pad = 0;
@@ -281,11 +290,15 @@ llvm::Expected<std::vector<Size>> windowShape(Importer &im, const OnnxNode &node
   if (!in[2].value() || !in[3].value())
     return im.nodeError(node, "a symbolic height or width (" + shapeText(in) +
                                   ") is not supported here");
-  auto out = [&](int64_t n, int64_t k) {
-    return (n + 2 * w.pad - w.dilation * (k - 1) - 1) / w.stride + 1;
-  };
-  return std::vector<Size>{in[0], channels, Size::of(out(*in[2].value(), w.kh)),
-                           Size::of(out(*in[3].value(), w.kw))};
+  int64_t h = *in[2].value(), wd = *in[3].value();
+  // The window's extent, dilated, must fit the padded input.
+  int64_t spanH = w.dilation * (w.kh - 1) + 1, spanW = w.dilation * (w.kw - 1) + 1;
+  if (spanH > h + 2 * w.pad || spanW > wd + 2 * w.pad)
+    return im.nodeError(node, "its window (" + std::to_string(spanH) + " x " +
+                                  std::to_string(spanW) + ") is larger than the input " +
+                                  shapeText(in) + " padded by " + std::to_string(w.pad));
+  auto out = [&](int64_t n, int64_t span) { return (n + 2 * w.pad - span) / w.stride + 1; };
+  return std::vector<Size>{in[0], channels, Size::of(out(h, spanH)), Size::of(out(wd, spanW))};
 }
 
 llvm::Error opConv(Importer &im, const OnnxNode &node) {
@@ -296,11 +309,18 @@ llvm::Error opConv(Importer &im, const OnnxNode &node) {
     return im.nodeError(node, "a convolution of a constant is not supported");
   if (wc->dims.size() != 4 || x->shape.size() != 4)
     return im.nodeError(node, "only 2-D convolutions (NCHW) are supported");
-  auto kernel = node.intsAttr("kernel_shape").value_or(
-      std::vector<int64_t>{wc->dims[2], wc->dims[3]});
+  std::vector<int64_t> weightKernel = {wc->dims[2], wc->dims[3]};
+  auto kernel = node.intsAttr("kernel_shape").value_or(weightKernel);
+  if (kernel != weightKernel)
+    return im.nodeError(node, "kernel_shape " + intList(kernel) + " differs from the weights' " +
+                                  intList(weightKernel));
   TRY(w, windowOf(im, node, kernel, x->shape));
   int64_t groups = node.intAttr("group", 1);
   int64_t o = wc->dims[0], c = wc->dims[1] * groups;
+  if (groups < 1 || o < 1 || o % groups != 0)
+    return im.nodeError(node, std::to_string(o) + " output channels in " +
+                                  std::to_string(groups) + " groups: the groups must be at "
+                                  "least 1 and divide the output channels");
   if (!x->shape[1].value() || *x->shape[1].value() != c)
     return im.nodeError(node, "weights for " + std::to_string(c) + " channels, input " +
                                   shapeText(x->shape));

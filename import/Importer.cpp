@@ -520,6 +520,11 @@ llvm::Error Importer::declareInputs() {
     for (size_t d = 0; d < in.dims.size(); ++d) {
       const OnnxDim &dim = in.dims[d];
       if (dim.value) {
+        if (*dim.value < 1)
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              "input '" + in.name + "': dimension " + std::to_string(d) + " is " +
+                  std::to_string(*dim.value) + "; a size must be at least 1");
         shape.push_back(Size::of(*dim.value));
         continue;
       }

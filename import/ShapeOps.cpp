@@ -238,6 +238,12 @@ llvm::Error opSqueeze(Importer &im, const OnnxNode &node) {
   } else {
     for (int64_t a : *axes) {
       TRY(ax, axisOf(im, node, a, in.size()));
+      if (drop[ax])
+        return im.nodeError(node, "axes " + intList(*axes) + " name axis " +
+                                      std::to_string(ax) + " twice");
+      if (!in[ax].isConst() || in[ax].coeff != 1)
+        return im.nodeError(node, "squeezes axis " + std::to_string(ax) + " of " +
+                                      shapeText(in) + ", whose size is not 1");
       drop[ax] = true;
     }
   }
@@ -258,6 +264,9 @@ llvm::Error opUnsqueeze(Importer &im, const OnnxNode &node) {
   std::vector<bool> inserted(rank, false);
   for (int64_t a : *axes) {
     TRY(ax, axisOf(im, node, a, rank));
+    if (inserted[ax])
+      return im.nodeError(node, "axes " + intList(*axes) + " name axis " + std::to_string(ax) +
+                                    " of the result twice");
     inserted[ax] = true;
   }
   std::vector<Size> out;
@@ -275,12 +284,16 @@ llvm::Error opTranspose(Importer &im, const OnnxNode &node) {
   if (auto p = node.intsAttr("perm"))
     perm = *p;
   if (perm.size() != in.size())
-    return im.nodeError(node, "perm does not match the rank");
+    return im.nodeError(node, "perm " + intList(perm) + " does not match the rank of " +
+                                  shapeText(in));
   std::vector<Size> out;
+  std::vector<bool> seen(in.size(), false);
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] < 0 || perm[i] >= int64_t(in.size()))
-      return im.nodeError(node, "perm is no permutation");
+    if (perm[i] < 0 || perm[i] >= int64_t(in.size()) || seen[perm[i]])
+      return im.nodeError(node, "perm " + intList(perm) + " is no permutation of the " +
+                                    std::to_string(in.size()) + " axes of " + shapeText(in));
+    seen[perm[i]] = true;
     out.push_back(in[perm[i]]);
     identity &= perm[i] == int64_t(i);
   }

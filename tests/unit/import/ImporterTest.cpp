@@ -449,5 +449,119 @@ TEST(ImporterTest, IdsInRangeLeavesRunTimeIndicesAsTheyAre) {
   EXPECT_NE(r->source.find("(ids)"), std::string::npos) << r->source;
 }
 
+TEST(ImporterTest, WindowAttributesAreChecked) {
+  // Strides or dilations of 0 (a division by zero in the output's size),
+  // a window of 0, negative pads, and windows past the padded input: each
+  // an error naming the node.
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(1), int64_t(2), int64_t(5), int64_t(5)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {floats("w", {4, 2, 3, 3}, std::vector<float>(72, 0.1f))};
+  auto conv = [&](const char *key, std::vector<int64_t> v) {
+    g.nodes = {node("Conv", {"x", "w"}, {"y"}, "conv0")};
+    g.nodes[0].attributes[key] = intsAttr(std::move(v));
+    return importError(g);
+  };
+  std::string e = conv("strides", {0, 0});
+  EXPECT_NE(e.find("'conv0' (Conv): strides [0, 0] holds 0; each must be at least 1"),
+            std::string::npos)
+      << e;
+  e = conv("dilations", {0, 0});
+  EXPECT_NE(e.find("'conv0' (Conv): dilations [0, 0] holds 0"), std::string::npos) << e;
+  e = conv("pads", {-1, -1, -1, -1});
+  EXPECT_NE(e.find("'conv0' (Conv): pads [-1, -1, -1, -1] holds -1"), std::string::npos) << e;
+  e = conv("kernel_shape", {2, 2});
+  EXPECT_NE(e.find("'conv0' (Conv): kernel_shape [2, 2] differs from the weights' [3, 3]"),
+            std::string::npos)
+      << e;
+  g.nodes = {node("Conv", {"x", "w"}, {"y"}, "conv0")};
+  g.nodes[0].attributes["group"] = intAttr(0);
+  e = importError(g);
+  EXPECT_NE(e.find("'conv0' (Conv): 4 output channels in 0 groups"), std::string::npos) << e;
+  // A dilated 3x3 window spans 9 > 5 rows; padding 2 makes room for it.
+  e = conv("dilations", {4, 4});
+  EXPECT_NE(e.find("'conv0' (Conv): its window (9 x 9) is larger than the input [1, 2, 5, 5] "
+                   "padded by 0"),
+            std::string::npos)
+      << e;
+  g.nodes[0].attributes["pads"] = intsAttr({2, 2, 2, 2});
+  EXPECT_NE(importOk(g).find("dilation = 4"), std::string::npos);
+
+  g.initializers.clear();
+  auto pool = [&](std::vector<int64_t> kernel, std::vector<int64_t> strides) {
+    g.nodes = {node("MaxPool", {"x"}, {"y"}, "pool0")};
+    g.nodes[0].attributes["kernel_shape"] = intsAttr(std::move(kernel));
+    g.nodes[0].attributes["strides"] = intsAttr(std::move(strides));
+    return importError(g);
+  };
+  e = pool({2, 2}, {0, 0});
+  EXPECT_NE(e.find("'pool0' (MaxPool): strides [0, 0] holds 0"), std::string::npos) << e;
+  e = pool({0, 0}, {1, 1});
+  EXPECT_NE(e.find("'pool0' (MaxPool): a window of [0, 0]: sizes must be at least 1"),
+            std::string::npos)
+      << e;
+  e = pool({6, 6}, {1, 1});
+  EXPECT_NE(e.find("'pool0' (MaxPool): its window (6 x 6) is larger than the input"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ImporterTest, AxesAndPermutationsAreChecked) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(1), int64_t(5)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  auto withAxes = [&](const char *op, std::vector<int64_t> axes) {
+    g.initializers = {ints("axes", {int64_t(axes.size())}, axes)};
+    g.nodes = {node(op, {"x", "axes"}, {"y"}, "shape_op")};
+    return importError(g);
+  };
+  std::string e = withAxes("Unsqueeze", {0, 0});
+  EXPECT_NE(e.find("'shape_op' (Unsqueeze): axes [0, 0] name axis 0 of the result twice"),
+            std::string::npos)
+      << e;
+  e = withAxes("Unsqueeze", {0, -5});
+  EXPECT_NE(e.find("'shape_op' (Unsqueeze): axes [0, -5] name axis 0 of the result twice"),
+            std::string::npos)
+      << e;
+  e = withAxes("Unsqueeze", {5});
+  EXPECT_NE(e.find("'shape_op' (Unsqueeze): axis 5 is outside rank 4"), std::string::npos) << e;
+  e = withAxes("Squeeze", {1, -2});
+  EXPECT_NE(e.find("'shape_op' (Squeeze): axes [1, -2] name axis 1 twice"), std::string::npos)
+      << e;
+  e = withAxes("Squeeze", {0});
+  EXPECT_NE(e.find("'shape_op' (Squeeze): squeezes axis 0 of [2, 1, 5], whose size is not 1"),
+            std::string::npos)
+      << e;
+  e = withAxes("Squeeze", {3});
+  EXPECT_NE(e.find("'shape_op' (Squeeze): axis 3 is outside rank 3"), std::string::npos) << e;
+
+  g.initializers.clear();
+  g.nodes = {node("Transpose", {"x"}, {"y"}, "perm_op")};
+  g.nodes[0].attributes["perm"] = intsAttr({0, 0, 2});
+  e = importError(g);
+  EXPECT_NE(e.find("'perm_op' (Transpose): perm [0, 0, 2] is no permutation of the 3 axes"),
+            std::string::npos)
+      << e;
+  g.nodes[0].attributes["perm"] = intsAttr({0, 3, 1});
+  EXPECT_NE(importError(g).find("perm [0, 3, 1] is no permutation"), std::string::npos);
+  g.nodes[0].attributes["perm"] = intsAttr({2, 0, 1});
+  EXPECT_NE(importOk(g).find("transpose(x, [2, 0, 1])"), std::string::npos);
+}
+
+TEST(ImporterTest, InputDimensionsArePositive) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(-3)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Relu", {"x"}, {"y"})};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("input 'x': dimension 1 is -3; a size must be at least 1"), std::string::npos)
+      << e;
+  g.inputs[0].dims[1].value = 0;
+  EXPECT_NE(importError(g).find("dimension 1 is 0"), std::string::npos);
+}
+
 } // namespace
 } // namespace lpu::import
