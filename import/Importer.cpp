@@ -425,6 +425,22 @@ llvm::Expected<std::string> Importer::operand(Value &v, bool literalOk) {
                                        "' is used as tensor data, which lpu-import does not "
                                        "translate");
   }
+  tensor::DType type = lpuDType(c.type).value_or(tensor::DType::F16);
+  if (type == tensor::DType::I32 || type == tensor::DType::I16 || type == tensor::DType::I8) {
+    // int64 becomes i32 (docs/import.md): a value past it is refused, not
+    // saturated.
+    int bits = type == tensor::DType::I32 ? 32 : type == tensor::DType::I16 ? 16 : 8;
+    int64_t lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
+    for (int64_t i = 0; i < c.numElements(); ++i) {
+      int64_t x = c.intAt(i).value().value_or(0);
+      if (x < lo || x > hi)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "the " + onnxTypeName(c.type) + " constant '" + c.origin + "' holds " +
+                std::to_string(x) + " (element " + std::to_string(i) + "), which does not fit " +
+                tensor::dtypeName(type).str() + ", the language's dtype for it");
+    }
+  }
   if (literalOk && c.numElements() == 1 && c.dims.size() <= 1) {
     if (c.isFloat())
       return floatLiteral(c.floatAt(0));
@@ -433,7 +449,6 @@ llvm::Expected<std::string> Importer::operand(Value &v, bool literalOk) {
       return std::string(x ? "true" : "false");
     return x < 0 ? "(" + std::to_string(x) + ")" : std::to_string(x);
   }
-  tensor::DType type = lpuDType(c.type).value_or(tensor::DType::F16);
   std::vector<Size> shape = shapeOf(v);
   std::string typeText = std::string(tensor::dtypeName(type)) + shapeText(shape);
   if (shape.empty())

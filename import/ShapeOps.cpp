@@ -392,6 +392,9 @@ llvm::Error opConstantOfShape(Importer &im, const OnnxNode &node) {
   Const proto;
   proto.type = type;
   DType dt = im.dtypeOf(Value{false, "", DType::F16, {}, proto, ""});
+  if (!isOnnxFloat(type) && type != kOnnxBool && (fill < -2147483648.0f || fill >= 2147483648.0f))
+    return im.nodeError(node, "fills with " + std::to_string(fill) + ", which does not fit " +
+                                  tensor::dtypeName(dt).str());
   std::string lit = isOnnxFloat(type) ? std::to_string(fill) : std::to_string(int64_t(fill));
   return define(im, node,
                 std::string("full<") + std::string(tensor::dtypeName(dt)) + shapeText(shape) +

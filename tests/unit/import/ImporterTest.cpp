@@ -563,5 +563,31 @@ TEST(ImporterTest, InputDimensionsArePositive) {
   EXPECT_NE(importError(g).find("dimension 1 is 0"), std::string::npos);
 }
 
+TEST(ImporterTest, IntegerConstantsMustFitI32) {
+  // int64 becomes i32: a value past it is refused, naming the tensor, not
+  // saturated. Constants used only at import (a slice's end) may be any.
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxInt64, {int64_t(2)})};
+  g.outputs = {tensorInfo("y", kOnnxInt64, {})};
+  g.initializers = {ints("big", {2}, {int64_t(1) << 40, 5})};
+  g.nodes = {node("Add", {"x", "big"}, {"y"})};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("the int64 constant 'big' holds 1099511627776 (element 0), which does not "
+                   "fit i32"),
+            std::string::npos)
+      << e;
+  g.initializers = {ints("low", {}, {INT32_MIN - int64_t(1)})};
+  g.nodes = {node("Mul", {"x", "low"}, {"y"})};
+  EXPECT_NE(importError(g).find("'low' holds -2147483649"), std::string::npos);
+  g.initializers = {ints("edge", {2}, {INT32_MIN, INT32_MAX})};
+  g.nodes = {node("Add", {"x", "edge"}, {"y"})};
+  ImportResult r;
+  importOk(g, {}, &r);
+  ASSERT_EQ(r.weights.size(), 1u);
+  EXPECT_EQ(r.weights[0].second.getInt(0), INT32_MIN);
+  EXPECT_EQ(r.weights[0].second.getInt(1), INT32_MAX);
+}
+
 } // namespace
 } // namespace lpu::import
