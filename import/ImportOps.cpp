@@ -39,6 +39,42 @@ llvm::Error opUnary(Importer &im, const OnnxNode &node) {
   return define(im, node, expr, dtype, x->shape);
 }
 
+llvm::Error opBinary(Importer &im, const OnnxNode &node);
+
+/// Max and Min of any number of inputs (ONNX's are variadic): one is the
+/// input itself, more a chain of maximum (minimum) over their broadcast.
+llvm::Error opVariadic(Importer &im, const OnnxNode &node) {
+  if (node.inputs.size() == 2)
+    return opBinary(im, node);
+  TRY(first, im.input(node, 0));
+  if (node.inputs.size() == 1) {
+    im.alias(node.outputs[0], *first);
+    return llvm::Error::success();
+  }
+  if (allConst(im, node))
+    return im.nodeError(node, "has " + std::to_string(node.inputs.size()) +
+                                  " constant inputs; a constant " + node.opType +
+                                  " is folded from 2 only");
+  const std::string fn = node.opType == "Max" ? "maximum(" : "minimum(";
+  std::vector<Size> shape = im.shapeOf(*first);
+  DType dtype = im.dtypeOf(*first);
+  bool runtime = first->runtime;
+  TRY(expr, im.operand(*first));
+  std::string out = expr;
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    TRY(v, im.input(node, i));
+    TRY(joined, broadcast(im, node, shape, im.shapeOf(*v)));
+    shape = joined;
+    if (v->runtime && !runtime) {
+      dtype = v->dtype;
+      runtime = true;
+    }
+    TRY(y, im.operand(*v));
+    out = fn + out + ", " + y + ")";
+  }
+  return define(im, node, out, dtype, shape);
+}
+
 llvm::Error opBinary(Importer &im, const OnnxNode &node) {
   if (allConst(im, node))
     return foldElementwise(im, node);
@@ -388,7 +424,13 @@ llvm::Error opPool(Importer &im, const OnnxNode &node) {
   TRY(w, windowOf(im, node, node.intsAttr("kernel_shape"), x->shape));
   if (w.kh != w.kw || w.dilation != 1)
     return im.nodeError(node, "only square windows without dilation are supported");
-  if (node.opType == "AveragePool" && w.pad != 0 && node.intAttr("count_include_pad", 0) == 0)
+  // A Pad of zeros in front (opPad): the pool's own padding, counted.
+  bool padded = false;
+  if (auto it = im.paddedBy.find(node.inputs[0]); it != im.paddedBy.end()) {
+    w.pad = it->second;
+    padded = true;
+  }
+  if (node.opType == "AveragePool" && w.pad != 0 && !padded && node.intAttr("count_include_pad", 0) == 0)
     return im.nodeError(node, "averages over padding with count_include_pad = 0; the language's "
                               "avg_pool2d counts padding as zeros (count_include_pad = 1)");
   if (2 * w.pad > w.kh)
@@ -599,10 +641,11 @@ const std::map<std::string, Handler> &handlers() {
       {"Identity", opUnary},    {"LayerNormalization", opLayerNorm},
       {"Less", opBinary},       {"LessOrEqual", opBinary},
       {"Log", opUnary},         {"MatMul", opMatMul},
-      {"Max", opBinary},        {"MaxPool", opPool},
-      {"Min", opBinary},        {"Mul", opBinary},
+      {"Max", opVariadic},      {"MaxPool", opPool},
+      {"Min", opVariadic},      {"Mul", opBinary},
       {"Neg", opUnary},         {"Not", opUnary},
-      {"Or", opBinary},         {"Pow", opBinary},
+      {"Or", opBinary},         {"Pad", opPad},
+      {"Pow", opBinary},
       {"Range", opRange},       {"ReduceMax", opReduce},
       {"ReduceMean", opReduce}, {"ReduceMin", opReduce},
       {"ReduceSum", opReduce},  {"Relu", opUnary},
@@ -628,7 +671,7 @@ size_t requiredInputs(const std::string &op) {
   static const std::map<std::string, size_t> counts = {
       {"Constant", 0},   {"Range", 3},     {"Where", 3},      {"BatchNormalization", 5},
       {"Add", 2},        {"Sub", 2},       {"Mul", 2},        {"Div", 2},
-      {"Pow", 2},        {"Max", 2},       {"Min", 2},        {"Equal", 2},
+      {"Pow", 2},        {"Equal", 2},
       {"Less", 2},       {"Greater", 2},   {"LessOrEqual", 2}, {"GreaterOrEqual", 2},
       {"And", 2},        {"Or", 2},        {"MatMul", 2},     {"Gemm", 2},
       {"Conv", 2},       {"Reshape", 2},   {"Gather", 2},     {"Expand", 2},

@@ -154,6 +154,10 @@ public:
 
   llvm::Error nodeError(const OnnxNode &node, const llvm::Twine &message) const;
 
+  /// Values that are their input zero-padded by this many on each side of
+  /// H and W (a Pad in front of AveragePools, which take it as their
+  /// padding): the value itself stands for the input.
+  std::unordered_map<std::string, int64_t> paddedBy;
   /// Nodes folded into a pattern's root; skipped by the main loop.
   std::set<size_t> absorbed;
   /// A pattern's root node -> what emits the whole group there.

@@ -195,6 +195,7 @@ llvm::Error sliceRuntime(Importer &im, const OnnxNode &node, Value &in, size_t o
 
 // Shape operators (ShapeOps.cpp).
 llvm::Error opReshape(Importer &im, const OnnxNode &node);
+llvm::Error opPad(Importer &im, const OnnxNode &node);
 llvm::Error opFlatten(Importer &im, const OnnxNode &node);
 llvm::Error opSqueeze(Importer &im, const OnnxNode &node);
 llvm::Error opUnsqueeze(Importer &im, const OnnxNode &node);

@@ -276,6 +276,62 @@ llvm::Error opUnsqueeze(Importer &im, const OnnxNode &node) {
   return reshapeTo(im, node, *x, out);
 }
 
+llvm::Error opPad(Importer &im, const OnnxNode &node) {
+  TRY(x, im.input(node, 0));
+  // pads: an input from opset 11 on, an attribute before.
+  std::vector<int64_t> pads;
+  if (auto a = node.intsAttr("pads")) {
+    pads = *a;
+  } else if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    TRY(c, im.constInput(node, 1, "pads"));
+    TRY(v, numbersOf(im, node, *c, "pads"));
+    pads = v;
+  }
+  if (node.inputs.size() > 3 && !node.inputs[3].empty())
+    return im.nodeError(node, "has an axes input; only pads over every axis are supported");
+  const size_t rank = im.shapeOf(*x).size();
+  if (pads.size() != 2 * rank)
+    return im.nodeError(node, "pads " + intList(pads) + " are not two per axis of the rank-" +
+                                  std::to_string(rank) + " input");
+  // PyTorch writes an AvgPool2d as a Pad before an AveragePool of no
+  // padding: of nothing, or of zeros on each side of H and W when the pool
+  // pads (count_include_pad, the language's avg_pool2d). The latter is
+  // the pool's padding; any other Pad is not supported.
+  if (llvm::none_of(pads, [](int64_t p) { return p != 0; })) {
+    im.alias(node.outputs[0], *x);
+    return llvm::Error::success();
+  }
+  auto refuse = [&](const std::string &why) {
+    return im.nodeError(node, "pads " + intList(pads) + " add elements: " + why +
+                                  "; a Pad is supported when it adds nothing, or zeros on every "
+                                  "side of H and W alike for AveragePools to read");
+  };
+  if (rank != 4 || pads[0] || pads[1] || pads[4] || pads[5] || pads[2] != pads[3] ||
+      pads[2] != pads[6] || pads[2] != pads[7] || pads[2] < 0)
+    return refuse("not the same on every side of H and W only");
+  if (auto mode = node.attribute("mode"); mode && mode->s != "constant")
+    return refuse("mode '" + mode->s + "'");
+  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    TRY(c, im.constInput(node, 2, "constant_value"));
+    if (c->numElements() != 1 || c->floatAt(0) != 0)
+      return refuse("a constant other than 0");
+  }
+  for (const auto &out : im.graph.outputs)
+    if (out.name == node.outputs[0])
+      return refuse("it is an output of the model");
+  for (const OnnxNode &user : im.graph.nodes)
+    if (llvm::is_contained(user.inputs, node.outputs[0])) {
+      auto own = user.intsAttr("pads");
+      if (user.opType != "AveragePool" || user.inputs[0] != node.outputs[0] ||
+          (own && llvm::any_of(*own, [](int64_t p) { return p != 0; })))
+        return refuse("'" + user.name + "' (" + user.opType +
+                      ") reads it, not an AveragePool of no padding");
+    }
+  im.alias(node.outputs[0], *x);
+  im.paddedBy[node.outputs[0]] = pads[2];
+  return llvm::Error::success();
+}
+
 llvm::Error opTranspose(Importer &im, const OnnxNode &node) {
   TRY(x, im.input(node, 0));
   std::vector<Size> in = im.shapeOf(*x);

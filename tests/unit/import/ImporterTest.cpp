@@ -591,3 +591,59 @@ TEST(ImporterTest, IntegerConstantsMustFitI32) {
 
 } // namespace
 } // namespace lpu::import
+
+namespace lpu::import {
+namespace {
+
+// ONNX's Max and Min take any number of inputs: one is the input itself,
+// three a chain over their broadcast.
+TEST(ImporterTest, MaxAndMinOfAnyNumberOfInputs) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("a", kOnnxFloat, {int64_t(2), int64_t(8)}),
+              tensorInfo("b", kOnnxFloat, {int64_t(8)}),
+              tensorInfo("c", kOnnxFloat, {int64_t(2), int64_t(1)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("Max", {"a", "b", "c"}, {"m"}), node("Min", {"m", "c", "a"}, {"n"}, "/Min_3"),
+             node("Min", {"n"}, {"y"}, "/Min_1")};
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("maximum(maximum(a, b), c)"), std::string::npos) << src;
+  EXPECT_NE(src.find("minimum(minimum(max_1, c), a)"), std::string::npos) << src;
+  EXPECT_NE(src.find("return f32(min_3)"), std::string::npos) << src; // Min of one: its input
+}
+
+// PyTorch writes nn.AvgPool2d as a Pad before an AveragePool of no
+// padding: a Pad of nothing is its input, one of zeros on every side of H
+// and W the pool's padding. Any other is refused, naming the node.
+TEST(ImporterTest, APadBeforeAnAveragePoolIsItsPadding) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(1), int64_t(2), int64_t(4), int64_t(4)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {ints("pads", {8}, {0, 0, 0, 0, 0, 0, 0, 0})};
+  OnnxNode pool = node("AveragePool", {"p"}, {"y"}, "/pool/AveragePool");
+  pool.attributes["kernel_shape"] = intsAttr({2, 2});
+  pool.attributes["strides"] = intsAttr({2, 2});
+  g.nodes = {node("Pad", {"x", "pads"}, {"p"}, "/pool/Pad"), pool};
+  std::string src = importOk(g);
+  EXPECT_NE(src.find("avg_pool2d(x, kernel = 2"), std::string::npos) << src;
+
+  EXPECT_EQ(src.find("padding"), std::string::npos) << src;
+
+  g.initializers = {ints("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1})};
+  src = importOk(g);
+  EXPECT_NE(src.find("avg_pool2d(x, kernel = 2, padding = 1)"), std::string::npos) << src;
+
+  g.initializers = {ints("pads", {8}, {0, 0, 1, 0, 0, 0, 1, 0})};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("/pool/Pad"), std::string::npos) << e;
+  EXPECT_NE(e.find("not the same on every side of H and W only"), std::string::npos) << e;
+
+  g.initializers = {ints("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1})};
+  g.nodes[1].opType = "MaxPool";
+  e = importError(g);
+  EXPECT_NE(e.find("'/pool/AveragePool' (MaxPool) reads it"), std::string::npos) << e;
+}
+
+} // namespace
+} // namespace lpu::import

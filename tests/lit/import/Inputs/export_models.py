@@ -224,6 +224,25 @@ class GatherNegative(nn.Module):
         return torch.cat([a, b, c], dim=-1)
 
 
+class AvgPoolCNN(nn.Module):
+    """nn.AvgPool2d, which torch 1.13 exports as a Pad of nothing before
+    the AveragePool, and nn.AvgPool2d with padding (count_include_pad, the
+    language's), between convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool1 = nn.AvgPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3)
+        self.pool2 = nn.AvgPool2d(3, stride=2, padding=1)
+        self.fc = nn.Linear(16 * 3 * 3, 5)
+
+    def forward(self, x):
+        x = self.pool1(torch.relu(self.conv1(x)))
+        x = self.pool2(torch.relu(self.conv2(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
 def resnet50():
     import torchvision
     m = torchvision.models.resnet50(weights=None)
@@ -291,6 +310,8 @@ def spec(kind):
         return (lambda: Encoder(100, 64, 2, 64, 4, 256), 13,
                 {"input_ids": ("i", [1, "S"], 100)}, "last_hidden_state", {"S": 1},
                 [("S=16", {"S": 16}), ("S=32", {"S": 32})], static)
+    if kind == "avgpool":
+        return (AvgPoolCNN, 13, {"x": ("f", [1, 3, 14, 14])}, "logits", {}, [("N=1", {})], static)
     if kind == "int_div":
         # Numerators in [-20, 20], divisors in [-5, 5] but not 0.
         return (IntDiv, 13, {"a": ("i", [2, 16], 21, -20), "b": ("i", [2, 16], 6, -5, "nonzero")},
@@ -301,7 +322,7 @@ def spec(kind):
                 "y", {}, [("B=1", {})], static)
     sys.exit(f"export_models.py: unknown KIND '{kind}' "
              "(mlp, cnn, cnn_bn, resnet50, resnet50_bn, bert, bert_small, bert_masked, "
-             "torch_encoder, int_div, gather_negative)")
+             "torch_encoder, avgpool, int_div, gather_negative)")
 
 
 def make_input(rng, desc, sizes):
