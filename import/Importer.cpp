@@ -630,9 +630,42 @@ llvm::Expected<ImportResult> Importer::run() {
   }
   if (llvm::Error e = checkOperators())
     return e;
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (llvm::Error e = convertNode(i))
+  // A Gather by ids the model takes as an input (an embedding's lookup)
+  // is converted just before the first node that reads it, not where the
+  // exporter put it: its ids are wrapped first (opGather), and with that
+  // select ahead of every other gather BERT-base at sequence 128 found no
+  // SRAM for a layer's scores, while the same program with the lookup
+  // next to its use fits (the scheduler lowers in source order). Its
+  // inputs are the model's, so it can move down freely.
+  std::set<std::string> modelInputs;
+  for (const OnnxValueInfo &in : graph.inputs)
+    modelInputs.insert(in.name);
+  std::vector<bool> deferred(graph.nodes.size(), false), done(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const OnnxNode &n = graph.nodes[i];
+    deferred[i] = n.opType == "Gather" && n.inputs.size() > 1 && modelInputs.count(n.inputs[1]) &&
+                  !absorbed.count(i) && !patternRoots.count(i) && !n.outputs.empty();
+  }
+  auto convert = [&](size_t i) -> llvm::Error {
+    done[i] = true;
+    return convertNode(i);
+  };
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (deferred[i])
+      continue;
+    for (const std::string &in : graph.nodes[i].inputs)
+      if (auto p = producer.find(in); !in.empty() && p != producer.end() && deferred[p->second] &&
+                                      !done[p->second])
+        if (llvm::Error e = convert(p->second))
+          return e;
+    if (llvm::Error e = convert(i))
       return e;
+  }
+  // Lookups nothing reads but the model's output.
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (!done[i])
+      if (llvm::Error e = convert(i))
+        return e;
   return finish();
 }
 

@@ -449,6 +449,28 @@ TEST(ImporterTest, IdsInRangeLeavesRunTimeIndicesAsTheyAre) {
   EXPECT_NE(r->source.find("(ids)"), std::string::npos) << r->source;
 }
 
+// A lookup by ids the model takes as an input is written just before
+// its first reader, after what the exporter put between them (BERT's
+// position embedding); other nodes keep the exporter's order.
+TEST(ImporterTest, ALookupByInputIdsIsWrittenNextToItsUse) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("ids", kOnnxInt64, {int64_t(3)}),
+              tensorInfo("x", kOnnxFloat, {int64_t(3), int64_t(2)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.initializers = {floats("tok", {4, 2}, std::vector<float>(8, 1.f))};
+  g.nodes = {node("Gather", {"tok", "ids"}, {"t"}, "/tok/Gather"),
+             node("Relu", {"x"}, {"r"}, "/Relu"), node("Add", {"t", "r"}, {"y"}, "/Add")};
+  std::string src = importOk(g);
+  const size_t relu = src.find("// /Relu"), wrap = src.find("select(ids < 0, ids + 4, ids)"),
+               add = src.find("// /Add");
+  ASSERT_NE(relu, std::string::npos) << src;
+  ASSERT_NE(wrap, std::string::npos) << src;
+  ASSERT_NE(add, std::string::npos) << src;
+  EXPECT_LT(relu, wrap) << src;
+  EXPECT_LT(wrap, add) << src;
+}
+
 TEST(ImporterTest, WindowAttributesAreChecked) {
   // Strides or dilations of 0 (a division by zero in the output's size),
   // a window of 0, negative pads, and windows past the padded input: each
