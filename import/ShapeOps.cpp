@@ -316,6 +316,8 @@ llvm::Error opPad(Importer &im, const OnnxNode &node) {
     if (c->numElements() != 1 || c->floatAt(0) != 0)
       return refuse("a constant other than 0");
   }
+  if (auto value = node.attribute("value"); value && value->f != 0) // before opset 11
+    return refuse("a constant other than 0");
   for (const auto &out : im.graph.outputs)
     if (out.name == node.outputs[0])
       return refuse("it is an output of the model");

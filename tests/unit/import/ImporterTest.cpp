@@ -661,7 +661,21 @@ TEST(ImporterTest, APadBeforeAnAveragePoolIsItsPadding) {
   EXPECT_NE(e.find("/pool/Pad"), std::string::npos) << e;
   EXPECT_NE(e.find("not the same on every side of H and W only"), std::string::npos) << e;
 
-  g.initializers = {ints("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1})};
+  // Padding with another value: as an input, or (before opset 11) the
+  // attribute.
+  g.initializers = {ints("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1}), floats("five", {}, {5.f})};
+  g.nodes[0].inputs.push_back("five");
+  e = importError(g);
+  EXPECT_NE(e.find("a constant other than 0"), std::string::npos) << e;
+  g.nodes[0].inputs.pop_back();
+  OnnxAttribute five;
+  five.kind = OnnxAttribute::Float;
+  five.f = 5.f;
+  g.nodes[0].attributes["value"] = five;
+  e = importError(g);
+  EXPECT_NE(e.find("a constant other than 0"), std::string::npos) << e;
+  g.nodes[0].attributes.erase("value");
+
   g.nodes[1].opType = "MaxPool";
   e = importError(g);
   EXPECT_NE(e.find("'/pool/AveragePool' (MaxPool) reads it"), std::string::npos) << e;
