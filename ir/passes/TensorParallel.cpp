@@ -833,11 +833,68 @@ private:
     Op *&there = rep_[{op, c}];
     if (there)
       return there;
+    if (Op *fromSome = sliceOfSomeChips(op, c))
+      return there = fromSome;
     std::vector<Op *> operands;
     for (Op *o : op->operands())
       operands.push_back(rep(o, c));
     there = make(*op, op->kind(), op->type(), std::move(operands), c);
     return there;
+  }
+
+  /// A slice whose range along its operand's split axis lies within some
+  /// chips' parts but not all (BERT's pooler reading token 0 of the last
+  /// layer's rows, which a reduce-scatter left on chip 0): each of those
+  /// chips slices its own part, and only those slices cross to chip c,
+  /// concatenated there, instead of every chip's part being gathered whole
+  /// for the slice to take a few rows of it. Null when the slice is not
+  /// such a one.
+  Op *sliceOfSomeChips(Op *op, unsigned c) {
+    if (op->kind() != OpKind::Slice)
+      return nullptr;
+    Op *o = op->operand(0);
+    const Sharding s = shardingOf(o);
+    int axis = s.axis;
+    Ranges ranges = s.ranges;
+    if (s.kind == Sharding::Partial) {
+      // The rows of the sum a reduce-scatter leaves on each chip.
+      axis = scatterAxis(o->type(), chips_);
+      if (axis < 0)
+        return nullptr;
+      ranges = balanced(o->type().shape[size_t(axis)], 1, chips_);
+    } else if (s.kind != Sharding::Split) {
+      return nullptr;
+    }
+    auto lo = op->intsAttr("start"), hi = op->intsAttr("limit");
+    if (!lo || !hi || lo->size() != o->type().rank() || hi->size() != lo->size() || axis < 0 ||
+        ranges.size() != chips_)
+      return nullptr;
+    const int64_t start = (*lo)[size_t(axis)], limit = (*hi)[size_t(axis)];
+    std::vector<unsigned> holders;
+    for (unsigned j = 0; j < chips_; ++j)
+      if (ranges[j].first < limit && start < ranges[j].first + ranges[j].second)
+        holders.push_back(j);
+    if (holders.empty() || holders.size() == chips_)
+      return nullptr;
+    std::vector<Op *> parts;
+    for (unsigned j : holders) {
+      const auto [first, size] = ranges[j];
+      Op *part = s.kind == Sharding::Partial ? scattered(o, j) : local(o, j);
+      std::vector<int64_t> from = *lo, to = *hi;
+      from[size_t(axis)] = std::max(start, first) - first;
+      to[size_t(axis)] = std::min(limit, first + size) - first;
+      Type type = op->type();
+      type.shape[size_t(axis)] = to[size_t(axis)] - from[size_t(axis)];
+      Op *sliced = make(*op, OpKind::Slice, type, {part}, j);
+      sliced->setAttr("start", from);
+      sliced->setAttr("limit", to);
+      parts.push_back(j == c ? sliced : transfer(sliced, j, c));
+    }
+    if (parts.size() == 1)
+      return parts[0];
+    Op *joined = make(op->loc(), OpKind::Concat, op->type(), parts, c);
+    joined->setAttr("axis", int64_t(axis));
+    return joined;
   }
 
   /// Chip c's part of a split or partial `op`.
@@ -1334,6 +1391,10 @@ llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
                  "rows before anything reads it whole); use --partition=pipeline");
   if (llvm::Error e = Rewriter(fn, options.chips, a, options.markWhole).run())
     return e;
+  // Every split op is written once per chip; a chip's part that nothing
+  // reads (the last layer's rows on the chips whose rows no output takes,
+  // once a slice reads one chip's part alone) goes.
+  createDCEPass()->run(fn);
   // Elementwise groups again, per chip (the all-reduces' sums among them).
   createFuseElementwisePass()->run(fn);
   return llvm::Error::success();
