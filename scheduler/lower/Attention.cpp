@@ -160,11 +160,17 @@ std::optional<AttentionPlan> matchAttention(const ir::Op &sm, LoweringContext &c
   if (!merged || merged->kind() != ir::OpKind::Reshape ||
       (merged->type().shape != std::vector<int64_t>{a.batches, a.sq, D} &&
        merged->type().shape != std::vector<int64_t>{a.batches * a.sq, D}) ||
-      aliasesOperand(*merged, lanes))
+      (a.heads > 1 && aliasesOperand(*merged, lanes)))
     return std::nullopt;
   a.merged = merged;
-  // Worth it only when at least two heads' rows share a vector.
-  if (a.sk * 2 > int64_t(lanes) || a.heads < 2)
+  // Score rows of at most half a vector (the lowering's segments). One
+  // head too: its merge is then a view of the context (a reshape that keeps
+  // the rows' lanes), which the context's rows are written into as they
+  // would be for several heads; the f16 scores with the scale on the
+  // softmax's reads and the rows in the output projection's turns are what
+  // a chip of one head gains over the op-by-op path (docs/scheduler.md,
+  // "Attention").
+  if (a.sk * 2 > int64_t(lanes))
     return std::nullopt;
   for (const ir::Op *op : {a.q, a.k, a.v, merged})
     if (!identityOrder(*op, ctx))
