@@ -29,6 +29,8 @@ const PassInfo kPasses[] = {
      createFuseElementwisePass},
     {"simplify", "algebraic rewrites: transpose/reshape/convert chains, x + 0, x * 1",
      createSimplifyPass},
+    {"sink-slices", "compute only the rows a slice reads of a value computed row by row",
+     createSinkSlicesPass},
     {"test-break-ir", "(tests only) gives the first op with operands a wrong type",
      createTestBreakIRPass},
 };
@@ -102,8 +104,11 @@ std::vector<std::string> defaultPipeline() {
   // transpose) can expose more of both, hence the second round. CSE merges
   // the duplicates lowering makes (one constant per use), DCE sweeps what
   // every earlier pass left unused, and fusion looks at the final graph.
-  return {"canonicalize", "fold", "simplify", "cse", "canonicalize",
-          "fold",         "simplify", "cse",  "dce", "fuse-elementwise"};
+  // sink-slices computes only the rows a slice reads (a classifier's first
+  // token) once the graph is in its final form, before DCE sweeps the rows
+  // no longer computed.
+  return {"canonicalize", "fold", "simplify", "cse", "canonicalize", "fold",
+          "simplify",     "cse",  "sink-slices", "dce", "fuse-elementwise"};
 }
 
 std::string describeVerifyErrors(const Function &fn, const std::vector<VerifyError> &errors) {

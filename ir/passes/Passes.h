@@ -11,6 +11,7 @@ std::unique_ptr<Pass> createFoldPass();
 std::unique_ptr<Pass> createCSEPass();
 std::unique_ptr<Pass> createDCEPass();
 std::unique_ptr<Pass> createSimplifyPass();
+std::unique_ptr<Pass> createSinkSlicesPass();
 std::unique_ptr<Pass> createFuseElementwisePass();
 /// Breaks the IR on purpose, so the tests can show the verifier catching a
 /// bad pass.
