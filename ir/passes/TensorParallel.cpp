@@ -77,6 +77,9 @@ struct Analysis {
   /// When the analysis failed on a reshape whose chunks were not whole
   /// heads: the granule (in columns of the seed) that would align them.
   int64_t granule = 0;
+  /// Why a seed split into whole heads was not taken (fewer heads than
+  /// chips), for the error when no seed is.
+  std::string wholeHeads;
   /// The values of heads' splits that are gathered whole (their readers
   /// could not take them split).
   std::set<const Op *> gathered;
@@ -416,7 +419,14 @@ private:
         a.needs[&op] = {Need{}, Need{Need::Local, -1, {}}};
         return true;
       }
-      // Row-parallel: the contracted axis split on both sides.
+      // Row-parallel: the contracted axis split on both sides, one of them
+      // a weight's rows (Megatron's). A product of two computed values
+      // contracted over a split (a single head's q k^T split along its
+      // features) would round each chip's part of every dot product to
+      // the result's dtype before the parts are added, far from one sum;
+      // such a split does not close.
+      if (!weightOf(op.operand(0)) && !weightOf(op.operand(1)))
+        return false;
       const Sharding &k = l.kind == Sharding::Split ? l : rt;
       bool lk = l.kind == Sharding::Rep || (l.axis == r - 1 && l.ranges == k.ranges);
       bool rk = rt.kind == Sharding::Rep || (rt.axis == r - 2 && rt.ranges == k.ranges);
@@ -524,8 +534,14 @@ std::map<const Op *, Ranges> chooseSeeds(const Function &fn, unsigned chips, Ana
     int64_t granule = 1;
     for (int attempt = 0; attempt < 4; ++attempt) {
       Ranges ranges = balanced(n, granule, chips);
-      if (ranges.empty())
+      if (ranges.empty()) {
+        // Whole heads asked for, fewer of them than chips.
+        if (granule > 1 && current.wholeHeads.empty())
+          current.wholeHeads = "columns in whole heads of " + std::to_string(granule) +
+                               " (a reshape into heads) are " + std::to_string(n / granule) +
+                               " heads, fewer than the " + std::to_string(chips) + " chips";
         break;
+      }
       auto trial = seeds;
       trial[&op] = ranges;
       Analysis next = analyzer.run(trial);
@@ -1388,7 +1404,9 @@ llvm::Error partitionTensor(Function &fn, const PartitionOptions &options) {
     return error("func @" + fn.name() + " has no matmul that tensor parallelism can split over " +
                  llvm::Twine(options.chips) +
                  " chips (a matmul by a weight's columns whose split ends in a matmul by "
-                 "rows before anything reads it whole); use --partition=pipeline");
+                 "rows before anything reads it whole" +
+                 (a.wholeHeads.empty() ? std::string() : "; one matmul's " + a.wholeHeads) +
+                 "); use --partition=pipeline");
   if (llvm::Error e = Rewriter(fn, options.chips, a, options.markWhole).run())
     return e;
   // Every split op is written once per chip; a chip's part that nothing
