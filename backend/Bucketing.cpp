@@ -169,6 +169,7 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
     const Bucket &b = entry.buckets[bi];
     BucketChoice choice;
     choice.index = bi;
+    std::map<std::string, std::string> boundBy; // a bucketed size: the input that bound it
     bool fits = true;
     int64_t elements = 0;
     // An input a partitioned program places on several chips is given
@@ -194,10 +195,13 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
           continue;
         }
         auto [it, fresh] = choice.bound.insert({t.shape[i].name, actual});
+        if (fresh)
+          boundBy[t.shape[i].name] = t.name;
         if (!fresh && it->second != actual) {
           fits = false;
           why = "dimension '" + t.shape[i].name + "' is " + std::to_string(it->second) +
-                " in one input and " + std::to_string(actual) + " in input '" + t.name + "'";
+                " in input '" + boundBy[t.shape[i].name] + "' and " + std::to_string(actual) +
+                " in input '" + t.name + "'";
         } else if (actual > cap[i]) {
           fits = false;
         }

@@ -186,7 +186,11 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
           return;
         }
         if (*c < 1) {
-          error(DiagID::NonPositiveSize, s->range, sourceText(s->range), *c);
+          error(DiagID::NonPositiveSize, s->range, a.name.name, *c);
+          return;
+        }
+        if (llvm::is_contained(v.values, *c)) {
+          error(DiagID::DuplicateBucket, s->range, a.name.name, *c);
           return;
         }
         v.values.push_back(*c);

@@ -575,6 +575,23 @@ bool Checker::unifyDtypes(Value &a, Value &b, Frame &f, llvm::SMRange at, llvm::
               a.tensor.dtype + "(...)");
     return false;
   }
+  // A literal takes the dtype of the tensor it meets; an integer one must
+  // fit an integer dtype's range (it would wrap).
+  for (auto [t, n] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (!t->isTensor() || n->kind != Value::Kind::Int)
+      continue;
+    const std::string &dt = t->tensor.dtype;
+    const int bits = dt == "i8" ? 8 : dt == "i16" ? 16 : dt == "i32" ? 32 : 0;
+    std::optional<int64_t> v = n->size.constantValue();
+    if (!bits || !v)
+      continue;
+    const int64_t lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
+    if (*v < lo || *v > hi) {
+      error(DiagID::LiteralRange, at, *v, dt, lo, hi)
+          .help("convert the tensor to a wider dtype first, e.g. i32(...)");
+      return false;
+    }
+  }
   // A literal takes the dtype of the tensor it meets.
   if (a.isTensor() && b.isNumber())
     b = Value::ofTensor(TensorType{a.tensor.dtype, std::nullopt, {}});

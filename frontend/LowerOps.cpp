@@ -141,12 +141,23 @@ std::optional<ir::Type> Lowering::irType(const TensorType &t, llvm::SMRange at) 
     return std::nullopt;
   }
   ir::Type out{*dtype, {}};
+  // Far past any memory (a chip's SRAM holds some 2^27 elements, a host's
+  // some 2^36), and small enough that element counts, byte sizes and
+  // vector counts computed from it cannot overflow.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t elements = 1;
   for (const Size &s : t.dims) {
     auto c = s.constantValue();
     if (!c || *c < 1) {
       cannotLower(at, "a value of type " + t.str(), "a dimension is not a positive number");
       return std::nullopt;
     }
+    if (*c > kMaxElements / elements) {
+      cannotLower(at, "a value of type " + t.str(),
+                  "it has more than 2^48 elements, far more than any memory holds");
+      return std::nullopt;
+    }
+    elements *= *c;
     out.shape.push_back(*c);
   }
   return out;

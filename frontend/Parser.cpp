@@ -8,6 +8,7 @@
 #include "LPULexer.h"
 #include "LPUParser.h"
 
+#include <cstdio>
 #include <llvm/ADT/APFloat.h>
 #include <llvm/ADT/APInt.h>
 #include <llvm/ADT/StringExtras.h>
@@ -491,7 +492,11 @@ void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
     case LPULexer::STRAY: {
       std::string shown = text.str();
       if (text.size() == 1 && !llvm::isPrint(text[0]))
-        shown = "U+" + llvm::utohexstr(static_cast<unsigned char>(text[0]), /*LowerCase=*/false, 4);
+      {
+        char code[8];
+        std::snprintf(code, sizeof code, "U+%04X", unsigned(static_cast<unsigned char>(text[0])));
+        shown = code;
+      }
       else
         shown = "'" + shown + "'";
       auto diag = diags.report(DiagID::StrayCharacter, range, shown);
@@ -689,6 +694,12 @@ std::unique_ptr<ast::Module> parseModule(DiagnosticEngine &diags, unsigned buffe
   if (!stats)
     stats = &ignored;
   const llvm::MemoryBuffer *buffer = diags.sources().getMemoryBuffer(bufferId);
+  // A binary file (a compiled program given as source) is refused whole,
+  // without its bytes quoted in source snippets.
+  if (size_t nul = buffer->getBuffer().find('\0'); nul != llvm::StringRef::npos) {
+    diags.report(DiagID::BinaryFile, {}, buffer->getBufferIdentifier(), uint64_t(nul));
+    return nullptr;
+  }
   diags.beginBatch();
   auto machinery =
       std::make_unique<ParseMachinery>(buffer->getBuffer(), buffer->getBufferIdentifier().str());

@@ -274,8 +274,12 @@ int main(int argc, char **argv) {
   using driver::Phase;
   bool compile = !outputFile.empty() || emit == "asm" || emit == "plan" || report ||
                  !reportHtml.empty();
+  // A plain check lowers too: what the checker passes but the IR cannot
+  // express (E0700: a pool padded past half its kernel, a tensor past 2^48
+  // elements) is an error of the source, reported without `-o` as with it.
   pipeline.last = compile ? Phase::Emit : emit == "ir" ? Phase::Partition
                   : emit == "ast"                      ? Phase::Parse
+                  : emit.empty()                       ? Phase::Lower
                                                        : Phase::Check;
   for (Phase p : pipeline.dumpAfter)
     pipeline.last = std::max(pipeline.last, p);

@@ -64,6 +64,13 @@ int formatOne(const Flags &flags, llvm::StringRef path) {
     return kExitUsage;
   }
   llvm::StringRef source = (*buffer)->getBuffer();
+  // A binary file (a compiled program) is no source: said once, with none
+  // of its bytes quoted back.
+  if (size_t nul = source.find('\0'); nul != llvm::StringRef::npos) {
+    tools::reportToolError(kTool, "'" + name + "' is not a text file: it has a NUL byte at offset " +
+                                      std::to_string(nul) + " (E0010)");
+    return kExitSyntax;
+  }
 
   const format::Language *language = nullptr;
   if (!flags.language.empty())

@@ -26,6 +26,7 @@
 #include "sim/mpi/MpiRanks.h"
 #endif
 
+#include <charconv>
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/FileSystem.h>
@@ -184,7 +185,11 @@ int emitOutputs(llvm::ArrayRef<tensor::NamedTensor> outputs, llvm::ArrayRef<tens
   if (checkNames)
     for (const auto &[name, path] : outputFiles)
       if (!has(outputs, name) && !has(states, name)) {
-        feedback.error("no output '" + name + "' in " + where);
+        std::string known;
+        for (const auto &list : {outputs, states})
+          for (const tensor::NamedTensor &n : list)
+            known += (known.empty() ? "" : ", ") + ("'" + n.first + "'");
+        feedback.error("no output '" + name + "' in " + where + "; the outputs are " + known);
         return tools::kExitUsageError;
       }
   // A state is printed only when named: it is the model's memory, not a
@@ -556,7 +561,19 @@ int runLpurun(int argc, char **argv, sim::Ranks *ranks) {
   app.add_option("--dump-scales", dumpScales,
                  "with --calibrate: write the computed scales and zero points to a "
                  ".safetensors file");
-  auto *r = app.add_option("--random-weights", seed, "deterministic random parameters from SEED");
+  auto *r = app.add_option("--random-weights", seed, "deterministic random parameters from SEED")
+                ->check(CLI::Validator(
+                    [](std::string &text) -> std::string {
+                      // CLI11 would take -1 as 2^64 - 1 and saturate past it.
+                      uint64_t value = 0;
+                      const char *end = text.data() + text.size();
+                      auto [ptr, ec] = std::from_chars(text.data(), end, value);
+                      if (text.empty() || ec != std::errc() || ptr != end)
+                        return "SEED must be an integer from 0 to 18446744073709551615, not '" +
+                               text + "'";
+                      return "";
+                    },
+                    "SEED"));
   w->excludes(r);
   app.add_option("--output", outputs,
                  "NAME=FILE.npy writes an output; '-' prints all outputs (the default)")
