@@ -466,8 +466,9 @@ private:
       if (!whole) {
         // Chunks must be whole rows of the result's split axis (whole
         // heads): ask for a granule that makes them so (a sum's rows are
-        // gathered instead).
-        if (!s.scattered && after && afterTo % after == 0)
+        // gathered instead). An axis of 1 is no candidate: the split lands
+        // on a later axis of the same elements ([1, 384] -> [1, 1, 384]).
+        if (!s.scattered && to[r] > 1 && after && afterTo % after == 0)
           a.granule = std::max(a.granule, afterTo / after);
         continue;
       }
