@@ -2,6 +2,7 @@
 // their work in FLOPs (docs/language.md, "Statistics").
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
+#include "support/DType.h"
 
 #include <algorithm>
 #include <cmath>
@@ -681,7 +682,7 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
                 std::string("the ") + what + " is an integer, found " + v.describe());
           return false;
         }
-        const int64_t lo = dtype == "i8" ? -128 : INT32_MIN, hi = dtype == "i8" ? 127 : INT32_MAX;
+        const auto [lo, hi] = tensor::integerRange(*tensor::parseDTypeName(dtype));
         if (std::optional<int64_t> n = v.size.constantValue(); n && (*n < lo || *n > hi)) {
           error(DiagID::ZeroPointRange, arg->range, *n, dtype, lo, hi);
           return false;

@@ -4,6 +4,7 @@
 #include "frontend/ASTPrinter.h"
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
+#include "support/DType.h"
 
 #include <cmath>
 #include <utility>
@@ -581,11 +582,11 @@ bool Checker::unifyDtypes(Value &a, Value &b, Frame &f, llvm::SMRange at, llvm::
     if (!t->isTensor() || n->kind != Value::Kind::Int)
       continue;
     const std::string &dt = t->tensor.dtype;
-    const int bits = dt == "i8" ? 8 : dt == "i16" ? 16 : dt == "i32" ? 32 : 0;
+    const std::optional<tensor::DType> type = tensor::parseDTypeName(dt);
     std::optional<int64_t> v = n->size.constantValue();
-    if (!bits || !v)
+    if (!type || !tensor::isInteger(*type) || !v)
       continue;
-    const int64_t lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
+    const auto [lo, hi] = tensor::integerRange(*type);
     if (*v < lo || *v > hi) {
       error(DiagID::LiteralRange, at, *v, dt, lo, hi)
           .help("convert the tensor to a wider dtype first, e.g. i32(...)");

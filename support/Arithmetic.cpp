@@ -139,8 +139,7 @@ int32_t floatToInt(DType to, float x, FloatToIntRounding rounding) {
     return x != 0.0f; // NaN is true, as in NumPy
   if (std::isnan(x))
     return 0;
-  double lo = to == DType::I8 ? -128.0 : to == DType::I16 ? -32768.0 : -2147483648.0;
-  double hi = to == DType::I8 ? 127.0 : to == DType::I16 ? 32767.0 : 2147483647.0;
+  const double lo = double(integerRange(to).first), hi = double(integerRange(to).second);
   double t = rounding == FloatToIntRounding::TowardZero ? std::trunc(double(x))
                                                         : std::nearbyint(double(x));
   return static_cast<int32_t>(t < lo ? lo : t > hi ? hi : t);

@@ -54,6 +54,20 @@ bool isFloat(DType type) { return type == DType::F16 || type == DType::BF16 || t
 
 bool isInteger(DType type) { return type == DType::I8 || type == DType::I16 || type == DType::I32; }
 
+std::pair<int64_t, int64_t> integerRange(DType type) {
+  switch (type) {
+  case DType::Bool:
+    return {0, 1};
+  case DType::I8:
+    return {INT8_MIN, INT8_MAX};
+  case DType::I16:
+    return {INT16_MIN, INT16_MAX};
+  default:
+    assert(type == DType::I32 && "integerRange of a float dtype");
+    return {INT32_MIN, INT32_MAX};
+  }
+}
+
 uint16_t floatToHalfBits(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t sign = (bits >> 16) & 0x8000u;

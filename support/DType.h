@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace lpu::tensor {
 
@@ -26,6 +27,9 @@ llvm::StringRef allDTypeNames();
 unsigned dtypeSize(DType type);
 bool isFloat(DType type);
 bool isInteger(DType type); // i8 i16 i32 (not bool)
+/// The range [lo, hi] of an integer dtype (i8: [-128, 127]); bool's is
+/// [0, 1]. Only for isInteger types and bool.
+std::pair<int64_t, int64_t> integerRange(DType type);
 
 /// IEEE binary16 <-> binary32. float -> half rounds to nearest, ties to even;
 /// values at or beyond 65520 become infinity; NaN stays NaN (made quiet, as

@@ -66,8 +66,7 @@ llvm::Error storeValue(Tensor &tensor, int64_t index, size_t tokenIndex, const s
   if (isInteger(type)) {
     if (!matchesWhole(token, integerSyntax))
       return valueError(tokenIndex, token, "is not an integer");
-    const int64_t lo = type == DType::I8 ? INT8_MIN : type == DType::I16 ? INT16_MIN : INT32_MIN;
-    const int64_t hi = type == DType::I8 ? INT8_MAX : type == DType::I16 ? INT16_MAX : INT32_MAX;
+    const auto [lo, hi] = integerRange(type);
     int64_t value = 0;
     auto first = token.begin();
     const bool fits = x3::parse(first, token.end(), x3::int64, value) && first == token.end();

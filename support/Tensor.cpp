@@ -269,8 +269,7 @@ Tensor Tensor::convertTo(DType type) const {
   // Integer to integer goes through int64 so that i32 stays exact; narrowing
   // saturates, as setFloat does.
   const bool viaInt = !isFloat(type_) && isInteger(type);
-  const int64_t lo = type == DType::I8 ? INT8_MIN : type == DType::I16 ? INT16_MIN : INT32_MIN;
-  const int64_t hi = type == DType::I8 ? INT8_MAX : type == DType::I16 ? INT16_MAX : INT32_MAX;
+  const auto [lo, hi] = isInteger(type) ? integerRange(type) : std::pair<int64_t, int64_t>{0, 0};
   for (int64_t i = 0; i < numElements_; ++i) {
     if (viaInt)
       result.setInt(i, std::clamp<int64_t>(getInt(i), lo, hi));
