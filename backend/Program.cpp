@@ -316,6 +316,37 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
   for (const Entry &entry : program.entries) {
     if (entry.buckets.empty())
       return error("entry '" + entry.name + "' has no buckets");
+    // Buckets differ in sizes alone: every bucket takes the inputs and
+    // returns the outputs bucket 0 does (names, states, dtypes and ranks),
+    // as lpurun picks a bucket by the inputs given and carries states
+    // between calls of any bucket.
+    using Interface = std::map<std::pair<TensorRole, std::string>, std::tuple<bool, DType, size_t>>;
+    auto interfaceOf = [](const Bucket &bucket) {
+      Interface io;
+      for (const TensorPlacement &t : bucket.tensors)
+        if (t.role == TensorRole::Input || t.role == TensorRole::Output)
+          io.try_emplace({t.role, t.name}, t.state, t.dtype, t.shape.size());
+      return io;
+    };
+    const Interface first = interfaceOf(entry.buckets.front());
+    auto describe = [](const std::pair<TensorRole, std::string> &key, const std::tuple<bool, DType, size_t> &v) {
+      return (std::get<0>(v) ? "state " : "") + tensorRoleName(key.first).str() + " '" + key.second + "' (" +
+             tensor::dtypeName(std::get<1>(v)).str() + ", rank " + std::to_string(std::get<2>(v)) + ")";
+    };
+    for (size_t b = 1; b < entry.buckets.size(); ++b) {
+      const Interface here = interfaceOf(entry.buckets[b]);
+      std::string where = ("entry '" + entry.name + "' bucket " + llvm::Twine(b)).str();
+      for (const auto &[key, v] : first)
+        if (auto it = here.find(key); it == here.end() || it->second != v)
+          return error(where + (it == here.end() ? " has no " + describe(key, v)
+                                                 : " has " + describe(key, it->second)) +
+                       ", but bucket 0 has " + describe(key, v) +
+                       " (every bucket of an entry has the same inputs and outputs)");
+      for (const auto &[key, v] : here)
+        if (!first.count(key))
+          return error(where + " has " + describe(key, v) +
+                       ", which bucket 0 has not (every bucket of an entry has the same inputs and outputs)");
+    }
     for (size_t b = 0; b < entry.buckets.size(); ++b) {
       const Bucket &bucket = entry.buckets[b];
       std::string where = ("entry '" + entry.name + "' bucket " + llvm::Twine(b)).str();

@@ -558,6 +558,7 @@ TEST(ProgramFile, VerifyShards) {
   {
     // A state's slice (a KV cache split by heads): its whole is checked.
     Program state = p;
+    state.entries[0].buckets.resize(1); // one bucket: the state is x's shape
     TensorPlacement &x = state.entries[0].buckets[0].tensors[0];
     x.state = true;
     const int64_t rows = state.entries[0].buckets[0].concreteShape(x)[0];
@@ -711,8 +712,10 @@ TEST(ProgramFile, States) {
   TensorPlacement out = in;
   out.role = TensorRole::Output;
   out.slices = {10, 11};
-  b.tensors.push_back(in);
-  b.tensors.push_back(out);
+  for (Bucket &each : p.entries[0].buckets) {
+    each.tensors.push_back(in);
+    each.tensors.push_back(out);
+  }
   ASSERT_FALSE(bool(verifyProgram(p, *chip)));
 
   std::string text = printProgramText(p);
@@ -762,6 +765,25 @@ TEST(ProgramFile, States) {
   EXPECT_EQ(errorOf(verifyProgram(shapes, *chip)),
             "entry 'main' bucket 0: output 'cache' is a state f16 [5,4], but input 'cache' in entry "
             "'main' bucket 0 is f16 [6,4] (a state has one dtype and shape in every entry and bucket)");
+  // Buckets of one entry have the same inputs and outputs: a bucket
+  // without the state input that bucket 0 reads (or with one bucket 0 has
+  // not) is refused, not run with the state missing from what lpurun
+  // gives it.
+  Program buckets = p;
+  std::vector<TensorPlacement> &second = buckets.entries[0].buckets[1].tensors;
+  second.erase(second.end() - 2); // the state input
+  EXPECT_EQ(errorOf(verifyProgram(buckets, *chip)),
+            "entry 'main' bucket 1 has no state input 'cache' (f16, rank 2), but bucket 0 has state input "
+            "'cache' (f16, rank 2) (every bucket of an entry has the same inputs and outputs)");
+  std::swap(buckets.entries[0].buckets[0], buckets.entries[0].buckets[1]);
+  EXPECT_EQ(errorOf(verifyProgram(buckets, *chip)),
+            "entry 'main' bucket 1 has state input 'cache' (f16, rank 2), which bucket 0 has not (every "
+            "bucket of an entry has the same inputs and outputs)");
+  Program typed = p;
+  typed.entries[0].buckets[1].tensors.back().state = false;
+  EXPECT_EQ(errorOf(verifyProgram(typed, *chip)),
+            "entry 'main' bucket 1 has output 'cache' (f16, rank 2), but bucket 0 has state output 'cache' "
+            "(f16, rank 2) (every bucket of an entry has the same inputs and outputs)");
   EXPECT_EQ(errorOf(parseProgramText("lpu-program 1\ntarget g\nentry m\nbucket\n"
                                      "tensor state x f16 [1] chip 0 slices 0,1 addr 0\n", "t")),
             "t:5: tensor role must be input, output, param, const, state-in or state-out, found "
