@@ -139,6 +139,11 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
         error(DiagID::UnknownArgument, a.nameRange, name, a.name);
         return std::nullopt;
       }
+      if (const Arg *earlier = out[it - names.begin()]) {
+        error(DiagID::DuplicateArgument, a.nameRange, name, a.name)
+            .note("first given here", earlier->name.empty() ? earlier->range : earlier->nameRange);
+        return std::nullopt;
+      }
       out[it - names.begin()] = &a;
     }
     for (size_t i = 0; i < required; ++i)

@@ -5,6 +5,7 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
+#include <map>
 #include <llvm/Support/Path.h>
 
 #include <algorithm>
@@ -261,6 +262,7 @@ ModelInstPtr Checker::instantiateModel(const ast::ModelDecl &model, ModuleInfo *
   env.module = m;
   env.concrete = outer.concrete;
   size_t pos = 0;
+  std::map<const ast::GenericParam *, const ast::GenericArg *> given;
   for (const ast::GenericArg &a : args) {
     const ast::GenericParam *target = nullptr;
     if (a.kind == ast::GenericArg::Kind::Positional) {
@@ -279,6 +281,11 @@ ModelInstPtr Checker::instantiateModel(const ast::ModelDecl &model, ModuleInfo *
         b.note("'" + model.name.name + "' is declared here", model.name.range);
         return nullptr;
       }
+    }
+    if (auto [it, fresh] = given.try_emplace(target, &a); !fresh) {
+      error(DiagID::DuplicateArgument, a.range, model.name.name, target->name.name)
+          .note("first given here", it->second->range);
+      return nullptr;
     }
     if (a.kind == ast::GenericArg::Kind::Bucket) {
       error(DiagID::BadEntryTarget, a.range, model.name.name, "bucket sets belong in an entry");

@@ -5,6 +5,7 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
+#include <map>
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/JSON.h>
 
@@ -228,6 +229,7 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     auto bindArgs = [&](const ast::PathSegment &seg, const std::vector<ast::GenericParam> &params,
                         Env &into, const std::string &owner) -> bool {
       size_t pos = 0;
+      std::map<const ast::GenericParam *, const ast::GenericArg *> given;
       for (const ast::GenericArg &a : seg.genericArgs) {
         const ast::GenericParam *target = nullptr;
         if (a.kind == ast::GenericArg::Kind::Positional) {
@@ -245,6 +247,11 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
             error(DiagID::UnknownArgument, a.name.range, owner, a.name.name);
             return false;
           }
+        }
+        if (auto [it, fresh] = given.try_emplace(target, &a); !fresh) {
+          error(DiagID::DuplicateArgument, a.range, owner, target->name.name)
+              .note("first given here", it->second->range);
+          return false;
         }
         if (target->kind == ast::GenericParam::Kind::Dtype) {
           auto *n = llvm::dyn_cast_or_null<ast::SizeName>(a.size.get());

@@ -5,6 +5,7 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
+#include <map>
 #include <algorithm>
 
 namespace lpu::check {
@@ -199,6 +200,7 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
   // Explicit generic arguments.
   if (explicitArgs) {
     size_t pos = 0;
+    std::map<const ast::GenericParam *, const ast::GenericArg *> givenGenerics;
     for (const ast::GenericArg &ga : *explicitArgs) {
       const ast::GenericParam *target = nullptr;
       if (ga.kind == ast::GenericArg::Kind::Positional) {
@@ -217,6 +219,11 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
               .note("'" + fn.name.name + "' is declared here", fn.name.range);
           return Value::error();
         }
+      }
+      if (auto [it, fresh] = givenGenerics.try_emplace(target, &ga); !fresh) {
+        error(DiagID::DuplicateArgument, ga.range, fnName, target->name.name)
+            .note("first given here", it->second->range);
+        return Value::error();
       }
       if (target->kind == ast::GenericParam::Kind::Dtype) {
         auto *n = llvm::dyn_cast_or_null<ast::SizeName>(ga.size.get());
@@ -264,6 +271,11 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
     bool found = false;
     for (size_t i = 0; i < fn.params.size(); ++i)
       if (fn.params[i].name.name == a.name) {
+        if (const Arg *earlier = bound[i]) {
+          error(DiagID::DuplicateArgument, a.nameRange, fnName, a.name)
+              .note("first given here", earlier->name.empty() ? earlier->range : earlier->nameRange);
+          return Value::error();
+        }
         bound[i] = &a;
         found = true;
       }
