@@ -75,12 +75,17 @@ llvm::Error checkInputs(const Entry &entry, const char *role, const std::vector<
   if (!found)
     return error("--generate: the " + llvm::Twine(role) + " entry '" + entry.name +
                  "' has no input '" + required + "' (expected " + expected + ")");
-  bool logits = false;
-  for (const TensorPlacement &t : bucket.tensors)
-    logits |= t.role == TensorRole::Output && !t.state;
-  if (!logits)
+  auto logits = llvm::find_if(bucket.tensors, [](const TensorPlacement &t) {
+    return t.role == TensorRole::Output && !t.state;
+  });
+  if (logits == bucket.tensors.end())
     return error("--generate: the " + llvm::Twine(role) + " entry '" + entry.name +
                  "' has no output that is not a state (its first one is the logits)");
+  // An id or a mask returned first would be argmaxed as if it were scores.
+  if (!tensor::isFloat(logits->dtype))
+    return error("--generate: the logits of the " + llvm::Twine(role) + " entry '" + entry.name +
+                 "' (its first output that is not a state, '" + logits->name + "') are " +
+                 typeText(*logits) + "; they must be a float tensor (return the logits first)");
   return llvm::Error::success();
 }
 
