@@ -540,6 +540,11 @@ llvm::Expected<PinnedCuts> pinnedCuts(const Function &fn, const StageCosts &sc, 
     if (pin.chip > 0 && cut == 0)
       return error("pin '" + pin.text + "': no cut before the first op that reads its weights, " +
                    "so nothing can go on the chips before chip " + llvm::Twine(pin.chip));
+    // Chip 0's stage starts at the first op: a layer with work before it
+    // cannot start it (the layers before it would fill no chips).
+    if (pin.chip == 0 && cut > 0)
+      return error("pin '" + pin.text + "': its layer does not start the function (there is work " +
+                   "before it), so it cannot start chip 0's stage");
     // The layer stays on its chip: no cut inside it.
     for (size_t j = cut + 1; j <= last && j < legal.size(); ++j)
       legal[j] = false;
