@@ -2,6 +2,8 @@
 // is computed from them), everything else becomes one `let`.
 #include "import/OpSupport.h"
 
+#include <algorithm>
+
 namespace lpu::import::detail {
 
 namespace ops {
@@ -602,6 +604,8 @@ llvm::Error opReduce(Importer &im, const OnnxNode &node) {
     }
   }
   std::sort(list.begin(), list.end());
+  if (auto twice = std::adjacent_find(list.begin(), list.end()); twice != list.end())
+    return im.nodeError(node, "reduces axis " + std::to_string(*twice) + " twice (its axes repeat)");
   std::vector<Size> shape;
   for (size_t i = 0; i < x->shape.size(); ++i) {
     bool reduced = std::find(list.begin(), list.end(), int64_t(i)) != list.end();

@@ -7,6 +7,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <cstring>
+#include <map>
 
 namespace lpu::import {
 
@@ -290,10 +291,22 @@ llvm::Expected<OnnxGraph> readOnnxModel(const std::string &path) {
       return info.takeError();
     graph.outputs.push_back(std::move(*info));
   }
+  // Every value has one writer (ONNX's SSA rule): a second node writing a
+  // name, or a node writing an input or an initializer, is a malformed graph.
+  std::map<std::string, std::string> writer;
+  for (const onnx::TensorProto &t : g.initializer())
+    writer.emplace(t.name(), "initializer '" + t.name() + "'");
+  for (const onnx::ValueInfoProto &v : g.input())
+    writer.emplace(v.name(), "graph input '" + v.name() + "'");
   int index = 0;
   for (const onnx::NodeProto &n : g.node()) {
     OnnxNode node;
     node.name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    for (const std::string &out : n.output())
+      if (!out.empty())
+        if (auto [it, fresh] = writer.emplace(out, "node '" + node.name + "'"); !fresh)
+          return fail(path + ": a malformed graph: node '" + node.name + "' writes '" + out +
+                      "', which " + it->second + " writes already (every value has one writer)");
     node.opType = n.op_type();
     node.domain = n.domain();
     node.inputs.assign(n.input().begin(), n.input().end());

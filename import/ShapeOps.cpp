@@ -664,6 +664,13 @@ llvm::Error opSlice(Importer &im, const OnnxNode &node) {
         b = addSize(dim, b);
     }
     ranges[ax] = {Size::of(a), b};
+    // The language has no empty dimension: a slice that keeps nothing (an
+    // end at or before its start, after clamping) is refused here, at its
+    // node, not as a negative size in what is written.
+    if (b.value() && *b.value() <= a)
+      return im.nodeError(node, "slices axis " + std::to_string(ax) + " of " + dim.text() + " from " +
+                                    std::to_string(a) + " to " + std::to_string(*b.value()) +
+                                    ": an empty result, which the language's tensors cannot be");
   }
   if (!x->runtime) {
     std::vector<int64_t> od;

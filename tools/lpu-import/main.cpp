@@ -15,6 +15,7 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
@@ -83,7 +84,20 @@ int main(int argc, char **argv) {
       tools::reportToolError(kTool, "--bucket '" + b + "': expected DIM=N[,N...] with sizes above 0");
       return tools::kExitUsageError;
     }
-    options.buckets[dim.str()] = sizes;
+    // Each size once, each dimension once (a second --bucket for one
+    // dimension replaced the first).
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (std::find(sizes.begin(), sizes.begin() + i, sizes[i]) != sizes.begin() + i) {
+        tools::reportToolError(kTool, "--bucket '" + b + "': lists " + std::to_string(sizes[i]) + " twice");
+        return tools::kExitUsageError;
+      }
+    }
+    if (!options.buckets.try_emplace(dim.trim().str(), sizes).second) {
+      tools::reportToolError(kTool, "--bucket '" + b + "': dimension '" + dim.trim().str() +
+                                        "' is given buckets twice (list them once: " + dim.trim().str() +
+                                        "=4,8)");
+      return tools::kExitUsageError;
+    }
   }
   if (llvm::sys::fs::is_directory(input) || !llvm::sys::fs::exists(input)) {
     tools::reportToolError(kTool, "cannot read '" + input + "': " +

@@ -324,6 +324,26 @@ TEST(ImporterTest, SliceNormalisesNegativeBoundsAndRefusesSteps) {
   g.initializers.push_back(ints("steps", {1}, {2}));
   g.nodes[0].inputs.push_back("steps");
   EXPECT_NE(importError(g).find("step 2"), std::string::npos);
+  // A slice that keeps nothing (the language has no empty dimension) is
+  // refused at its node; it was written with a negative size.
+  g.initializers = {ints("starts", {1}, {4}), ints("ends", {1}, {2}), ints("axes", {1}, {1})};
+  g.nodes = {node("Slice", {"x", "starts", "ends", "axes"}, {"y"}, "empty_slice")};
+  std::string e = importError(g);
+  EXPECT_NE(e.find("'empty_slice' (Slice): slices axis 1 of 10 from 4 to 2: an empty result"), std::string::npos)
+      << e;
+}
+
+TEST(ImporterTest, ReduceAxesAreChecked) {
+  OnnxGraph g;
+  g.opset = 13;
+  g.inputs = {tensorInfo("x", kOnnxFloat, {int64_t(2), int64_t(3), int64_t(5)})};
+  g.outputs = {tensorInfo("y", kOnnxFloat, {})};
+  g.nodes = {node("ReduceMean", {"x"}, {"y"}, "mean_op")};
+  g.nodes[0].attributes["axes"] = intsAttr({1, 1, -1});
+  std::string e = importError(g);
+  EXPECT_NE(e.find("'mean_op' (ReduceMean): reduces axis 1 twice"), std::string::npos) << e;
+  g.nodes[0].attributes["axes"] = intsAttr({1, -1});
+  EXPECT_NE(importOk(g).find("axis = [1, 2]"), std::string::npos);
 }
 
 TEST(ImporterTest, ConstantNodesFeedLiterals) {

@@ -15,6 +15,9 @@ so that only the importer's rule refuses it:
   double.onnx        a DOUBLE (float64) graph input `x_double`;
   symbolic.onnx      a valid model whose input x has the symbolic dimension
                      `seq_len`: it imports only with --bucket seq_len=...;
+  two_writers.onnx   not valid ONNX (onnx.checker refuses it, so it is
+                     saved unchecked): nodes `relu_y` and `neg_y` both
+                     write `y`;
   names.onnx         a valid model whose inputs' names need sanitizing:
                      `input.1:0` (float [2, 8]) and `ids-0` (int64 [2]),
                      relu(input) + table[ids] with a 5 x 8 table.
@@ -89,6 +92,13 @@ def main():
         [helper.make_tensor_value_info("x", f32, [1, "seq_len", 8])],
         [helper.make_tensor_value_info("y", f32, [1, "seq_len", 8])]),
         os.path.join(out, "symbolic.onnx"))
+
+    onnx.save(model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu_y"),
+         helper.make_node("Neg", ["x"], ["y"], name="neg_y")],
+        [helper.make_tensor_value_info("x", f32, [2, 3])],
+        [helper.make_tensor_value_info("y", f32, [2, 3])]),
+        os.path.join(out, "two_writers.onnx"))
 
     table = np.arange(40, dtype=np.float32).reshape(5, 8) / 8
     save(model(
