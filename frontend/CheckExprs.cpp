@@ -489,7 +489,10 @@ Value Checker::expr(const ast::Expr &e, Frame &f) {
 Value Checker::exprOf(const ast::Expr &e, Frame &f) {
   Value v;
   switch (e.kind()) {
-  case ast::Expr::Kind::Int: v = Value::ofInt(Size::constant(llvm::cast<ast::IntLit>(e).value)); break;
+  case ast::Expr::Kind::Int:
+    v = Value::ofInt(Size::constant(llvm::cast<ast::IntLit>(e).value));
+    v.origin = e.range; // where a literal that does not fit its dtype is shown (E0318)
+    break;
   case ast::Expr::Kind::Float: v = Value::ofFloat(llvm::cast<ast::FloatLit>(e).value); break;
   case ast::Expr::Kind::Bool: v = Value::ofBool(llvm::cast<ast::BoolLit>(e).value); break;
   case ast::Expr::Kind::String:
@@ -503,9 +506,10 @@ Value Checker::exprOf(const ast::Expr &e, Frame &f) {
     if (x.isError())
       return x;
     if (u.op == ast::UnaryOp::Neg) {
-      if (x.kind == Value::Kind::Int)
+      if (x.kind == Value::Kind::Int) {
         v = Value::ofInt(-x.size);
-      else if (x.kind == Value::Kind::Float)
+        v.origin = e.range;
+      } else if (x.kind == Value::Kind::Float)
         v = Value::ofFloat(-x.number);
       else if (x.isTensor()) {
         v = x;
@@ -588,7 +592,7 @@ bool Checker::unifyDtypes(Value &a, Value &b, Frame &f, llvm::SMRange at, llvm::
       continue;
     const auto [lo, hi] = tensor::integerRange(*type);
     if (*v < lo || *v > hi) {
-      error(DiagID::LiteralRange, at, *v, dt, lo, hi)
+      error(DiagID::LiteralRange, n->origin.isValid() ? n->origin : at, *v, dt, lo, hi)
           .help("convert the tensor to a wider dtype first, e.g. i32(...)");
       return false;
     }
