@@ -5,10 +5,10 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
-#include <map>
 #include <llvm/Support/Path.h>
 
 #include <algorithm>
+#include <map>
 
 namespace lpu {
 

@@ -5,11 +5,11 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
-#include <map>
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
+#include <map>
 
 namespace lpu::check {
 

@@ -5,8 +5,8 @@
 #include "frontend/CheckerImpl.h"
 #include "frontend/LowerImpl.h"
 
-#include <map>
 #include <algorithm>
+#include <map>
 
 namespace lpu::check {
 

@@ -8,7 +8,6 @@
 #include "LPULexer.h"
 #include "LPUParser.h"
 
-#include <cstdio>
 #include <llvm/ADT/APFloat.h>
 #include <llvm/ADT/APInt.h>
 #include <llvm/ADT/StringExtras.h>
@@ -16,6 +15,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <utility>
@@ -491,14 +491,13 @@ void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
     switch (type) {
     case LPULexer::STRAY: {
       std::string shown = text.str();
-      if (text.size() == 1 && !llvm::isPrint(text[0]))
-      {
+      if (text.size() == 1 && !llvm::isPrint(text[0])) {
         char code[8];
         std::snprintf(code, sizeof code, "U+%04X", unsigned(static_cast<unsigned char>(text[0])));
         shown = code;
-      }
-      else
+      } else {
         shown = "'" + shown + "'";
+      }
       auto diag = diags.report(DiagID::StrayCharacter, range, shown);
       if (text == ";")
         diag.help("statements end at the end of the line; remove the ';'")
