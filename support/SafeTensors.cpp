@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 namespace lpu::tensor {
 
@@ -62,29 +64,61 @@ namespace {
 
 constexpr int64_t kMaxHeaderDepth = 64;
 
-/// The deepest nesting of arrays and objects in JSON text (strings
-/// skipped), without parsing it.
-int64_t jsonDepth(llvm::StringRef text) {
-  int64_t depth = 0, deepest = 0;
+/// What JSON text shows before it is parsed: its deepest nesting of
+/// arrays and objects, and the first key an object repeats (llvm::json
+/// keeps the last value of a repeated key and says nothing, so a header
+/// naming a tensor twice would silently lose one).
+struct HeaderScan {
+  int64_t deepest = 0;
+  std::optional<std::string> repeatedKey;
+};
+
+HeaderScan scanJson(llvm::StringRef text) {
+  HeaderScan scan;
+  // One entry a level: the keys seen so far when the level is an object.
+  std::vector<std::optional<llvm::StringSet<>>> levels;
   bool inString = false, escaped = false;
-  for (char c : text) {
+  size_t stringStart = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (inString) {
       if (escaped)
         escaped = false;
       else if (c == '\\')
         escaped = true;
-      else if (c == '"')
+      else if (c == '"') {
         inString = false;
+        // A string in an object followed by ':' is a key (its escapes
+        // compared as written).
+        size_t next = text.find_first_not_of(" \t\r\n", i + 1);
+        if (!levels.empty() && levels.back() && next != llvm::StringRef::npos && text[next] == ':') {
+          llvm::StringRef key = text.slice(stringStart, i);
+          if (!levels.back()->insert(key).second && !scan.repeatedKey)
+            scan.repeatedKey = key.str();
+        }
+      }
       continue;
     }
-    if (c == '"')
+    if (c == '"') {
       inString = true;
-    else if (c == '[' || c == '{')
-      deepest = std::max(deepest, ++depth);
-    else if (c == ']' || c == '}')
-      --depth;
+      stringStart = i + 1;
+    } else if (c == '[' || c == '{') {
+      levels.push_back(c == '{' ? std::optional<llvm::StringSet<>>(llvm::StringSet<>()) : std::nullopt);
+      scan.deepest = std::max(scan.deepest, int64_t(levels.size()));
+    } else if ((c == ']' || c == '}') && !levels.empty()) {
+      levels.pop_back();
+    }
   }
-  return deepest;
+  return scan;
+}
+
+/// A JSON number written as a non-negative integer (not 3.0 or 3e0, which
+/// llvm::json would also give as 3).
+llvm::Optional<int64_t> wholeNumber(const llvm::json::Value &value) {
+  llvm::Optional<uint64_t> n = value.getAsUINT64();
+  if (!n || *n > uint64_t(std::numeric_limits<int64_t>::max()))
+    return llvm::None;
+  return int64_t(*n);
 }
 
 } // namespace
@@ -105,9 +139,13 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::parse(std::unique_ptr<llvm::Mem
   // The parser recurses once a nesting level: a header nested thousands
   // deep would overflow the stack. A real one is three deep (the object,
   // a tensor's entry, its shape).
-  if (auto depth = jsonDepth(bytes.substr(8, headerLength)); depth > kMaxHeaderDepth)
+  const HeaderScan scan = scanJson(bytes.substr(8, headerLength));
+  if (scan.deepest > kMaxHeaderDepth)
     return sourceError(name, "malformed .safetensors header: nested more than " + llvm::Twine(kMaxHeaderDepth) +
                                  " levels deep");
+  if (scan.repeatedKey)
+    return sourceError(name, "malformed .safetensors header: the key '" + *scan.repeatedKey +
+                                 "' is given twice in one object");
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(bytes.substr(8, headerLength));
   if (!json)
     return sourceError(name, "malformed .safetensors header: " + toString(json.takeError()));
@@ -161,18 +199,18 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::parse(std::unique_ptr<llvm::Mem
     if (!shape)
       return bad("no 'shape' array");
     for (const llvm::json::Value &dim : *shape) {
-      llvm::Optional<int64_t> value = dim.getAsInteger();
-      if (!value || *value < 0)
+      llvm::Optional<int64_t> value = wholeNumber(dim);
+      if (!value)
         return bad("'shape' must hold non-negative integers");
       entry.shape.push_back(*value);
     }
     const llvm::json::Array *offsets = info->getArray("data_offsets");
     llvm::Optional<int64_t> begin, end;
     if (offsets && offsets->size() == 2) {
-      begin = (*offsets)[0].getAsInteger();
-      end = (*offsets)[1].getAsInteger();
+      begin = wholeNumber((*offsets)[0]);
+      end = wholeNumber((*offsets)[1]);
     }
-    if (!begin || !end || *begin < 0 || *end < 0)
+    if (!begin || !end)
       return bad("'data_offsets' must be two non-negative integers [begin, end]");
     entry.begin = static_cast<uint64_t>(*begin);
     entry.end = static_cast<uint64_t>(*end);

@@ -179,6 +179,27 @@ TEST(SafeTensors, RejectsBadFiles) {
   EXPECT_NE(parseError(makeFile(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0))
                 .find("'shape' must hold non-negative integers"),
             std::string::npos);
+  // Sizes are integers as written: 3.0 and 3e0 are refused (the JSON
+  // library alone would read them as 3).
+  EXPECT_NE(parseError(makeFile(R"({"w":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})", 4))
+                .find("'shape' must hold non-negative integers"),
+            std::string::npos);
+  EXPECT_NE(parseError(makeFile(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4e0]}})", 4))
+                .find("'data_offsets' must be two non-negative integers"),
+            std::string::npos);
+  // A key given twice (the JSON library would keep the last silently),
+  // in the header or inside an entry; the same key in two objects is fine.
+  EXPECT_EQ(parseError(makeFile(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                R"( "w" :{"dtype":"I32","shape":[1],"data_offsets":[0,4]}})",
+                                4)),
+            "w.safetensors: malformed .safetensors header: the key 'w' is given twice in one object");
+  EXPECT_EQ(parseError(makeFile(R"({"w":{"dtype":"F32","shape":[1],"dtype":"I32","data_offsets":[0,4]}})", 4)),
+            "w.safetensors: malformed .safetensors header: the key 'dtype' is given twice in one object");
+  EXPECT_EQ(parseError(makeFile(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)"
+                                R"("__metadata__":{"dtype":"x, \"dtype\": y"}})",
+                                8)),
+            "");
   EXPECT_NE(parseError(makeFile(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4))
                 .find("'data_offsets' must be two non-negative integers"),
             std::string::npos);
