@@ -13,6 +13,10 @@ namespace lpu::import {
 
 namespace {
 
+/// The newest opset of the default domain whose operators the importer
+/// knows (docs/import.md, "Operators").
+constexpr int64_t kNewestOpset = 17;
+
 llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -267,6 +271,13 @@ llvm::Expected<OnnxGraph> readOnnxModel(const std::string &path) {
   for (const onnx::OperatorSetIdProto &op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx")
       graph.opset = op.version();
+  // Operators changed meaning after opset 17 (Pad's axes, Split's uneven
+  // last chunk, Cast's saturation): a newer model is refused by name rather
+  // than read as if it were 17.
+  if (graph.opset > kNewestOpset)
+    return fail(path + ": imports opset " + std::to_string(graph.opset) +
+                " of the default ONNX domain; lpu-import reads opsets up to " + std::to_string(kNewestOpset) +
+                " (export again with opset_version=" + std::to_string(kNewestOpset) + ")");
 
   const onnx::GraphProto &g = model.graph();
   std::map<std::string, bool> isInitializer;

@@ -100,6 +100,14 @@ def main():
         [helper.make_tensor_value_info("y", f32, [2, 3])]),
         os.path.join(out, "two_writers.onnx"))
 
+    # An opset newer than the importer knows (operators changed meaning
+    # after 17: Pad's axes, Split's uneven last chunk, Cast's saturation).
+    onnx.save(model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", f32, [2, 3])],
+        [helper.make_tensor_value_info("y", f32, [2, 3])], opset=18),
+        os.path.join(out, "opset18.onnx"))
+
     table = np.arange(40, dtype=np.float32).reshape(5, 8) / 8
     save(model(
         [helper.make_node("Relu", ["input.1:0"], ["r"], name="relu"),
