@@ -261,32 +261,11 @@ ModelInstPtr Checker::instantiateModel(const ast::ModelDecl &model, ModuleInfo *
   Env env;
   env.module = m;
   env.concrete = outer.concrete;
-  size_t pos = 0;
-  std::map<const ast::GenericParam *, const ast::GenericArg *> given;
-  for (const ast::GenericArg &a : args) {
-    const ast::GenericParam *target = nullptr;
-    if (a.kind == ast::GenericArg::Kind::Positional) {
-      if (pos >= model.generics.size()) {
-        error(DiagID::TooManyGenericArgs, a.range, model.name.name, model.generics.size(),
-              args.size());
-        return nullptr;
-      }
-      target = &model.generics[pos++];
-    } else {
-      for (const ast::GenericParam &g : model.generics)
-        if (g.name.name == a.name.name)
-          target = &g;
-      if (!target) {
-        auto b = error(DiagID::UnknownArgument, a.name.range, model.name.name, a.name.name);
-        b.note("'" + model.name.name + "' is declared here", model.name.range);
-        return nullptr;
-      }
-    }
-    if (auto [it, fresh] = given.try_emplace(target, &a); !fresh) {
-      error(DiagID::DuplicateArgument, a.range, model.name.name, target->name.name)
-          .note("first given here", it->second->range);
-      return nullptr;
-    }
+  auto bindings = matchGenericArgs(args, model.generics, model.name.name, &model.name);
+  if (!bindings)
+    return nullptr;
+  for (const auto &[aPtr, target] : *bindings) {
+    const ast::GenericArg &a = *aPtr;
     if (a.kind == ast::GenericArg::Kind::Bucket) {
       error(DiagID::BadEntryTarget, a.range, model.name.name, "bucket sets belong in an entry");
       return nullptr;

@@ -10,6 +10,41 @@
 
 namespace lpu::check {
 
+std::optional<std::vector<Checker::GenericBinding>>
+Checker::matchGenericArgs(const std::vector<ast::GenericArg> &args, const std::vector<ast::GenericParam> &params,
+                          const std::string &owner, const ast::Ident *declared) {
+  std::vector<GenericBinding> out;
+  size_t pos = 0;
+  std::map<const ast::GenericParam *, const ast::GenericArg *> given;
+  for (const ast::GenericArg &a : args) {
+    const ast::GenericParam *target = nullptr;
+    if (a.kind == ast::GenericArg::Kind::Positional) {
+      if (pos >= params.size()) {
+        error(DiagID::TooManyGenericArgs, a.range, owner, params.size(), args.size());
+        return std::nullopt;
+      }
+      target = &params[pos++];
+    } else {
+      for (const ast::GenericParam &g : params)
+        if (g.name.name == a.name.name)
+          target = &g;
+      if (!target) {
+        auto b = error(DiagID::UnknownArgument, a.name.range, owner, a.name.name);
+        if (declared)
+          b.note("'" + declared->name + "' is declared here", declared->range);
+        return std::nullopt;
+      }
+    }
+    if (auto [it, fresh] = given.try_emplace(target, &a); !fresh) {
+      error(DiagID::DuplicateArgument, a.range, owner, target->name.name)
+          .note("first given here", it->second->range);
+      return std::nullopt;
+    }
+    out.emplace_back(&a, target);
+  }
+  return out;
+}
+
 std::optional<std::string> Checker::dtypeOf(llvm::StringRef name, const Env &env) {
   if (isDtypeName(name))
     return name.str();
@@ -199,32 +234,11 @@ Value Checker::callFunction(const ast::FnDecl &fn, ModuleInfo *module, ModelInst
 
   // Explicit generic arguments.
   if (explicitArgs) {
-    size_t pos = 0;
-    std::map<const ast::GenericParam *, const ast::GenericArg *> givenGenerics;
-    for (const ast::GenericArg &ga : *explicitArgs) {
-      const ast::GenericParam *target = nullptr;
-      if (ga.kind == ast::GenericArg::Kind::Positional) {
-        if (pos >= fn.generics.size()) {
-          error(DiagID::TooManyGenericArgs, ga.range, fnName, fn.generics.size(),
-                explicitArgs->size());
-          return Value::error();
-        }
-        target = &fn.generics[pos++];
-      } else {
-        for (const ast::GenericParam &g : fn.generics)
-          if (g.name.name == ga.name.name)
-            target = &g;
-        if (!target) {
-          error(DiagID::UnknownArgument, ga.name.range, fnName, ga.name.name)
-              .note("'" + fn.name.name + "' is declared here", fn.name.range);
-          return Value::error();
-        }
-      }
-      if (auto [it, fresh] = givenGenerics.try_emplace(target, &ga); !fresh) {
-        error(DiagID::DuplicateArgument, ga.range, fnName, target->name.name)
-            .note("first given here", it->second->range);
-        return Value::error();
-      }
+    auto bindings = matchGenericArgs(*explicitArgs, fn.generics, fnName, &fn.name);
+    if (!bindings)
+      return Value::error();
+    for (const auto &[gaPtr, target] : *bindings) {
+      const ast::GenericArg &ga = *gaPtr;
       if (target->kind == ast::GenericParam::Kind::Dtype) {
         auto *n = llvm::dyn_cast_or_null<ast::SizeName>(ga.size.get());
         auto d = n ? dtypeOf(n->name, caller.env) : std::nullopt;

@@ -135,6 +135,17 @@ public:
   void checkDuplicates(const std::vector<const ast::Decl *> &decls);
 
   // ---- CheckGenerics.cpp
+  /// Pairs each generic argument with the parameter it binds, positional
+  /// ones in order and named ones by name, for `owner` (named in the
+  /// messages; `declared`, when given, is the declaration's name, where a
+  /// note on an unknown argument points).
+  /// Too many, an unknown name or a parameter given twice is reported and
+  /// gives nullopt. Each site then binds the pairs its own way.
+  using GenericBinding = std::pair<const ast::GenericArg *, const ast::GenericParam *>;
+  std::optional<std::vector<GenericBinding>> matchGenericArgs(const std::vector<ast::GenericArg> &args,
+                                                               const std::vector<ast::GenericParam> &params,
+                                                               const std::string &owner,
+                                                               const ast::Ident *declared = nullptr);
   std::optional<Size> sizeOf(const ast::SizeExpr &e, const Env &env, const Frame *frame = nullptr);
   std::optional<std::string> dtypeOf(llvm::StringRef name, const Env &env);
   /// Checks that `a / b` divides exactly (or defers it); `range` is the `/`.
