@@ -16,12 +16,21 @@ std::string bucketLabel(llvm::ArrayRef<BucketDim> dims) {
   return s.empty() ? "fixed shapes" : s;
 }
 
-void nameBucketDims(Entry &entry) {
+void nameBucketDims(Entry &entry, const SourceDims &fromSource) {
   for (Bucket &bucket : entry.buckets)
     for (TensorPlacement &t : bucket.tensors) {
       // A state has one shape whatever the bucket: never padded.
       if ((t.role != TensorRole::Input && t.role != TensorRole::Output) || t.state)
         continue;
+      const auto &named = t.role == TensorRole::Input ? fromSource.inputs : fromSource.outputs;
+      if (auto it = named.find(t.name); it != named.end() && it->second.size() == t.shape.size()) {
+        for (size_t d = 0; d < t.shape.size(); ++d)
+          if (!it->second[d].empty() && llvm::any_of(bucket.dims, [&](const BucketDim &b) {
+                return b.name == it->second[d] && b.value == t.shape[d].value;
+              }))
+            t.shape[d] = Dim{0, it->second[d]};
+        continue;
+      }
       for (size_t d = 0; d < t.shape.size(); ++d)
         for (const BucketDim &size : bucket.dims) {
           bool everywhere = true;

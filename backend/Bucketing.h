@@ -22,7 +22,14 @@ std::string bucketLabel(llvm::ArrayRef<BucketDim> dims);
 /// in every bucket of the entry (S in `S in {64, 128}`), so that a run may
 /// pad it; every other dimension stays fixed. The compiler and the
 /// reference interpreter both describe an entry this way.
-void nameBucketDims(Entry &entry);
+/// `fromSource` (when it names an input or output) gives the bucket
+/// dimension the source writes at each of its axes instead ("" for a fixed
+/// one): with one size a set, `f16[B, 4]` at B = 4 is padded on its first
+/// axis alone.
+struct SourceDims {
+  std::map<std::string, std::vector<std::string>> inputs, outputs;
+};
+void nameBucketDims(Entry &entry, const SourceDims &fromSource = {});
 
 struct BucketChoice {
   unsigned index = 0;

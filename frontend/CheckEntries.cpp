@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace lpu::check {
 
@@ -228,31 +229,11 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     // Binds the generic arguments of one segment, buckets by their chosen value.
     auto bindArgs = [&](const ast::PathSegment &seg, const std::vector<ast::GenericParam> &params,
                         Env &into, const std::string &owner) -> bool {
-      size_t pos = 0;
-      std::map<const ast::GenericParam *, const ast::GenericArg *> given;
-      for (const ast::GenericArg &a : seg.genericArgs) {
-        const ast::GenericParam *target = nullptr;
-        if (a.kind == ast::GenericArg::Kind::Positional) {
-          if (pos >= params.size()) {
-            error(DiagID::TooManyGenericArgs, a.range, owner, params.size(),
-                  seg.genericArgs.size());
-            return false;
-          }
-          target = &params[pos++];
-        } else {
-          for (const ast::GenericParam &g : params)
-            if (g.name.name == a.name.name)
-              target = &g;
-          if (!target) {
-            error(DiagID::UnknownArgument, a.name.range, owner, a.name.name);
-            return false;
-          }
-        }
-        if (auto [it, fresh] = given.try_emplace(target, &a); !fresh) {
-          error(DiagID::DuplicateArgument, a.range, owner, target->name.name)
-              .note("first given here", it->second->range);
-          return false;
-        }
+      auto bindings = matchGenericArgs(seg.genericArgs, params, owner);
+      if (!bindings)
+        return false;
+      for (const auto &[aPtr, target] : *bindings) {
+        const ast::GenericArg &a = *aPtr;
         if (target->kind == ast::GenericParam::Kind::Dtype) {
           auto *n = llvm::dyn_cast_or_null<ast::SizeName>(a.size.get());
           if (!n || !isDtypeName(n->name)) {
@@ -394,16 +375,45 @@ void Checker::checkEntry(ModuleInfo &m, const ast::EntryDecl &entry, CheckResult
     Frame top;
     top.env = fenv;
     top.typeLog = options_.recordTypes ? &bucket.typeLines : nullptr;
+    // Which axes of the inputs and results are bucket dimensions, as the
+    // source writes them (`x: f16[B, D]` with B bucketed), so that a run
+    // pads those and no axis that only happens to have a bucket's size.
+    std::set<std::string> bucketed;
+    for (const ast::GenericArg &a : fnSeg->genericArgs)
+      if (a.kind == ast::GenericArg::Kind::Bucket)
+        bucketed.insert(a.name.name);
+    if (model)
+      for (const ast::GenericArg &a : modelSeg->genericArgs)
+        if (a.kind == ast::GenericArg::Kind::Bucket &&
+            llvm::none_of(fn->generics, [&](const ast::GenericParam &g) { return g.name.name == a.name.name; }))
+          bucketed.insert(a.name.name);
+    auto axesOf = [&](const ast::TypeExpr *type) {
+      std::vector<std::string> axes;
+      if (auto *named = llvm::dyn_cast_or_null<ast::NamedType>(type))
+        for (const ast::Dim &d : named->dims) {
+          auto *n = llvm::dyn_cast_or_null<ast::SizeName>(d.size.get());
+          axes.push_back(n && bucketed.count(n->name) ? n->name : "");
+        }
+      return axes;
+    };
     if (lower_) {
       lower_->beginFunction(entryName, bucket.sizes);
       for (size_t k = 0; k < args.size(); ++k)
-        args[k].op = lower_->input(fn->params[k].name.name, args[k].tensor,
-                                   fn->params[k].name.range);
+        args[k].op = lower_->input(fn->params[k].name.name, args[k].tensor, fn->params[k].name.range,
+                                   bucketed.empty() ? std::vector<std::string>{} : axesOf(fn->params[k].type.get()));
+    }
+    std::vector<std::vector<std::string>> resultAxes;
+    if (!bucketed.empty()) {
+      if (fn->tupleResult)
+        for (const ast::FnDecl::ResultField &field : fn->results)
+          resultAxes.push_back(axesOf(field.type.get()));
+      else
+        resultAxes.push_back(axesOf(fn->returnType.get()));
     }
     Value returned;
     bool instantiated = instantiateBody(*fn, fenv, args, top, entry.name.range, "", &returned);
     if (lower_ && instantiated && !returned.isError() && inner_.errorCount() == before)
-      lower_->finishFunction(returned, *ret, entry.name.range);
+      lower_->finishFunction(returned, *ret, entry.name.range, resultAxes);
     else if (lower_)
       lower_->abandonFunction();
     bucket.flops = top.flops;

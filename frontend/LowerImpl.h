@@ -22,11 +22,17 @@ public:
   /// Appends the Return of `returned` (of the entry's return type `ret`).
   /// A tuple's values are the entry's outputs in order, named after their
   /// fields (`out0`, `out1`, ... where unnamed); a single result is `out`.
-  void finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at);
+  /// Ends the entry's function; `bucketDims` (when not empty) names the
+  /// bucket dimensions the source writes at each axis of each result.
+  void finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at,
+                      const std::vector<std::vector<std::string>> &bucketDims = {});
   /// Drops the function being built (its entry failed to check).
   void abandonFunction();
 
-  ir::Op *input(const std::string &name, const TensorType &t, llvm::SMRange at);
+  /// An entry's input; `bucketDims` (when not empty) names the bucket
+  /// dimension the source writes at each axis ("" for a fixed one).
+  ir::Op *input(const std::string &name, const TensorType &t, llvm::SMRange at,
+                const std::vector<std::string> &bucketDims = {});
   /// The weight at `path`, made once per function.
   ir::Op *param(const std::string &path, const TensorType &t, llvm::SMRange at);
   /// The state at `path` as this function has left it so far: on first use,

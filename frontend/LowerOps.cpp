@@ -6,6 +6,7 @@
 #include "frontend/LowerImpl.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <numeric>
 
@@ -77,7 +78,8 @@ void Lowering::abandonFunction() {
   written_.clear();
 }
 
-void Lowering::finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at) {
+void Lowering::finishFunction(const Value &returned, const ResultType &ret, llvm::SMRange at,
+                              const std::vector<std::vector<std::string>> &bucketDims) {
   if (!fn_)
     return;
   std::vector<ir::Op *> outs;
@@ -111,6 +113,12 @@ void Lowering::finishFunction(const Value &returned, const ResultType &ret, llvm
   }
   ir::Op *r = fn_->append(ir::OpKind::Return, ir::Type{}, outs, location(at.Start));
   r->setAttr("names", names);
+  if (!bucketDims.empty()) {
+    std::vector<std::string> fields;
+    for (size_t i = 0; i < bucketDims.size() && i < ret.types.size(); ++i)
+      fields.push_back(names[i] + "=" + llvm::join(bucketDims[i], ","));
+    r->setAttr("bucket_dims", std::move(fields));
+  }
   if (!written_.empty())
     r->setAttr("states", written_);
   module_.functions.push_back(std::move(building_));
@@ -224,9 +232,15 @@ ir::Op *Lowering::reshapeTo(ir::Op *x, const std::vector<int64_t> &shape, llvm::
   return emit(ir::OpKind::Reshape, ir::Type{x->type().dtype, shape}, {x}, at);
 }
 
-ir::Op *Lowering::input(const std::string &name, const TensorType &t, llvm::SMRange at) {
+ir::Op *Lowering::input(const std::string &name, const TensorType &t, llvm::SMRange at,
+                        const std::vector<std::string> &bucketDims) {
   auto type = irType(t, at);
-  return type ? emit(ir::OpKind::Input, *type, {}, at, {{"name", name}}) : nullptr;
+  if (!type)
+    return nullptr;
+  ir::Op *op = emit(ir::OpKind::Input, *type, {}, at, {{"name", name}});
+  if (op && !bucketDims.empty())
+    op->setAttr("bucket_dims", bucketDims);
+  return op;
 }
 
 ir::Op *Lowering::param(const std::string &path, const TensorType &t, llvm::SMRange at) {

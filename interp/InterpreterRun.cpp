@@ -91,7 +91,13 @@ backend::Entry describeEntry(llvm::ArrayRef<const Function *> functions) {
     }
     entry.buckets.push_back(std::move(bucket));
   }
-  backend::nameBucketDims(entry);
+  backend::SourceDims source;
+  for (const Function *fn : functions) {
+    ir::SourceBucketDims dims = ir::sourceBucketDims(*fn);
+    source.inputs.merge(dims.inputs);
+    source.outputs.merge(dims.outputs);
+  }
+  backend::nameBucketDims(entry, source);
   return entry;
 }
 

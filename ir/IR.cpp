@@ -1,6 +1,7 @@
 #include "ir/IR.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
@@ -151,6 +152,27 @@ std::vector<std::optional<Shard>> outputShards(const Op &ret) {
   for (size_t i = 0; i < out.size() && 3 * i + 2 < v.size(); ++i)
     if (v[3 * i] >= 0 && uint64_t(v[3 * i]) < ret.operand(i)->type().rank())
       out[i] = Shard{v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+  return out;
+}
+
+SourceBucketDims sourceBucketDims(const Function &fn) {
+  SourceBucketDims out;
+  for (const Op *in : fn.inputs())
+    if (auto dims = in->stringsAttr("bucket_dims"))
+      out.inputs.emplace(in->stringAttr("name").value_or(""), std::move(*dims));
+  if (const Op *ret = fn.terminator())
+    for (const std::string &field : ret->stringsAttr("bucket_dims").value_or(std::vector<std::string>{})) {
+      const llvm::StringRef text(field);
+      const size_t eq = text.rfind('=');
+      if (eq == llvm::StringRef::npos)
+        continue;
+      std::vector<std::string> dims;
+      llvm::SmallVector<llvm::StringRef, 4> parts;
+      text.drop_front(eq + 1).split(parts, ',');
+      for (llvm::StringRef part : parts)
+        dims.push_back(part.str());
+      out.outputs.emplace(text.take_front(eq).str(), std::move(dims));
+    }
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -197,6 +198,16 @@ void setShard(Op &op, const Shard &shard);
 /// a state written in parts, each chip its slice (docs/ir.md, "State").
 /// One nullopt per output when the return has no `shards`.
 std::vector<std::optional<Shard>> outputShards(const Op &ret);
+/// The bucket dimension the source names at each axis of an entry's input
+/// or output ("" for a fixed axis), keyed by the input's or output's name:
+/// attribute `bucket_dims` of an input (one string an axis) and of the
+/// return (one `NAME=D0,D1,..` an output). Empty when the lowering did not
+/// record them (IR written by hand): a program then names a dimension a
+/// bucket dimension by its size alone (backend::nameBucketDims).
+struct SourceBucketDims {
+  std::map<std::string, std::vector<std::string>> inputs, outputs;
+};
+SourceBucketDims sourceBucketDims(const Function &fn);
 /// Whether `update` (an update op) can be written in place, as far as its
 /// operands and shapes tell, on a chip of `lanes` lanes and `sliceVectors`
 /// vectors a slice: the updated tensor is a state input that `readers`

@@ -1263,8 +1263,16 @@ llvm::Expected<Program> compileModule(const ir::Module &module, const ChipDescri
     if (schedules)
       schedules->push_back(std::move(*schedule));
   }
-  for (Entry &entry : program.entries)
-    backend::nameBucketDims(entry);
+  for (Entry &entry : program.entries) {
+    backend::SourceDims source;
+    for (const auto &fn : module.functions)
+      if (fn->name() == entry.name) {
+        ir::SourceBucketDims dims = ir::sourceBucketDims(*fn);
+        source.inputs.merge(dims.inputs);
+        source.outputs.merge(dims.outputs);
+      }
+    backend::nameBucketDims(entry, source);
+  }
   return program;
 }
 
