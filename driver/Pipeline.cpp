@@ -477,23 +477,22 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options,
     CheckOptions check = options.check;
     check.recordTypes |= llvm::is_contained(options.dumpAfter, Phase::Check);
     // Past `check`, the checker lowers as it instantiates: one walk.
-    if (options.last == Phase::Check) {
+    if (options.last == Phase::Check)
       c.checked = checkProgram(*c.ast, diags, check);
-      if (diags.errorCount() != errors)
-        return false;
-      // What stops here (--emit=types, --emit=params) prints the entries
-      // selected: a name that is none is refused as later phases refuse it.
-      std::vector<std::string> names;
-      for (const EntryReport &e : c.checked.entries)
-        names.push_back(e.name);
-      if (llvm::Error e = entriesExist(names, options.select.entries)) {
-        c.selectionError = llvm::toString(std::move(e));
-        return false;
-      }
-      return true;
+    else
+      c.ir = lowerProgram(*c.ast, diags, check, &c.checked);
+    if (diags.errorCount() != errors || (options.last != Phase::Check && !c.ir))
+      return false;
+    // --entry names entries that exist, however far the run goes (a plain
+    // check, --emit=types, -o): a name that is none is refused here.
+    std::vector<std::string> names;
+    for (const EntryReport &e : c.checked.entries)
+      names.push_back(e.name);
+    if (llvm::Error e = entriesExist(names, options.select.entries)) {
+      c.selectionError = llvm::toString(std::move(e));
+      return false;
     }
-    c.ir = lowerProgram(*c.ast, diags, check, &c.checked);
-    return c.ir && diags.errorCount() == errors;
+    return true;
   }
   case Phase::Lower:
     if (options.ir.injectFault)
