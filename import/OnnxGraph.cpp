@@ -122,9 +122,10 @@ llvm::Expected<OnnxTensor> decodeTensor(const onnx::TensorProto &proto) {
     break;
   }
   default:
-    // Strings and complex numbers: the importer refuses them where they are
-    // used; an unused one does no harm.
-    return t;
+    // Strings, complex numbers, the 8-bit floats and any other code: no
+    // value of the language holds them.
+    return fail("tensor '" + t.name + "' holds elements of ONNX type " + onnxTypeName(t.type) +
+                ", which lpu-import does not read (docs/import.md, \"Dtypes\")");
   }
   size_t have = t.floats.size() + t.ints.size();
   if (int64_t(have) != n)

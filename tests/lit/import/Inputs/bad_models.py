@@ -108,6 +108,15 @@ def main():
         [helper.make_tensor_value_info("y", f32, [2, 3])], opset=18),
         os.path.join(out, "opset18.onnx"))
 
+    # An initializer of a type no value holds (a string): it used to be
+    # read as an empty tensor and crash the import where it was used.
+    save(model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", f32, [2, 3])],
+        [helper.make_tensor_value_info("y", f32, [2, 3])],
+        [helper.make_tensor("words", TensorProto.STRING, [1], [b"abc"])]),
+        os.path.join(out, "string_init.onnx"))
+
     table = np.arange(40, dtype=np.float32).reshape(5, 8) / 8
     save(model(
         [helper.make_node("Relu", ["input.1:0"], ["r"], name="relu"),
