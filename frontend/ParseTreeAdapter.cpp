@@ -351,6 +351,9 @@ private:
   SizeExprPtr sizeExpr(LPUParser::SizeExprContext *ctx) {
     if (!ctx)
       return nullptr;
+    Nested level(*this, range(ctx));
+    if (!level.ok)
+      return nullptr;
     const auto &kids = ctx->children;
     // A well-formed tree tells the alternative by its children; otherwise
     // each labelled class is tried.
@@ -560,8 +563,26 @@ private:
     }
   }
 
+  /// Counts a level of expression nesting for as long as it lives: past
+  /// kMaxNesting levels the expression is refused (E0011), once a file,
+  /// rather than recursing further here and in the checker.
+  struct Nested {
+    Adapter &self;
+    bool ok;
+    Nested(Adapter &self, SMRange at) : self(self), ok(++self.exprDepth_ <= kMaxNesting) {
+      if (!ok && !self.reportedDepth_) {
+        self.reportedDepth_ = true;
+        self.diags_.report(DiagID::NestedTooDeep, at, "expressions", uint64_t(kMaxNesting));
+      }
+    }
+    ~Nested() { --self.exprDepth_; }
+  };
+
   ExprPtr expr(LPUParser::ExprContext *ctx) {
     if (!ctx)
+      return nullptr;
+    Nested level(*this, range(ctx));
+    if (!level.ok)
       return nullptr;
     switch (ExprAlt alt = exprAlt(ctx)) {
     case ExprAlt::Primary:
@@ -807,6 +828,8 @@ private:
   /// all its children and the kind of a node follows from its first token:
   /// the hot paths below use that instead of trying dynamic_casts in turn.
   bool wellFormed_;
+  unsigned exprDepth_ = 0;
+  bool reportedDepth_ = false;
   std::set<size_t> claimedDocs_;
 };
 

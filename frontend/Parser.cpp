@@ -474,6 +474,61 @@ private:
   size_t lastLine_ = 0;
 };
 
+/// Refuses nesting the recursive-descent parser and the checker cannot
+/// take on their stack (E0011): brackets more than kMaxNesting deep, or
+/// more than kMaxNesting right-recursive operators (unary '-' and '!',
+/// '**') in one chain at one bracket level. A chain ends at a comma, a
+/// left-associative binary operator (parsed in a loop), '=', a keyword or
+/// a brace. True when the stream is within the limits.
+bool checkNesting(antlr4::CommonTokenStream &tokens, const Locator &locator, DiagnosticEngine &diags) {
+  std::vector<unsigned> chains{0}; // one a bracket level
+  size_t previous = antlr4::Token::INVALID_TYPE;
+  auto operandEnd = [](size_t type) {
+    return type == LPULexer::IDENT || type == LPULexer::INT || type == LPULexer::HEX_INT ||
+           type == LPULexer::FLOAT || type == LPULexer::STRING || type == LPULexer::TRUE ||
+           type == LPULexer::FALSE || type == LPULexer::RPAREN || type == LPULexer::RBRACK;
+  };
+  for (antlr4::Token *t : tokens.getTokens()) {
+    if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+      continue;
+    const size_t type = t->getType();
+    switch (type) {
+    case LPULexer::LPAREN:
+    case LPULexer::LBRACK:
+    case LPULexer::LBRACE:
+      if (chains.size() > detail::kMaxNesting) {
+        diags.report(DiagID::NestedTooDeep, locator.range(t), "brackets", uint64_t(detail::kMaxNesting));
+        return false;
+      }
+      chains.push_back(0);
+      break;
+    case LPULexer::RPAREN:
+    case LPULexer::RBRACK:
+    case LPULexer::RBRACE:
+      if (chains.size() > 1)
+        chains.pop_back();
+      break;
+    case LPULexer::POW:
+    case LPULexer::BANG:
+    case LPULexer::MINUS:
+      if (type == LPULexer::MINUS && operandEnd(previous)) {
+        chains.back() = 0; // a binary minus
+        break;
+      }
+      if (++chains.back() > detail::kMaxNesting) {
+        diags.report(DiagID::NestedTooDeep, locator.range(t), "operators", uint64_t(detail::kMaxNesting));
+        return false;
+      }
+      break;
+    default:
+      if (!operandEnd(type) && type != LPULexer::DOT)
+        chains.back() = 0;
+    }
+    previous = type;
+  }
+  return true;
+}
+
 /// The lexical pass: reports every lexical error token and repairs the
 /// stream so that the parser sees a plausible token instead.
 void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
@@ -636,6 +691,12 @@ std::unique_ptr<ast::Module> parse(DiagnosticEngine &diags, unsigned bufferId,
   checkTokens(m.tokens, locator, diags, bad);
   stats.tokens = m.tokens.size();
   clock.lap(&stats.lexSeconds);
+  if (!checkNesting(m.tokens, locator, diags)) {
+    auto module = std::make_unique<ast::Module>();
+    module->fileName = buffer->getBufferIdentifier().str();
+    module->bufferId = bufferId;
+    return module;
+  }
 
   LPUParser &parser = m.parser;
   parser.removeErrorListeners();

@@ -49,10 +49,15 @@ TEST(ParserRobustnessTest, EveryTruncationOfADeclarationIsAnError) {
 }
 
 TEST(ParserRobustnessTest, DeepNestingDoesNotOverflow) {
-  std::string text = "fn f() -> f32 { return " + std::string(300, '(') + "x" +
-                     std::string(300, ')') + " }\n";
-  auto p = parse(text);
-  EXPECT_EQ(p->codes(), "");
+  auto nested = [](size_t depth) {
+    return "fn f() -> f32 { return " + std::string(depth, '(') + "x" + std::string(depth, ')') + " }\n";
+  };
+  // The function's braces are a level: 255 parentheses inside them fit.
+  EXPECT_EQ(parse(nested(255))->codes(), "");
+  // Deeper is refused before the parser recurses, however deep.
+  EXPECT_EQ(parse(nested(256))->codes(), "E0011");
+  EXPECT_EQ(parse(nested(100000))->codes(), "E0011");
+  EXPECT_EQ(parse("fn f(x: f32) -> f32 { return " + std::string(100000, '-') + "x }\n")->codes(), "E0011");
 }
 
 } // namespace
