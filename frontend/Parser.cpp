@@ -546,7 +546,9 @@ void checkTokens(antlr4::CommonTokenStream &tokens, const Locator &locator,
     switch (type) {
     case LPULexer::STRAY: {
       std::string shown = text.str();
-      if (text.size() == 1 && !llvm::isPrint(text[0])) {
+      if (text == "\xEF\xBB\xBF") {
+        shown = "U+FEFF (a byte order mark; save the file as UTF-8 without one)";
+      } else if (text.size() == 1 && !llvm::isPrint(text[0])) {
         char code[8];
         std::snprintf(code, sizeof code, "U+%04X", unsigned(static_cast<unsigned char>(text[0])));
         shown = code;

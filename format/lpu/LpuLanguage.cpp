@@ -81,10 +81,15 @@ RawToken::Category categoryOf(size_t type) {
 }
 
 /// The source decoded by ANTLR's own UTF-8 reader, with the code points
-/// kept for the lexer.
+/// kept for the lexer. The reader drops a leading byte order mark; it is
+/// put back, so that code point i stays byte offset offsets[i] and the
+/// mark is an unexpected character, as the compiler reports it.
 class CodePoints : public antlr4::ANTLRInputStream {
 public:
-  explicit CodePoints(const std::string &source) : antlr4::ANTLRInputStream(source) {}
+  explicit CodePoints(const std::string &source) : antlr4::ANTLRInputStream(source) {
+    if (llvm::StringRef(source).startswith("\xEF\xBB\xBF") && (_data.empty() || _data.front() != U'\uFEFF'))
+      _data.insert(_data.begin(), U'\uFEFF');
+  }
   const std::u32string &codePoints() const { return _data; }
 };
 
