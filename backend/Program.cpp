@@ -420,6 +420,57 @@ llvm::Error verifyProgram(const Program &program, const ChipDescription &chip) {
                          " (a state has one dtype and shape in every entry and bucket)");
         }
       }
+      // The tensors the host writes before a run (inputs, parameters,
+      // constants) never share SRAM: the one written last would overwrite
+      // the other, and the run would read the wrong numbers.
+      struct Span {
+        uint32_t begin, end;
+        const TensorPlacement *t;
+      };
+      // An output may take the place of an input (a state updated in
+      // place, an input read before the output is written), never that of
+      // a parameter or a constant, which the next run reads again.
+      std::map<std::pair<uint32_t, uint16_t>, std::vector<Span>> written, outputs;
+      for (const TensorPlacement &t : bucket.tensors) {
+        auto g = placementGeometry(t, bucket.concreteShape(t), chip.lanes, chip.memVectors);
+        if (!g)
+          return error(where + ": " + tensorRoleName(t.role).str() + " '" + t.name + "' " +
+                       llvm::toString(g.takeError()));
+        auto &into = t.role == TensorRole::Output ? outputs : written;
+        for (int64_t c = 0; c < g->chunks; ++c)
+          for (unsigned p = 0; p < g->planes; ++p)
+            into[{t.chip, t.slices[size_t(c) * g->planes + p]}].push_back(
+                {g->addr, uint32_t(g->addr + g->chunkVectors(c)), &t});
+      }
+      for (const auto &[slice, outs] : outputs) {
+        auto kept = written.find(slice);
+        if (kept == written.end())
+          continue;
+        for (const Span &out : outs)
+          for (const Span &span : kept->second)
+            if (span.t->role != TensorRole::Input && out.begin < span.end && span.begin < out.end)
+              return error(where + ": output '" + out.t->name + "' and " + tensorRoleName(span.t->role).str() +
+                           " '" + span.t->name + "' share chip " + llvm::Twine(slice.first) + " slice " +
+                           llvm::Twine(slice.second) + " from address " +
+                           llvm::Twine(std::max(out.begin, span.begin)) +
+                           " (an output never takes the place of a parameter or a constant)");
+      }
+      for (auto &[slice, spans] : written) {
+        std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) { return a.begin < b.begin; });
+        const Span *furthest = nullptr; // of those before, the one that ends last
+        for (const Span &span : spans) {
+          if (span.end == span.begin)
+            continue;
+          if (furthest && span.begin < furthest->end)
+            return error(where + ": " + tensorRoleName(furthest->t->role).str() + " '" + furthest->t->name +
+                         "' and " + tensorRoleName(span.t->role).str() + " '" + span.t->name + "' share chip " +
+                         llvm::Twine(slice.first) + " slice " + llvm::Twine(slice.second) + " from address " +
+                         llvm::Twine(span.begin) +
+                         " (inputs, parameters and constants are written before a run and never share SRAM)");
+          if (!furthest || span.end > furthest->end)
+            furthest = &span;
+        }
+      }
       // Every placement of a parameter is the same weight, or a slice of
       // it: lpurun reads the weight once and writes each its part.
       std::map<std::string, const TensorPlacement *> weights;

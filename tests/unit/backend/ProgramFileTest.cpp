@@ -459,6 +459,24 @@ TEST(ProgramFile, VerifyAgainstTheChip) {
     EXPECT_NE(llvm::toString(std::move(e)).find("program was built for chip 'groqchip1'"),
               std::string::npos);
   }
+  // Tensors written before a run never share SRAM; an output may take an
+  // input's place, not a parameter's or a constant's.
+  Program overlap = p;
+  overlap.entries[0].buckets[0].tensors[3].slices = {0, 1};
+  overlap.entries[0].buckets[0].tensors[3].addr = 2;
+  expectError(overlap, "entry 'main' bucket 0: input 'x' and const 'const0' share chip 0 slice 0 from address 2 "
+                      "(inputs, parameters and constants are written before a run and never share SRAM)");
+  Program onParam = p;
+  onParam.entries[0].buckets[0].tensors[2].slices = {10, 11, 12, 13};
+  onParam.entries[0].buckets[0].tensors[2].addr = 3;
+  expectError(onParam, "entry 'main' bucket 0: output 'y' and param 'w.conv' share chip 0 slice 10 from address 3 "
+                       "(an output never takes the place of a parameter or a constant)");
+  Program onInput = p;
+  for (Bucket &b : onInput.entries[0].buckets) {
+    b.tensors[2].slices = {0, 1, 2, 3};
+    b.tensors[2].addr = 0;
+  }
+  EXPECT_FALSE(bool(verifyProgram(onInput, *chip)));
   Program hemi = p;
   hemi.entries[0].buckets[0].chips[0].queues[0].instrs[0].unit = 50; // an eastern slice
   expectError(hemi, "entry 'main' bucket 0: chip 0 queue mem3 instruction 0 (read): slice 50 is in "
@@ -711,7 +729,7 @@ TEST(ProgramFile, States) {
                      Layout::Rows, {}, 0, {}, {}, true};
   TensorPlacement out = in;
   out.role = TensorRole::Output;
-  out.slices = {10, 11};
+  out.slices = {16, 17};
   for (Bucket &each : p.entries[0].buckets) {
     each.tensors.push_back(in);
     each.tensors.push_back(out);
@@ -721,7 +739,7 @@ TEST(ProgramFile, States) {
   std::string text = printProgramText(p);
   EXPECT_NE(text.find("    tensor state-in cache f16 [6,4] chip 0 slices 8,9 addr 0 layout rows\n"),
             std::string::npos);
-  EXPECT_NE(text.find("    tensor state-out cache f16 [6,4] chip 0 slices 10,11 addr 0"),
+  EXPECT_NE(text.find("    tensor state-out cache f16 [6,4] chip 0 slices 16,17 addr 0"),
             std::string::npos);
   auto reparsed = parseProgramText(text, "t");
   ASSERT_TRUE(bool(reparsed)) << llvm::toString(reparsed.takeError());
