@@ -494,7 +494,7 @@ llvm::Error emitLayerNorm(Importer &im, const OnnxNode &node, Value &x, const Co
   std::string base = im.localName(node);
   std::string xf = im.freshName(base + "_x"), mu = im.freshName(base + "_mean"),
               c = im.freshName(base + "_centered"), var = im.freshName(base + "_var");
-  im.emitLine("let " + xf + " = f32(" + x.ref + ") // " + node.name);
+  im.emitLine("let " + xf + " = f32(" + x.ref + ") // " + commentText(node.name));
   im.emitLine("let " + mu + " = mean(" + xf + ", axis = -1, keep = true)");
   im.emitLine("let " + c + " = " + xf + " - " + mu);
   im.emitLine("let " + var + " = mean(" + c + " * " + c + ", axis = -1, keep = true)");

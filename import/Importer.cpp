@@ -3,6 +3,7 @@
 #include "support/Tensor.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/ConvertUTF.h>
 
 #include <algorithm>
 #include <cctype>
@@ -28,6 +29,37 @@ std::string sanitizeName(const std::string &name) {
     return "v";
   if (std::isdigit(static_cast<unsigned char>(out.front())))
     out = "v" + out;
+  return out;
+}
+
+std::string commentText(llvm::StringRef text) {
+  std::string out;
+  auto escape = [&](unsigned char c) {
+    const char *hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f)
+        escape(c);
+      else
+        out += char(c);
+      ++i;
+      continue;
+    }
+    const unsigned len = llvm::getNumBytesForUTF8(c);
+    const auto *p = reinterpret_cast<const llvm::UTF8 *>(text.data() + i);
+    if (i + len <= text.size() && llvm::isLegalUTF8Sequence(p, p + len)) {
+      out.append(text.data() + i, len);
+      i += len;
+    } else {
+      escape(c);
+      ++i;
+    }
+  }
   return out;
 }
 
@@ -471,7 +503,7 @@ std::string Importer::addParam(const std::string &base, const std::string &type,
 
 std::string Importer::emit(const OnnxNode &node, const std::string &expr, const std::string &hint) {
   std::string name = localName(node, hint);
-  body_.push_back("let " + name + " = " + expr + " // " + node.name);
+  body_.push_back("let " + name + " = " + expr + " // " + commentText(node.name));
   return name;
 }
 
@@ -688,10 +720,10 @@ llvm::Expected<ImportResult> Importer::finish() {
   }
 
   std::ostringstream os;
-  os << "// Imported from " << (options.sourceName.empty() ? "an ONNX model" : options.sourceName)
+  os << "// Imported from " << (options.sourceName.empty() ? "an ONNX model" : commentText(options.sourceName))
      << " by lpu-import";
   if (!graph.producer.empty())
-    os << " (exported by " << graph.producer << ", opset " << graph.opset << ")";
+    os << " (exported by " << commentText(graph.producer) << ", opset " << graph.opset << ")";
   os << ".\n";
   if (usesStdNn_)
     os << "import std.nn\n";
@@ -699,7 +731,7 @@ llvm::Expected<ImportResult> Importer::finish() {
   for (const ParamDecl &p : params_) {
     os << "  param " << p.name << ": " << p.type;
     if (!p.comment.empty())
-      os << " // " << p.comment;
+      os << " // " << commentText(p.comment);
     os << "\n";
   }
   os << "\n  fn forward";

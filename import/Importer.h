@@ -6,6 +6,7 @@
 #include "import/OnnxGraph.h"
 #include "support/SafeTensors.h"
 
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
 
 #include <map>
@@ -41,6 +42,11 @@ llvm::Expected<ImportResult> importOnnx(const OnnxGraph &graph, const ImportOpti
 /// [A-Za-z0-9_] become '_', runs of '_' collapse, a leading digit gets a
 /// 'v' before it.
 std::string sanitizeName(const std::string &name);
+/// `text` (a node's, an initializer's or a producer's name) fit for a `//`
+/// comment of the written source: control characters and bytes that are
+/// not UTF-8 become `\xNN`, so that a name cannot end the comment's line
+/// or make the file invalid UTF-8.
+std::string commentText(llvm::StringRef text);
 
 /// Whether `name` can name an entry or a model: an identifier that is no
 /// keyword, dtype or built-in of the language.

@@ -152,6 +152,22 @@ llvm::Expected<OnnxValueInfo> decodeValueInfo(const onnx::ValueInfoProto &proto)
       dim.symbol = d.dim_param();
     info.dims.push_back(dim);
   }
+  // The language's limit on a tensor's elements (E0700): past it the
+  // written source would not compile, so the model's value is refused here.
+  uint64_t elements = 1;
+  for (const OnnxDim &d : info.dims) {
+    if (!d.value || *d.value < 0)
+      continue; // a symbol, or refused where the shape is read, with the input's name
+    const uint64_t v = uint64_t(*d.value);
+    if (v != 0 && elements > (uint64_t(1) << 48) / v + 1) {
+      elements = (uint64_t(1) << 48) + 1;
+      break;
+    }
+    elements *= v;
+  }
+  if (elements > (uint64_t(1) << 48))
+    return fail("value '" + info.name + "' has a shape of more than 2^48 elements, more than any tensor of the "
+                "language may hold");
   return info;
 }
 

@@ -117,6 +117,26 @@ def main():
         [helper.make_tensor("words", TensorProto.STRING, [1], [b"abc"])]),
         os.path.join(out, "string_init.onnx"))
 
+    # Node names that cannot stand in a comment as they are: a newline, a
+    # control character, and (patched into the bytes) one that is not UTF-8.
+    save(model(
+        [helper.make_node("Relu", ["x"], ["r"], name="first\nline \x7f \u2713"),
+         helper.make_node("Neg", ["r"], ["y"], name="BADBYTE")],
+        [helper.make_tensor_value_info("x", f32, [2, 3])],
+        [helper.make_tensor_value_info("y", f32, [2, 3])]),
+        os.path.join(out, "node_names.onnx"))
+    with open(os.path.join(out, "node_names.onnx"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(out, "node_names.onnx"), "wb") as f:
+        f.write(data.replace(b"BADBYTE", b"BAD\xffYTE"))
+
+    # An input of more elements than any tensor may hold.
+    save(model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", f32, [2 ** 62, 64])],
+        [helper.make_tensor_value_info("y", f32, [2 ** 62, 64])]),
+        os.path.join(out, "huge_input.onnx"))
+
     table = np.arange(40, dtype=np.float32).reshape(5, 8) / 8
     save(model(
         [helper.make_node("Relu", ["input.1:0"], ["r"], name="relu"),
