@@ -134,7 +134,10 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
       feedback.error("--output takes NAME=FILE.npy or '-', found '" + o + "'");
       return tools::kExitUsageError;
     }
-    outputFiles[name.str()] = path.str();
+    if (!outputFiles.emplace(name.str(), path.str()).second) {
+      feedback.error("--output '" + name.str() + "' given twice");
+      return tools::kExitUsageError;
+    }
   }
   return -1;
 }
