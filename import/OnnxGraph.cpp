@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <cstring>
@@ -272,6 +273,11 @@ std::optional<std::vector<int64_t>> OnnxNode::intsAttr(const std::string &key) c
 }
 
 llvm::Expected<OnnxGraph> readOnnxModel(const std::string &path) {
+  // A device (/dev/zero, a terminal) may never end: no model to read whole.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) && (status.type() == llvm::sys::fs::file_type::character_file ||
+                                              status.type() == llvm::sys::fs::file_type::block_file))
+    return fail("cannot read '" + path + "': it is a device, not a file (a device may never end)");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail("cannot read '" + path + "': " + buffer.getError().message());

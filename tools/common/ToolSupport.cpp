@@ -43,6 +43,11 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readInputFile(llvm::StringRe
       return llvm::createStringError(std::make_error_code(std::errc::is_a_directory),
                                      "cannot read '%s': it is a directory",
                                      path.str().c_str());
+    if (status.type() == llvm::sys::fs::file_type::character_file ||
+        status.type() == llvm::sys::fs::file_type::block_file)
+      return llvm::createStringError(std::make_error_code(std::errc::no_such_device),
+                                     "cannot read '%s': it is a device, not a file (a device may never end)",
+                                     path.str().c_str());
   }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
                                                    /*RequiresNullTerminator=*/true);

@@ -99,10 +99,14 @@ int main(int argc, char **argv) {
       return tools::kExitUsageError;
     }
   }
-  if (llvm::sys::fs::is_directory(input) || !llvm::sys::fs::exists(input)) {
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(input, status) || llvm::sys::fs::is_directory(status) ||
+      status.type() == llvm::sys::fs::file_type::character_file ||
+      status.type() == llvm::sys::fs::file_type::block_file) {
     tools::reportToolError(kTool, "cannot read '" + input + "': " +
-                                      (llvm::sys::fs::exists(input) ? "is a directory"
-                                                                    : "no such file"));
+                                      (!llvm::sys::fs::exists(status)      ? "no such file"
+                                       : llvm::sys::fs::is_directory(status) ? "is a directory"
+                                                                            : "it is a device, not a file"));
     return tools::kExitUsageError;
   }
   std::string stem = llvm::sys::path::stem(output).str();
