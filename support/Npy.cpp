@@ -13,6 +13,16 @@ using detail::sourceError;
 
 namespace {
 
+/// Header text as a message quotes it: bytes that are not printable ASCII
+/// (a NUL, Latin-1) written as \XX, so that a damaged header cannot put raw
+/// bytes into the terminal.
+std::string shown(llvm::StringRef text) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  llvm::printEscapedString(text, os);
+  return os.str();
+}
+
 constexpr llvm::StringLiteral kMagic("\x93NUMPY");
 
 uint32_t readLittle(llvm::StringRef data, size_t offset, unsigned bytes) {
@@ -120,7 +130,7 @@ private:
     }
     if (key == "shape")
       return parseShape();
-    return fail("unexpected key '" + key + "'");
+    return fail("unexpected key '" + shown(key) + "'");
   }
   llvm::Error parseShape() {
     if (!consume('('))
@@ -199,13 +209,13 @@ llvm::Expected<DType> dtypeFromDescr(llvm::StringRef descr, llvm::StringRef name
   else if (code == "V2")
     type = DType::BF16; // our convention, see docs/tensor-files.md
   if (type && order == '>' && dtypeSize(*type) > 1)
-    return sourceError(name, "big-endian data ('" + descr +
+    return sourceError(name, "big-endian data ('" + shown(descr) +
                                  "') is not supported; "
                                  "save the array with a little-endian dtype");
   if (type)
     return *type;
   llvm::StringRef known = numpyTypeName(code);
-  return sourceError(name, "unsupported dtype '" + descr + "'" +
+  return sourceError(name, "unsupported dtype '" + shown(descr) + "'" +
                                (known.empty() ? "" : " (" + known + ")") +
                                "; supported: bool '|b1', int8 '|i1', int16 '<i2', int32 "
                                "'<i4', float16 '<f2', float32 '<f4', bf16 as '|V2' or "

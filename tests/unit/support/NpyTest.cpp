@@ -124,6 +124,9 @@ TEST(Npy, RejectsUnsupportedDTypes) {
   EXPECT_EQ(withDescr(">f4", 4), "t.npy: big-endian data ('>f4') is not supported; save the "
                                  "array with a little-endian dtype");
   EXPECT_NE(withDescr("<V4", 4).find("unsupported dtype '<V4'"), std::string::npos);
+  // Bytes that are not printable ASCII are quoted escaped, not raw.
+  EXPECT_NE(withDescr(std::string("<f\0" "2\xe9", 5), 2).find("unsupported dtype '<f\\002\\E9'"),
+            std::string::npos);
   EXPECT_EQ(parseError(makeNpy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
                                std::string(4, '\0'))),
             "t.npy: structured (record) dtypes are not supported");
