@@ -20,7 +20,7 @@ namespace lpu::detail {
 /// chains of right-recursive operators, and expressions in the AST. They
 /// recurse a level at a time; this keeps them far inside the main
 /// thread's stack, sanitizers' larger frames included.
-constexpr unsigned kMaxNesting = 256;
+constexpr unsigned kMaxNesting = 128;
 
 /// The buffer decoded to UTF-32 for ANTLR, with a map from each code-point
 /// index back to its byte in the buffer.
