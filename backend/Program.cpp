@@ -264,6 +264,8 @@ unsigned operandWidth(const Instr &in, OperandKind k) {
 } // namespace
 
 namespace {
+constexpr uint64_t kMaxShareDelay = uint64_t(1) << 48;
+
 /// Chip `c` of `bucket` runs another chip's code: that chip has code of its
 /// own, this one none, and every link the code uses (`used`), renamed,
 /// exists in the same hemisphere and is cabled here.
@@ -273,9 +275,15 @@ llvm::Error verifySharedCode(const SharedCode &shared, size_t c, const Bucket &b
   if (shared.chip >= bucket.chips.size() || shared.chip == c)
     return error(where + " shares the code of chip " + llvm::Twine(shared.chip) + ", which is not " +
                  "another chip of the bucket");
-  if (bucket.chips[shared.chip].shares)
+  if (bucket.chips[shared.chip].shares || bucket.chips[shared.chip].queues.empty())
     return error(where + " shares the code of chip " + llvm::Twine(shared.chip) +
                  ", which has none of its own");
+  // A chip runs the code shifted by the delay: past 2^48 cycles (three
+  // days at 1 GHz) the shifted cycles would overflow the simulator's
+  // arithmetic, and no schedule is that long.
+  if (shared.delay > kMaxShareDelay)
+    return error(where + " shares the code of chip " + llvm::Twine(shared.chip) + " delayed " +
+                 llvm::Twine(shared.delay) + " cycles, past the 2^48 a program may take");
   if (!bucket.chips[c].queues.empty())
     return error(where + " shares another chip's code and has queues of its own");
   std::set<uint16_t> renamed;

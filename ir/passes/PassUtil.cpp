@@ -28,9 +28,15 @@ Attr splatAttr(DType dtype, double value) {
   return Attr(value);
 }
 
+void keepChip(Op *made, const Op *from) {
+  if (std::optional<int64_t> chip = from->intAttr("chip"))
+    made->setAttr("chip", *chip);
+}
+
 Op *makeSplat(Function &fn, const Op *before, const Type &type, double value, Location loc) {
   Op *op = fn.insertBefore(before, OpKind::Constant, type, {}, std::move(loc));
   op->setAttr("value", splatAttr(type.dtype, value));
+  keepChip(op, before);
   return op;
 }
 

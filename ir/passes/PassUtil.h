@@ -22,6 +22,11 @@ std::optional<double> splatValue(const Op *op);
 /// float dtypes, an integer for integer ones, a bool for bool.
 Attr splatAttr(DType dtype, double value);
 
+/// Gives `made` the chip `from` is on (its `chip` attribute), if any: an op
+/// a pass makes in place of or beside another stays on that chip of a
+/// partitioned function (the verifier refuses an operand on another).
+void keepChip(Op *made, const Op *from);
+
 /// Makes `constant {value} : type` just before `before`, at `loc`.
 Op *makeSplat(Function &fn, const Op *before, const Type &type, double value, Location loc);
 

@@ -143,6 +143,7 @@ Op *simplifyGather(Function &fn, Op &op) {
   std::vector<int64_t> start(dims.size(), 0), limit(dims.begin(), dims.end());
   limit[size_t(axis)] = ids->type().shape[0];
   Op *slice = fn.insertBefore(&op, OpKind::Slice, op.type(), {table}, op.loc());
+  keepChip(slice, &op);
   slice->setAttr("start", start);
   slice->setAttr("limit", limit);
   return slice;

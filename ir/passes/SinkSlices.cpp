@@ -191,6 +191,7 @@ private:
       return k;
     }
     Op *s = fn_.insertBefore(at, OpKind::Slice, type, {x}, x->loc());
+    keepChip(s, at);
     s->setAttr("start", lo);
     s->setAttr("limit", hi);
     return s;

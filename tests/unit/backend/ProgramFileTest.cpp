@@ -396,6 +396,12 @@ TEST(ProgramFile, SharedCode) {
   Program chain = with({6, 0, {}});
   chain.entries[0].buckets[0].chips[6].shares = SharedCode{0, 0, {}};
   expectError(chain, where + " shares the code of chip 6, which has none of its own");
+  // A chip without code (chip 7 has no queues) has none to share either.
+  expectError(with({7, 0, {}}), where + " shares the code of chip 7, which has none of its own");
+  // A delay past 2^48 cycles would overflow the shifted cycles.
+  expectError(with({0, (uint64_t(1) << 48) + 1, {{2, *west}}}),
+              where + " shares the code of chip 0 delayed 281474976710657 cycles, past the 2^48 a program may take");
+  EXPECT_FALSE(bool(verifyProgram(with({0, uint64_t(1) << 48, {{2, *west}}}), *chip)));
   expectError(with({0, 0, {{2, *west}, {2, 1}}}), where + " renames link 2 twice");
   expectError(with({0, 0, {{2, 40}}}), where + " renames link 2 to 40: the chip has " +
                                            std::to_string(chip->c2cLinks) + " links");
