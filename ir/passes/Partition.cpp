@@ -140,6 +140,18 @@ void fewestCrossings(const Function &fn, const std::vector<const Op *> &body,
     crossing[i] = running;
     crossingBytes[i] = runningBytes;
   }
+  // A cut with no work on the stream before it (only views of the inputs,
+  // which every chip computes again) or none after it cuts nothing: zero
+  // values cross it, and it would win over every cut between layers,
+  // leaving a stage empty (a 3-D input reshaped before its first matmul).
+  std::vector<bool> workBefore(body.size() + 1, false), workAfter(body.size() + 1, false);
+  for (size_t i = 0; i < body.size(); ++i)
+    workBefore[i + 1] = workBefore[i] || dep[body[i]];
+  for (size_t i = body.size(); i-- > 0;)
+    workAfter[i] = workAfter[i + 1] || dep[body[i]];
+  for (size_t i = 1; i < body.size(); ++i)
+    if (!workBefore[i] || !workAfter[i])
+      legal[i] = false;
   int64_t fewest = INT64_MAX;
   for (size_t i = 1; i < body.size(); ++i)
     if (legal[i])
