@@ -4,6 +4,7 @@
 #include "frontend/DiagnosticRender.h"
 #include "ir/Text.h"
 #include "ir/Verifier.h"
+#include "support/Files.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -15,11 +16,9 @@ namespace lpu::driver {
 namespace {
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readFile(llvm::StringRef path) {
   // A device (/dev/zero, a terminal) may never end: no source to read whole.
-  llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status) && (status.type() == llvm::sys::fs::file_type::character_file ||
-                                              status.type() == llvm::sys::fs::file_type::block_file))
+  if (support::isDevice(path))
     return llvm::createStringError(std::make_error_code(std::errc::no_such_device),
-                                   "cannot read '" + path + "': it is a device, not a file (a device may never end)");
+                                   "cannot read '" + path + "': " + support::kDeviceReason);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return llvm::createStringError(buffer.getError(),

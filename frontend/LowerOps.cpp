@@ -4,6 +4,7 @@
 // type they meet, indexing slices and reshapes, 1-D or batched matmuls
 // reshapes and broadcasts around an IR matmul of rank >= 2.
 #include "frontend/LowerImpl.h"
+#include "support/Tensor.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
@@ -149,10 +150,7 @@ std::optional<ir::Type> Lowering::irType(const TensorType &t, llvm::SMRange at) 
     return std::nullopt;
   }
   ir::Type out{*dtype, {}};
-  // Far past any memory (a chip's SRAM holds some 2^27 elements, a host's
-  // some 2^36), and small enough that element counts, byte sizes and
-  // vector counts computed from it cannot overflow.
-  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  constexpr int64_t kMaxElements = tensor::kMaxShapeElements;
   int64_t elements = 1;
   for (const Size &s : t.dims) {
     auto c = s.constantValue();

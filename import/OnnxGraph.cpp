@@ -1,5 +1,6 @@
 #include "import/OnnxGraph.h"
 
+#include "support/Files.h"
 #include "support/Tensor.h"
 
 #include <onnx/onnx_pb.h>
@@ -155,18 +156,19 @@ llvm::Expected<OnnxValueInfo> decodeValueInfo(const onnx::ValueInfoProto &proto)
   }
   // The language's limit on a tensor's elements (E0700): past it the
   // written source would not compile, so the model's value is refused here.
+  constexpr uint64_t kLimit = uint64_t(tensor::kMaxShapeElements);
   uint64_t elements = 1;
   for (const OnnxDim &d : info.dims) {
     if (!d.value || *d.value < 0)
       continue; // a symbol, or refused where the shape is read, with the input's name
     const uint64_t v = uint64_t(*d.value);
-    if (v != 0 && elements > (uint64_t(1) << 48) / v + 1) {
-      elements = (uint64_t(1) << 48) + 1;
+    if (v != 0 && elements > kLimit / v + 1) {
+      elements = kLimit + 1;
       break;
     }
     elements *= v;
   }
-  if (elements > (uint64_t(1) << 48))
+  if (elements > kLimit)
     return fail("value '" + info.name + "' has a shape of more than 2^48 elements, more than any tensor of the "
                 "language may hold");
   return info;
@@ -274,10 +276,8 @@ std::optional<std::vector<int64_t>> OnnxNode::intsAttr(const std::string &key) c
 
 llvm::Expected<OnnxGraph> readOnnxModel(const std::string &path) {
   // A device (/dev/zero, a terminal) may never end: no model to read whole.
-  llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status) && (status.type() == llvm::sys::fs::file_type::character_file ||
-                                              status.type() == llvm::sys::fs::file_type::block_file))
-    return fail("cannot read '" + path + "': it is a device, not a file (a device may never end)");
+  if (support::isDevice(path))
+    return fail("cannot read '" + path + "': " + support::kDeviceReason);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail("cannot read '" + path + "': " + buffer.getError().message());

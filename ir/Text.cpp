@@ -1,5 +1,7 @@
 #include "ir/Text.h"
 
+#include "support/Tensor.h"
+
 #include <boost/spirit/home/x3.hpp>
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/StringMap.h>
@@ -198,7 +200,7 @@ namespace {
 // Dimensions beyond this are surely a typo, and keeping them small keeps
 // every size computation downstream far from overflow.
 constexpr int64_t kMaxDim = int64_t(1) << 40;
-constexpr int64_t kMaxElements = int64_t(1) << 48;
+constexpr int64_t kMaxElements = tensor::kMaxShapeElements;
 
 // Not x3::digit: it hands bytes above 0x7f to std::isdigit as negative ints.
 const auto digit = x3::char_('0', '9');

@@ -2,6 +2,8 @@
 // API): error messages that name their source, whole-file I/O.
 #pragma once
 
+#include "support/Files.h"
+
 #include <llvm/ADT/Twine.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/FileSystem.h>
@@ -36,17 +38,6 @@ inline llvm::Error prefixError(llvm::StringRef name, llvm::Error error) {
   return llvm::createStringError(code, llvm::Twine(name) + ": " + message);
 }
 
-/// Whether `path` is a character or block device (/dev/zero, a terminal):
-/// no file to read whole, as it may never end (reading /dev/zero ran every
-/// tool out of memory).
-inline bool isDevice(llvm::StringRef path) {
-  llvm::sys::fs::file_status status;
-  if (llvm::sys::fs::status(path, status))
-    return false;
-  return status.type() == llvm::sys::fs::file_type::character_file ||
-         status.type() == llvm::sys::fs::file_type::block_file;
-}
-
 /// Reads a whole binary file; the error names the file and the reason.
 inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readWholeFile(llvm::StringRef path) {
   // A file that is not there (or not a file) is an error of the command
@@ -54,8 +45,8 @@ inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readWholeFile(llvm::S
   // tells callers so (lpurun's exit 2).
   if (llvm::sys::fs::is_directory(path))
     return sourceError(path, "cannot read: it is a directory", std::errc::no_such_file_or_directory);
-  if (isDevice(path))
-    return sourceError(path, "cannot read: it is a device, not a file", std::errc::no_such_file_or_directory);
+  if (support::isDevice(path))
+    return sourceError(path, llvm::Twine("cannot read: ") + support::kDeviceReason, std::errc::no_such_file_or_directory);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

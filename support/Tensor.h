@@ -18,6 +18,12 @@ namespace lpu::tensor {
 /// allocation, so a hostile header or literal cannot ask for absurd memory.
 inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
 
+/// The most elements a value of the language may have (E0700), the IR text
+/// and the ONNX importer alike: far past any memory (a chip's SRAM holds
+/// some 2^27 elements, a host's some 2^36), and small enough that element
+/// counts, byte sizes and vector counts computed from it cannot overflow.
+inline constexpr int64_t kMaxShapeElements = int64_t(1) << 48;
+
 /// Checks that every dimension is non-negative and that the element count
 /// and byte size fit (see kMaxTensorBytes); returns the element count.
 llvm::Expected<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, DType type);

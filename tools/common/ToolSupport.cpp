@@ -1,5 +1,7 @@
 #include "tools/common/ToolSupport.h"
 
+#include "support/Files.h"
+
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/WithColor.h>
@@ -43,11 +45,9 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readInputFile(llvm::StringRe
       return llvm::createStringError(std::make_error_code(std::errc::is_a_directory),
                                      "cannot read '%s': it is a directory",
                                      path.str().c_str());
-    if (status.type() == llvm::sys::fs::file_type::character_file ||
-        status.type() == llvm::sys::fs::file_type::block_file)
+    if (support::isDevice(status))
       return llvm::createStringError(std::make_error_code(std::errc::no_such_device),
-                                     "cannot read '%s': it is a device, not a file (a device may never end)",
-                                     path.str().c_str());
+                                     "cannot read '%s': %s", path.str().c_str(), support::kDeviceReason);
   }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
                                                    /*RequiresNullTerminator=*/true);

@@ -7,6 +7,7 @@
 #include "frontend/Checker.h"
 #include "import/Importer.h"
 #include "import/OnnxGraph.h"
+#include "support/Files.h"
 #include "tools/common/ToolSupport.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -100,13 +101,11 @@ int main(int argc, char **argv) {
     }
   }
   llvm::sys::fs::file_status status;
-  if (llvm::sys::fs::status(input, status) || llvm::sys::fs::is_directory(status) ||
-      status.type() == llvm::sys::fs::file_type::character_file ||
-      status.type() == llvm::sys::fs::file_type::block_file) {
+  if (llvm::sys::fs::status(input, status) || llvm::sys::fs::is_directory(status) || lpu::support::isDevice(status)) {
     tools::reportToolError(kTool, "cannot read '" + input + "': " +
                                       (!llvm::sys::fs::exists(status)      ? "no such file"
                                        : llvm::sys::fs::is_directory(status) ? "is a directory"
-                                                                            : "it is a device, not a file"));
+                                                                            : lpu::support::kDeviceReason));
     return tools::kExitUsageError;
   }
   std::string stem = llvm::sys::path::stem(output).str();
