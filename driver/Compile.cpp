@@ -196,17 +196,31 @@ void printSchedulePlan(const CompiledProgram &compiled, llvm::raw_ostream &os) {
     const scheduler::Plan &plan = b.schedule.plan;
     os << "entry " << b.entry << ", bucket " << backend::bucketLabel(b.dims) << "\n";
     os << "  knobs: " << llvm::join(plan.knobs, " ") << "\n";
-    os << "  heuristics: "
-       << (plan.heuristics.empty() ? std::string("none") : llvm::join(plan.heuristics, ",")) << "\n";
-    for (const auto &[set, cycles] : plan.tried) {
-      os << "    tried " << set << ": ";
-      if (cycles < 0)
-        os << "failed";
+    // Each chip searches and stores for itself: its choices under its
+    // number.
+    auto choices = [&](const std::string &prefix, const std::vector<std::string> &heuristics,
+                       const std::vector<std::pair<std::string, int64_t>> &tried, const std::string &parameters) {
+      os << "  " << prefix << "heuristics: "
+         << (heuristics.empty() ? std::string("none") : llvm::join(heuristics, ",")) << "\n";
+      for (const auto &[set, cycles] : tried) {
+        os << "    tried " << set << ": ";
+        if (cycles < 0)
+          os << "failed";
+        else
+          os << cycles << " cycles";
+        os << "\n";
+      }
+      os << "  " << prefix << "parameters: " << parameters << "\n";
+    };
+    if (plan.chips.empty())
+      choices("", plan.heuristics, plan.tried, plan.parameters);
+    for (const scheduler::ChipPlan &chip : plan.chips) {
+      const std::string prefix = "chip " + std::to_string(chip.chip) + ": ";
+      if (chip.shares)
+        os << "  " << prefix << "runs chip " << *chip.shares << "'s schedule\n";
       else
-        os << cycles << " cycles";
-      os << "\n";
+        choices(prefix, chip.heuristics, chip.tried, chip.parameters);
     }
-    os << "  parameters: " << plan.parameters << "\n";
     const bool chips = !b.schedule.chips.empty();
     for (const scheduler::PlanStep &step : plan.steps) {
       os << "  ";

@@ -239,6 +239,27 @@ llvm::Error partitionAs(ir::Function &fn, ir::PartitionOptions po, ir::Partition
   return llvm::Error::success();
 }
 
+/// The fewest chips the pipeline pins matching `fn`'s weights ask for
+/// (`--chips auto`): `chip:N` needs N+1, and each pin may start a stage
+/// of its own, so one more chip than the pins (pins that land on one cut
+/// leave the extra chips to the balance of the stages).
+unsigned pinnedChips(const ir::Function &fn, llvm::ArrayRef<ir::PartitionPin> pins) {
+  unsigned most = 1, stages = 0;
+  for (const ir::PartitionPin &pin : pins) {
+    if (pin.tensor())
+      continue;
+    const bool matches = llvm::any_of(fn.ops(), [&](const auto &op) {
+      return op->kind() == ir::OpKind::Param && ir::pinMatches(pin, ir::paramPath(*op));
+    });
+    if (!matches)
+      continue;
+    ++stages;
+    if (pin.action == ir::PartitionPin::Action::Chip)
+      most = std::max(most, pin.chip + 1);
+  }
+  return std::max(most, stages + 1);
+}
+
 /// Every pin names some weight of the module and, when the kind is given,
 /// concerns it (E0602).
 bool checkPins(Compilation &c, const ChipsOptions &chips) {
@@ -356,8 +377,10 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
                      llvm::toString(fewest.takeError()));
         return false;
       }
-      po.chips = *fewest;
-      most = std::max(most, *fewest);
+      // Pins of stages ask for chips of their own even where one chip
+      // holds the weights.
+      po.chips = std::max(*fewest, pinnedChips(*fn, chips.pins));
+      most = std::max(most, po.chips);
     }
     if (po.chips <= 1)
       continue;

@@ -408,6 +408,14 @@ Schedule merge(const ir::Function &fn, std::vector<Schedule> schedules,
       merged.plan.tried = s.plan.tried;
       merged.plan.knobs = s.plan.knobs;
     }
+    ChipPlan chipPlan;
+    chipPlan.chip = onChip[c];
+    if (s.shares)
+      chipPlan.shares = onChip[s.shares->chip];
+    chipPlan.parameters = s.plan.parameters;
+    chipPlan.heuristics = s.plan.heuristics;
+    chipPlan.tried = s.plan.tried;
+    merged.plan.chips.push_back(std::move(chipPlan));
     for (PlanStep &p : s.plan.steps) {
       p.chip = onChip[c];
       merged.plan.steps.push_back(std::move(p));

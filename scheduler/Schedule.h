@@ -90,6 +90,16 @@ struct PlanStep {
 /// sets of placement heuristics scheduled and the one kept, how the
 /// parameters are stored, and each op's and value's own choices in the
 /// order they were made.
+/// One chip's own choices in a multi-chip schedule: each chip searches its
+/// heuristic sets and stores its parameters for itself.
+struct ChipPlan {
+  unsigned chip = 0;
+  std::optional<unsigned> shares; // the chip whose schedule it runs
+  std::string parameters;
+  std::vector<std::string> heuristics;
+  std::vector<std::pair<std::string, int64_t>> tried;
+};
+
 struct Plan {
   std::string parameters; // rows, packed or striped (ParamStorage)
   std::vector<std::string> heuristics; // the set kept, by name
@@ -98,6 +108,9 @@ struct Plan {
   std::vector<std::pair<std::string, int64_t>> tried;
   std::vector<std::string> knobs; // every knob as name=value (knobTable's order)
   std::vector<PlanStep> steps;
+  /// A multi-chip schedule's choices chip by chip (the fields above are
+  /// then chip 0's); empty on one chip.
+  std::vector<ChipPlan> chips;
 };
 
 /// A value one chip sends another over a C2C link: its vectors in row-major
