@@ -149,10 +149,16 @@ llvm::Error PassManager::addPipeline(const std::vector<std::string> &names) {
 
 llvm::Error PassManager::addPipeline(llvm::StringRef list) {
   llvm::SmallVector<llvm::StringRef, 8> parts;
-  list.split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  list.split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
   std::vector<std::string> names;
   for (llvm::StringRef part : parts) {
     part = part.trim();
+    // "fold,,dce" or "fold,": a name left out, not a shorter pipeline.
+    if (part.empty() && parts.size() > 1)
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "a pass name is missing in the list '%s' (names are separated by "
+                                     "single commas)",
+                                     list.str().c_str());
     if (part == "default") {
       std::vector<std::string> pipeline = defaultPipeline();
       names.insert(names.end(), pipeline.begin(), pipeline.end());
