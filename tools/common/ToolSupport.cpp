@@ -18,7 +18,32 @@ void addCommonOptions(CLI::App &app, llvm::StringRef tool) {
   app.footer("Exit status: 0 success, 1 errors in the input, 2 usage or I/O error.");
 }
 
+namespace {
+/// Every option that takes a value refuses an empty one and a flag in its
+/// place: CLI11 skips an empty value (`-o ""`, `--output=`) and takes the
+/// next argument instead, so `--output= --report` wrote a file named
+/// `--report` and `-o ""` compiled and wrote nothing, both with exit 0.
+void guardValues(CLI::App &app) {
+  const CLI::Validator guard(
+      [](std::string &value) -> std::string {
+        if (value.empty())
+          return "the value is empty";
+        if (llvm::StringRef(value).startswith("--"))
+          return "'" + value + "' is a flag, not a value (the value is missing; a file of that name is ./" +
+                 value + ")";
+        return "";
+      },
+      "", "a value");
+  for (CLI::Option *option : app.get_options())
+    if (option->nonpositional() && option->get_type_size_max() > 0)
+      option->check(guard);
+  for (CLI::App *sub : app.get_subcommands({}))
+    guardValues(*sub);
+}
+} // namespace
+
 int parseCommandLine(CLI::App &app, int argc, char **argv, llvm::StringRef tool) {
+  guardValues(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
