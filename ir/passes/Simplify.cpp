@@ -9,6 +9,8 @@
 //   +0.0, so x + 0.0 is not x)     -> x
 //   x * 1, x / 1                   -> x
 //   x * 0 (integers only; for floats NaN * 0 and inf * 0 are NaN) -> 0
+//   select(c, a, b), c a splat constant -> a when c is true, else b
+//   select(c, a, a)                -> a
 //   gather(t, iota) along axis k, the ids a rank-1 iota no longer than t's
 //   axis k                         -> slice of t's first entries along k
 // A rewritten op keeps its location; the ops it no longer reads are left
@@ -122,6 +124,22 @@ Op *simplifyArithmetic(Op &op) {
   }
 }
 
+/// select(c, a, b) whose condition is a splat constant (a `bool`
+/// argument of a helper fn, a configuration flag), or whose branches are
+/// one value: the branch it picks everywhere. Null otherwise.
+Op *simplifySelect(Op &op) {
+  if (op.kind() != OpKind::Select || op.operands().size() != 3)
+    return nullptr;
+  Op *a = op.operand(1), *b = op.operand(2);
+  auto pick = [&](Op *x) { return x->type() == op.type() ? x : nullptr; };
+  if (a == b)
+    return pick(a);
+  std::optional<double> c = splatValue(op.operand(0));
+  if (!c)
+    return nullptr;
+  return pick(*c != 0 ? a : b);
+}
+
 /// gather(table, ids) whose ids are a rank-1 iota (0, 1, .., S - 1) with
 /// S at most the table's extent along the axis: every id is in range (the
 /// gather clamps nothing) and picks its own index, so the result is the
@@ -160,6 +178,8 @@ public:
       changed |= rewrote;
       if (!replacement && !rewrote)
         replacement = simplifyArithmetic(op);
+      if (!replacement && !rewrote)
+        replacement = simplifySelect(op);
       if (!replacement && !rewrote)
         replacement = simplifyGather(fn, op);
       return replacement;
