@@ -14,6 +14,7 @@
 #include <llvm/Support/Path.h>
 
 #include <gtest/gtest.h>
+#include <llvm/Support/GlobPattern.h>
 
 #include <fstream>
 #include <limits>
@@ -327,6 +328,37 @@ TEST(DriverTest, PinsParseAndMatchByGlob) {
   EXPECT_FALSE(chip->tensor());
   EXPECT_TRUE(pinAppliesTo(*chip, ir::PartitionKind::Pipeline));
   EXPECT_FALSE(pinAppliesTo(*chip, ir::PartitionKind::Tensor));
+  // The matcher means what LLVM's GlobPattern means, on every pattern and
+  // path here...
+  const char *globs[] = {"*", "a*", "*b", "a?c", "[ab]*", "[!a]*", "[^a]x", "[]]", "a\\*b", "*.w", "l*.*.w",
+                         "*a*b*", "a**b", "?*?", "[a-c][0-9]"};
+  const char *paths[] = {"", "a", "ab", "abc", "b", "ba", "]", "a*b", "axb", "l0.up.w", "q.w", "bx", "c7", "aab"};
+  for (const char *g : globs) {
+    auto pin = ir::parsePartitionPin(std::string(g) + "=whole");
+    auto reference = llvm::GlobPattern::create(g);
+    if (!pin || !reference) {
+      EXPECT_EQ(bool(pin), bool(reference)) << g;
+      if (!pin)
+        llvm::consumeError(pin.takeError());
+      if (!reference)
+        llvm::consumeError(reference.takeError());
+      continue;
+    }
+    for (const char *p : paths)
+      EXPECT_EQ(ir::pinMatches(*pin, p), reference->match(p)) << g << " on " << p;
+  }
+  // ... and stays linear where GlobPattern tries every split at every
+  // star (these took minutes, or never ended).
+  auto stars = ir::parsePartitionPin(std::string(200, '*') + "zz=whole");
+  ASSERT_TRUE(bool(stars));
+  EXPECT_FALSE(ir::pinMatches(*stars, "blocks.11.attention.query.weight.and.more"));
+  std::string alternating;
+  for (int i = 0; i < 30; ++i)
+    alternating += "*a";
+  auto many = ir::parsePartitionPin(alternating + "*b=whole");
+  ASSERT_TRUE(bool(many));
+  EXPECT_FALSE(ir::pinMatches(*many, std::string(200, 'a')));
+  EXPECT_TRUE(ir::pinMatches(*many, std::string(200, 'a') + "b"));
   for (const char *bad : {"w", "=whole", "w=", "w=chip:", "w=chip:x", "w=stages"}) {
     auto pin = ir::parsePartitionPin(bad);
     EXPECT_FALSE(bool(pin)) << bad;
