@@ -124,12 +124,13 @@ llvm::Error checkGenerateContract(llvm::ArrayRef<Entry> entries, const GenerateO
   if (p.dtype() != DType::I32 || p.rank() != 2 || p.shape()[0] != 1 || p.shape()[1] < 1)
     return error("--prompt holds " + p.typeString() +
                  "; expected the token ids as i32[1, S] (one sequence of at least one id)");
-  // The last decode call's `pos` is S + N - 2, an i32.
-  const int64_t lastPos = p.shape()[1] + options.tokens - 2;
-  if (lastPos > std::numeric_limits<int32_t>::max())
+  // The last decode call's `pos` is S + N - 2, an i32 (compared without
+  // computing it: N near 2^63 overflowed the sum, which then passed).
+  const int64_t most = int64_t(std::numeric_limits<int32_t>::max()) - p.shape()[1] + 2;
+  if (options.tokens > most)
     return error("--generate " + llvm::Twine(options.tokens) + " with a prompt of " +
                  llvm::Twine(p.shape()[1]) + " ids: the last decode call's position " +
-                 llvm::Twine(lastPos) + " is past an i32 'pos' (at most " +
+                 llvm::Twine(uint64_t(p.shape()[1]) + uint64_t(options.tokens) - 2) + " is past an i32 'pos' (at most " +
                  llvm::Twine(std::numeric_limits<int32_t>::max() - p.shape()[1] + 2) +
                  " tokens after this prompt)");
   std::vector<std::string> names;

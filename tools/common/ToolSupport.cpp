@@ -3,6 +3,8 @@
 #include "support/Files.h"
 
 #include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
@@ -34,9 +36,34 @@ void guardValues(CLI::App &app) {
         return "";
       },
       "", "a value");
+  // CLI11 reads an integer past 64 bits as the largest one (strtoll's
+  // clamp): --generate 99999999999999999999 asked for 2^63 - 1 tokens.
+  auto inRange = [](bool isSigned) {
+    return CLI::Validator(
+        [isSigned](std::string &value) -> std::string {
+          llvm::StringRef digits = llvm::StringRef(value).trim();
+          const bool negative = digits.consume_front("-");
+          if (!negative)
+            digits.consume_front("+");
+          if (digits.empty() || !llvm::all_of(digits, llvm::isDigit))
+            return ""; // not a decimal number: CLI11 says what is wrong
+          uint64_t magnitude = 0;
+          const uint64_t most = isSigned ? uint64_t(INT64_MAX) + (negative ? 1 : 0) : UINT64_MAX;
+          if (digits.getAsInteger(10, magnitude) || magnitude > most)
+            return value + " is out of range";
+          return "";
+        },
+        "", "in range");
+  };
   for (CLI::Option *option : app.get_options())
-    if (option->nonpositional() && option->get_type_size_max() > 0)
+    if (option->nonpositional() && option->get_type_size_max() > 0) {
       option->check(guard);
+      const std::string type = option->get_type_name();
+      if (llvm::StringRef(type).startswith("INT"))
+        option->check(inRange(true));
+      else if (llvm::StringRef(type).startswith("UINT"))
+        option->check(inRange(false));
+    }
   for (CLI::App *sub : app.get_subcommands({}))
     guardValues(*sub);
 }
