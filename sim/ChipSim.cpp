@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace lpu::sim {
 
@@ -30,15 +31,27 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
   for (uint32_t q = 0; q < code.queues.size(); ++q)
     if (!code.queues[q].instrs.empty())
       events_.push({start, q});
+  // A chip with no work (a topology's chips the program leaves idle) never
+  // touches its streams or planes: it holds only what a run may ask of any
+  // chip (its inbox, its SRAM map, its figures), so a program on 16 chips
+  // of a 4,096-chip topology is not simulated at 6 MB a chip.
+  if (events_.empty()) {
+    // Its SRAM only once a tensor is written there (an input returned as
+    // it is): sramVector.
+    stats_.queueBusy.assign(code.queues.size(), 0);
+    stats_.linkBytesSent.assign(chip.c2cLinks, 0);
+    linkBusyUntil_.assign(chip.c2cLinks, 0);
+    linkSends_.assign(chip.c2cLinks, 0);
+    inbox_.resize(chip.c2cLinks);
+    return;
+  }
   if (!options.timingOnly) {
     // calloc hands out untouched zero pages: a chip only pays for the SRAM
     // it uses.
-    sram_ = std::unique_ptr<uint8_t, void (*)(void *)>(
-        static_cast<uint8_t *>(std::calloc(chip.sramBytes(), 1)), std::free);
+    allocateSram();
     slotData_.assign(size_t(2) * chip.streamsPerDirection * kRing * chip.lanes, 0);
   }
   scratch_.assign(size_t(32) * chip.lanes, 0);
-  inUse_.assign(size_t(chip.memSlices) * chip.memVectors, false);
   portCycle_.assign(chip.memSlices, -1);
   portReads_.assign(chip.memSlices, 0);
   portWrites_.assign(chip.memSlices, 0);
@@ -67,13 +80,29 @@ ChipSim::ChipSim(const ChipDescription &chip, const Topology &topology, unsigned
 
 ChipSim::~ChipSim() = default;
 
+void ChipSim::allocateSram() {
+  sram_ = std::unique_ptr<uint8_t, void (*)(void *)>(static_cast<uint8_t *>(std::calloc(chip_.sramBytes(), 1)),
+                                                      std::free);
+  // Out of host memory as operator new is: the tools' handler says so and
+  // exits 1.
+  if (!sram_) {
+    if (std::new_handler handler = std::get_new_handler())
+      handler();
+    throw std::bad_alloc();
+  }
+}
+
 uint8_t *ChipSim::sramVector(unsigned slice, unsigned addr) {
+  if (!sram_ && !options_.timingOnly)
+    allocateSram();
   if (!sram_)
     return nullptr;
   return sram_.get() + (size_t(slice) * chip_.memVectors + addr) * chip_.lanes;
 }
 
 void ChipSim::markInUse(unsigned slice, unsigned addr) {
+  if (inUse_.empty())
+    inUse_.assign(size_t(chip_.memSlices) * chip_.memVectors, false);
   size_t i = size_t(slice) * chip_.memVectors + addr;
   if (!inUse_[i]) {
     inUse_[i] = true;

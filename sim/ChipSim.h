@@ -179,6 +179,8 @@ private:
   std::vector<uint32_t> parked_;
 
   std::unique_ptr<uint8_t, void (*)(void *)> sram_;
+  /// calloc's untouched zero pages: a chip pays only for the SRAM it uses.
+  void allocateSram();
   std::vector<bool> inUse_;
   std::vector<int64_t> portCycle_; // per slice: cycle of the counts below
   std::vector<uint8_t> portReads_, portWrites_;

@@ -9,6 +9,10 @@
 #include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cstdlib>
+#include <new>
+#include <unistd.h>
+
 namespace lpu::tools {
 
 std::string versionLine(llvm::StringRef tool) {
@@ -67,9 +71,20 @@ void guardValues(CLI::App &app) {
   for (CLI::App *sub : app.get_subcommands({}))
     guardValues(*sub);
 }
+
+/// Out of host memory (a model or a program larger than the host, a
+/// limit on the address space): one line and exit 1, not an uncaught
+/// std::bad_alloc's abort.
+std::string outOfMemoryLine;
+void outOfMemory() {
+  [[maybe_unused]] ssize_t written = ::write(2, outOfMemoryLine.data(), outOfMemoryLine.size());
+  std::_Exit(kExitInputError);
+}
 } // namespace
 
 int parseCommandLine(CLI::App &app, int argc, char **argv, llvm::StringRef tool) {
+  outOfMemoryLine = (tool + ": error: out of host memory (the input is larger than this host can hold)\n").str();
+  std::set_new_handler(outOfMemory);
   guardValues(app);
   try {
     app.parse(argc, argv);
