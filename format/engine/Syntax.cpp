@@ -59,9 +59,12 @@ void TriviaBuilder::add(const RawToken &r) {
     tree.comments.push_back(c);
     if (trailing)
       tree.tokens.back().trailEnd = static_cast<uint32_t>(tree.comments.size());
-    // A multi-line block comment ends on a later line than the token.
-    if (breaks)
-      sinceTokenSameLine_ = false;
+    // A comment that starts on the line where a trailing comment ends
+    // trails the token too, even after a multi-line block comment
+    // (`x, /* a` newline `b */ // c`): leading the next token instead, it
+    // would be printed after whatever the style puts there (a comma it adds,
+    // a dropped comma's comments), no longer next to the comment it
+    // followed, and on a second pass it would trail.
     newlines_ = 0;
     lineHasContent_ = true;
     lastWasComment_ = true;

@@ -35,7 +35,8 @@ struct Token {
   uint32_t offset = 0, length = 0;
   uint32_t line = 0, column = 0; // 1-based, for messages
   // Comments leading this token are comments[leadBegin, trailBegin); comments
-  // trailing it (same line, after it) are comments[trailBegin, trailEnd).
+  // trailing it (same line, after it, or after a trailing comment on the
+  // line where that one ends) are comments[trailBegin, trailEnd).
   uint32_t leadBegin = 0, trailBegin = 0, trailEnd = 0;
   bool blankBefore = false; // an empty line right before the token itself
 };
@@ -70,7 +71,9 @@ struct SyntaxTree {
 /// Builds tokens with attached comments from a raw token stream (which must
 /// cover the source without gaps, ending with a zero-length end-of-file
 /// token; only whitespace and block comments may hold line breaks). A comment on the same line as the previous
-/// significant token trails it; every other comment leads the next one.
+/// significant token trails it, and so does one starting on the line where
+/// such a comment ends (after a multi-line block comment); every other
+/// comment leads the next one.
 void attachTrivia(SyntaxTree &tree, const std::vector<RawToken> &raw);
 
 /// attachTrivia one raw token at a time, for a lexer that hands tokens over

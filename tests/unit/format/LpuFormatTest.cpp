@@ -226,6 +226,36 @@ TEST(LpuFormat, LineCommentsNeverShareALine) {
     }
 }
 
+TEST(LpuFormat, CommentAfterAMultiLineBlockCommentStaysBehindIt) {
+  // A comment starting on the line where a multi-line block comment
+  // trailing a token ends trails that token as well; it once led the next
+  // token and was printed before the block comment (`b,// z /* x`) or after
+  // an added comma (`y */,// z`, which a second pass changed).
+  const char *withComma = "fn f(a: f32[4], b: f32[4]) -> f32[4] {\n"
+                          "  return maximum(\n    a,\n    b, /* x\n y */ // z\n  )\n}\n"
+                          "entry e = f\n";
+  EXPECT_EQ(formatted(withComma), withComma);
+  EXPECT_EQ(formatted("fn f(a: f32[4], b: f32[4]) -> f32[4] {\n"
+                      "  return maximum(a, b /* x\n y */ // z\n  )\n}\n"
+                      "entry e = f\n"),
+            "fn f(a: f32[4], b: f32[4]) -> f32[4] {\n"
+            "  return maximum(\n    a,\n    b /* x\n y */, // z\n  )\n}\n"
+            "entry e = f\n");
+  EXPECT_EQ(formatted("const A = 1 /* x\n y */ // z\nconst B = 2\n"),
+            "const A = 1 /* x\n y */ // z\nconst B = 2\n");
+  const char *cases[] = {
+      "const A = f(x, /* a\n b */ /* c */ // d\n y)\n",
+      "const A = [1, /* a\n b */ /* c */\n 2, /* d\n e */\n]\n",
+      "model M { /* a\n b */ // c\n}\n",
+  };
+  for (const char *source : cases)
+    for (unsigned width : {1u, 20u, 10000u}) {
+      SCOPED_TRACE(std::string(source) + " at width " + std::to_string(width));
+      FormatResult r = format(lpu(), source, width);
+      EXPECT_EQ(r.status, FormatResult::Formatted) << r.details;
+    }
+}
+
 struct ErrorCase {
   const char *source;
   uint32_t line, column;
