@@ -175,7 +175,11 @@ Doc moduleRule(FormatContext &cx, uint32_t node) {
   kids = kids.drop_back();
   bool empty = kids.empty() && !cx.hasLeadingComments(eof);
   Doc body = cx.lines(kids, eof);
-  return d.concat({body, cx.token(eof), empty ? Doc{} : d.hardline()});
+  // The file ends with one newline, and only an empty file stays empty: lpuc
+  // rejects a file with no bytes (E0007) but compiles one of blanks, so
+  // emptying it would change whether it compiles.
+  bool keepEmpty = empty && cx.tree().source.empty();
+  return d.concat({body, cx.token(eof), keepEmpty ? Doc{} : d.hardline()});
 }
 
 Doc blockRule(FormatContext &cx, uint32_t node) { return braceBlock(cx, cx.childrenOf(node), 0); }

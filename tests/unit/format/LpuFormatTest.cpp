@@ -79,7 +79,11 @@ TEST(LpuFormat, WideWidthKeepsListsOnOneLine) {
 
 TEST(LpuFormat, EmptyAndCommentOnlyFiles) {
   EXPECT_EQ(formatted(""), "");
-  EXPECT_EQ(formatted("\n\n  \n"), "");
+  // Only a file with no bytes stays empty: lpuc rejects it (E0007) but
+  // compiles a file of blanks, and formatting must not change that.
+  EXPECT_EQ(formatted("\n"), "\n");
+  EXPECT_EQ(formatted("\n\n  \n"), "\n");
+  EXPECT_EQ(formatted(" "), "\n");
   EXPECT_EQ(formatted("\n// only a comment   \n\n"), "// only a comment\n");
   EXPECT_EQ(formatted("/* a */ /* b */"), "/* a */ /* b */\n");
 }
