@@ -739,6 +739,9 @@ Result layout(OpKind kind, llvm::ArrayRef<Type> in, const Attrs &attrs, const Ty
       return r.error;
     if (*from < 0 || *to < 0)
       return name.str() + ": chips are numbered from 0, not " + std::to_string(std::min(*from, *to));
+    if (*from >= kMaxChips || *to >= kMaxChips)
+      return name.str() + ": chip " + std::to_string(std::max(*from, *to)) + " is past the " +
+             std::to_string(kMaxChips) + " chips a program may use";
     if (*from == *to)
       return name.str() + ": from and to are both chip " + std::to_string(*from);
     return x;

@@ -27,6 +27,10 @@
 
 namespace lpu::ir {
 
+/// The most chips a program may use (lpuc --chips, the largest topology):
+/// every chip number of the IR is below it.
+inline constexpr int64_t kMaxChips = 4096;
+
 using tensor::DType;
 
 enum class OpKind : uint8_t {
@@ -114,6 +118,7 @@ public:
   std::optional<int64_t> fusionGroup() const { return intAttr("fusion"); }
   /// The chip the op's value lives on: a transfer's `to`, any other op's
   /// attribute `chip` (set by the partition pass), 0 when it has none.
+  /// Below kMaxChips (the verifier's rule).
   int64_t chip() const;
 
   Function *parent() const { return parent_; }

@@ -155,8 +155,10 @@ private:
   /// (the return collects outputs from every chip).
   void verifyChips(const Op &op) {
     if (const Attr *chip = op.attr("chip")) {
-      if (!std::holds_alternative<int64_t>(*chip) || std::get<int64_t>(*chip) < 0)
-        error(op, "attribute 'chip' must be a chip number (an integer from 0)");
+      if (!std::holds_alternative<int64_t>(*chip) || std::get<int64_t>(*chip) < 0 ||
+          std::get<int64_t>(*chip) >= kMaxChips)
+        error(op, "attribute 'chip' must be a chip number (an integer from 0 to " + std::to_string(kMaxChips - 1) +
+                      ")");
       if (op.kind() == OpKind::Transfer || op.kind() == OpKind::Return)
         error(op, "has no attribute 'chip' (a transfer's chip is its 'to')");
     }

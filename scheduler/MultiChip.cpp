@@ -967,6 +967,8 @@ bool isPartitioned(const ir::Function &fn) {
 
 llvm::Expected<Schedule> scheduleMultiChip(const ir::Function &fn, const ChipDescription &chip,
                                            const ScheduleOptions &options) {
+  if (auto e = refuseImpossibleValues(fn, chip))
+    return e;
   auto topology = Topology::parse(options.topology, chip.c2cLinks);
   if (!topology)
     return topology.takeError();

@@ -954,9 +954,28 @@ llvm::Expected<Schedule> scheduleOnce(const ir::Function &fn, const ChipDescript
   return schedule;
 }
 
+llvm::Error refuseImpossibleValues(const ir::Function &fn, const ChipDescription &chip) {
+  for (const auto &op : fn.ops()) {
+    if (llvm::is_contained(op->type().shape, 0))
+      return refuse<Refusal::EmptyValue>(*op, op->type().str());
+    // A weight or an input too large gets placement's own account (E0821,
+    // E0822: how many chunks, which hemisphere); a computed value is
+    // streamed vector by vector first, which could take hours.
+    if (op->kind() == ir::OpKind::Param || op->kind() == ir::OpKind::Input)
+      continue;
+    // Element counts are at most 2^48 (the IR's rule), so bytes fit.
+    const int64_t bytes = op->type().numElements() * int64_t(tensor::dtypeSize(op->type().dtype));
+    if (bytes > int64_t(chip.sramBytes()))
+      return refuse<Refusal::ValueLargerThanSram>(*op, op->type().str(), bytes, int64_t(chip.sramBytes()));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,
                                                                      const ChipDescription &chip,
                                                                      const TuningKnobs &knobs) {
+  if (auto e = refuseImpossibleValues(declared, chip))
+    return e;
   // Forms the lowerings take along one axis only, rewritten with layout
   // moves (docs/scheduler.md, "Legalisation"); but a mean over H and W of
   // a channels-last activation, which the global pool takes as it is.

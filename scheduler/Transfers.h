@@ -142,6 +142,10 @@ llvm::ArrayRef<PlacementHeuristics> heuristicVariants();
 /// schedule the same again.
 std::vector<PlacementHeuristics> variantsToTry(const PlacementHeuristics &decided,
                                                const PlacementHeuristics &first);
+/// E0827 at the first value of `fn` with no elements (a dimension of 0,
+/// which IR text allows), E0828 at one larger than the chip's SRAM:
+/// nothing the scheduler could place or stream.
+llvm::Error refuseImpossibleValues(const ir::Function &fn, const backend::ChipDescription &chip);
 /// The function scheduleFunction schedules for `declared`: legalized
 /// (null: `declared` as it is).
 llvm::Expected<std::unique_ptr<ir::Function>> legalizedForScheduling(const ir::Function &declared,

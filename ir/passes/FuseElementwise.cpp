@@ -11,7 +11,8 @@
 // (a matmul, a reduction, the return) ends its group. A merge is refused
 // when the merged group would not be convex, i.e. when a path leaves the
 // group and comes back (x -> matmul -> y with x and y in one group), since
-// the group could then not run as one unit. Running the pass again
+// the group could then not run as one unit, and when the group would
+// hold more than kMaxGroupOps ops. Running the pass again
 // recomputes every group from scratch.
 #include "ir/passes/PassUtil.h"
 #include "ir/passes/Passes.h"
@@ -21,6 +22,13 @@
 namespace lpu::ir {
 
 namespace {
+
+/// The most ops one group takes. A group is one work tree per vector in
+/// the scheduler, whose cost grows faster than its size: a chain of 512
+/// ops took 31 s to schedule and one of 16,384 overflowed the stack. A
+/// longer chain is cut into groups of this many (one SRAM round trip per
+/// cut); every elementwise sequence of the examples is far shorter.
+constexpr size_t kMaxGroupOps = 64;
 
 class FuseElementwise : public Pass {
 public:
@@ -52,7 +60,10 @@ public:
       llvm::DenseSet<size_t> roots{find(i)};
       for (const Op *user : it->second)
         roots.insert(find(index_[user]));
-      if (roots.size() > 1 && isConvex(roots))
+      size_t size = 0;
+      for (size_t root : roots)
+        size += members_[root].size();
+      if (roots.size() > 1 && size <= kMaxGroupOps && isConvex(roots))
         merge(roots);
     }
     return assignGroups(fn);

@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
       ->capture_default_str()
       ->check([](const std::string &v) -> std::string {
         unsigned n = 0;
-        if (v == "auto" || (!llvm::StringRef(v).getAsInteger(10, n) && n > 0 && n <= 4096))
+        if (v == "auto" || (!llvm::StringRef(v).getAsInteger(10, n) && n > 0 && n <= unsigned(ir::kMaxChips)))
           return "";
         return "--chips takes a number of chips from 1 to 4096 or 'auto', not '" + v + "'";
       });
