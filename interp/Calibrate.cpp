@@ -10,6 +10,8 @@
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
 
 #include <cblas.h>
@@ -29,7 +31,9 @@ llvm::Error error(const llvm::Twine &message) {
 }
 
 std::string paramPath(const Op &op) { return op.stringAttr("path").value_or(""); }
-std::string where(const Op &op) { return op.loc().str(); }
+/// Where `op` is, for a message: " (at FILE:LINE:COL)", or nothing when
+/// the op has no location (hand-written IR).
+std::string where(const Op &op) { return op.loc().known() ? " (at " + op.loc().str() + ")" : ""; }
 
 /// The parameters one quantize op asks for, from its division's tags.
 struct Point {
@@ -39,19 +43,74 @@ struct Point {
   std::optional<int64_t> axis;
 };
 
-std::vector<Point> pointsOf(const Function &fn) {
-  std::vector<Point> points;
-  for (const auto &op : fn.ops()) {
-    auto paths = op->stringsAttr("observe");
-    if (!paths || paths->empty() || op->kind() != OpKind::Div)
+/// Whether `value` is, or is computed from, a param of `path`.
+bool readsParam(const Op *value, const std::string &path) {
+  llvm::SmallPtrSet<const Op *, 16> seen;
+  llvm::SmallVector<const Op *, 16> work{value};
+  while (!work.empty()) {
+    const Op *op = work.pop_back_val();
+    if (!op || !seen.insert(op).second)
       continue;
+    if (op->kind() == OpKind::Param && paramPath(*op) == path)
+      return true;
+    work.append(op->operands().begin(), op->operands().end());
+  }
+  return false;
+}
+
+/// The tagged divisions of `fn`, their tags checked (the verifier checks
+/// them too, but calibration does not rely on it): `observe` one or two
+/// param paths, the scale's read by the divisor; `observe_zero` an i8;
+/// `observe_axis` an axis of the dividend.
+llvm::Expected<std::vector<Point>> pointsOf(const Function &fn) {
+  std::set<std::string> params;
+  for (const auto &op : fn.ops())
+    if (op->kind() == OpKind::Param)
+      params.insert(paramPath(*op));
+  std::vector<Point> points;
+  const auto &ops = fn.ops();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const Op &op = *ops[k];
+    const Attr *observe = op.attr("observe");
+    if (!observe)
+      continue;
+    auto fail = [&](const llvm::Twine &problem) {
+      return error("cannot calibrate the " + mnemonic(op.kind()) + " %" + llvm::Twine(k) +
+                   " of @" + fn.name() + where(op) + ": " + problem);
+    };
+    if (op.kind() != OpKind::Div || op.operands().size() != 2)
+      return fail("only a quantize's division is tagged 'observe'");
+    const auto *paths = std::get_if<std::vector<std::string>>(observe);
+    if (!paths || paths->empty() || paths->size() > 2)
+      return fail("'observe' must be one or two param paths (the scale, then the zero point)");
+    for (size_t i = 0; i < paths->size(); ++i)
+      if (!params.count((*paths)[i]))
+        return fail(llvm::Twine("its ") + (i == 0 ? "scale" : "zero point") + " '" +
+                    (*paths)[i] + "' is not a param of @" + fn.name());
     Point p;
-    p.div = op.get();
+    p.div = &op;
     p.scale = (*paths)[0];
     if (paths->size() > 1)
       p.zero = (*paths)[1];
-    p.fixedZero = op->intAttr("observe_zero").value_or(0);
-    p.axis = op->intAttr("observe_axis");
+    if (op.type().dtype != DType::F32)
+      return fail("it divides " + op.type().str() + "; calibration observes an f32 dividend");
+    if (!readsParam(op.operand(1), p.scale))
+      return fail("it does not divide by its scale '" + p.scale + "'");
+    if (const Attr *zero = op.attr("observe_zero")) {
+      const auto *z = std::get_if<int64_t>(zero);
+      if (!z || *z < -128 || *z > 127)
+        return fail("'observe_zero' must be an integer from -128 to 127 (an i8 zero point)");
+      if (!p.zero.empty())
+        return fail("it has both a zero point param and 'observe_zero'");
+      p.fixedZero = *z;
+    }
+    if (const Attr *axis = op.attr("observe_axis")) {
+      const auto *a = std::get_if<int64_t>(axis);
+      const Type &xt = op.operand(0)->type();
+      if (!a || *a < 0 || uint64_t(*a) >= xt.rank())
+        return fail("'observe_axis' must be an axis of its dividend, " + xt.str());
+      p.axis = *a;
+    }
     points.push_back(std::move(p));
   }
   return points;
@@ -113,7 +172,12 @@ std::vector<NamedTensor> Calibration::tensors() const {
 
 std::vector<std::string> calibratedParams(const Function &fn) {
   std::set<std::string> paths;
-  for (const Point &p : pointsOf(fn)) {
+  auto points = pointsOf(fn);
+  if (!points) { // calibrate() reports it
+    llvm::consumeError(points.takeError());
+    return {};
+  }
+  for (const Point &p : *points) {
     paths.insert(p.scale);
     if (!p.zero.empty())
       paths.insert(p.zero);
@@ -133,7 +197,10 @@ calibrate(const Function &fn, llvm::ArrayRef<std::map<std::string, tensor::Tenso
     index[ops[k].get()] = k;
 
   // The quantize ops by scale, checked to agree on the rest.
-  std::vector<Point> points = pointsOf(fn);
+  auto pointsOrError = pointsOf(fn);
+  if (!pointsOrError)
+    return pointsOrError.takeError();
+  std::vector<Point> points = std::move(*pointsOrError);
   if (points.empty())
     return error("@" + fn.name() +
                  " has nothing to calibrate: no quantize() whose scale is a parameter");
@@ -143,19 +210,22 @@ calibrate(const Function &fn, llvm::ArrayRef<std::map<std::string, tensor::Tenso
     auto &group = groups[p.scale];
     if (!group.empty()) {
       const Point &first = *group.front();
-      if (first.zero != p.zero || first.fixedZero != p.fixedZero || first.axis != p.axis)
+      if (first.zero != p.zero || first.fixedZero != p.fixedZero || first.axis != p.axis) {
+        std::string at;
+        if (first.div->loc().known() && p.div->loc().known())
+          at = ": at " + first.div->loc().str() + " and " + p.div->loc().str();
         return error("the scale '" + p.scale + "' is used by quantize ops that differ in their " +
-                     "zero point or axis: at " + where(*first.div) + " and " + where(*p.div));
+                     "zero point or axis" + at);
+      }
     }
     group.push_back(&p);
     if (!p.zero.empty()) {
       auto [it, fresh] = zeroOwner.try_emplace(p.zero, p.scale);
       if (!fresh && it->second != p.scale)
         return error("the zero point '" + p.zero + "' goes with two scales, '" + it->second +
-                     "' and '" + p.scale + "' (at " + where(*p.div) + ")");
+                     "' and '" + p.scale + "'" + where(*p.div));
       if (groups.count(p.zero))
-        return error("'" + p.zero + "' is both a scale and a zero point (at " + where(*p.div) +
-                     ")");
+        return error("'" + p.zero + "' is both a scale and a zero point" + where(*p.div));
     }
   }
   for (const auto &[zero, scale] : zeroOwner)
@@ -195,19 +265,41 @@ calibrate(const Function &fn, llvm::ArrayRef<std::map<std::string, tensor::Tenso
     return error("the weights lack " + llvm::Twine(missing.size()) +
                  " parameter(s) calibration does not compute: " + llvm::join(missing, ", "));
   for (const auto &[scale, group] : groups) {
-    const Type &t = calibratedType.at(scale);
     const Point &p = *group.front();
+    auto t = calibratedType.find(scale);
+    if (t == calibratedType.end()) // pointsOf() found the param
+      return error("the scale '" + scale + "' is not a param of @" + fn.name() + where(*p.div));
     size_t rank = p.axis ? 1 : 0;
-    if (t.dtype != DType::F32 || t.rank() != rank)
-      return error("the scale '" + scale + "' is " + t.str() + "; calibration computes " +
-                   (rank ? "an f32 per channel (rank 1)" : "an f32 per tensor (rank 0)") +
-                   " (at " + where(*p.div) + ")");
+    // A per-channel scale has one element per channel of every dividend.
+    std::optional<int64_t> channels;
+    for (const Point *q : group)
+      if (q->axis) {
+        int64_t n = q->div->operand(0)->type().shape[size_t(*q->axis)];
+        if (channels && *channels != n)
+          return error("the scale '" + scale + "' is per channel of quantize ops with " +
+                       llvm::Twine(*channels) + " and " + llvm::Twine(n) + " channels" +
+                       where(*q->div));
+        channels = n;
+      }
+    auto perChannel = [&](const Type &type) {
+      return !channels || (type.rank() == 1 && type.shape[0] == *channels);
+    };
+    if (t->second.dtype != DType::F32 || t->second.rank() != rank || !perChannel(t->second))
+      return error("the scale '" + scale + "' is " + t->second.str() + "; calibration computes " +
+                   (rank ? "an f32 per channel (f32[" + std::to_string(*channels) + "])"
+                         : std::string("an f32 per tensor (rank 0)")) +
+                   where(*p.div));
     if (!p.zero.empty()) {
-      const Type &z = calibratedType.at(p.zero);
-      if (z.dtype != DType::I8 || z.rank() != rank)
-        return error("the zero point '" + p.zero + "' is " + z.str() + "; with the scale '" +
-                     scale + "' it must be " + (rank ? "i8 per channel (rank 1)" : "i8[]") +
-                     " (at " + where(*p.div) + ")");
+      auto z = calibratedType.find(p.zero);
+      if (z == calibratedType.end())
+        return error("the zero point '" + p.zero + "' is not a param of @" + fn.name() +
+                     where(*p.div));
+      if (z->second.dtype != DType::I8 || z->second.rank() != rank || !perChannel(z->second))
+        return error("the zero point '" + p.zero + "' is " + z->second.str() +
+                     "; with the scale '" + scale + "' it must be " +
+                     (rank ? "i8 per channel (i8[" + std::to_string(*channels) + "])"
+                           : std::string("i8[]")) +
+                     where(*p.div));
     }
   }
 
@@ -225,10 +317,13 @@ calibrate(const Function &fn, llvm::ArrayRef<std::map<std::string, tensor::Tenso
     }
 
   // Uses of each value, so that it is freed after its last reader ran.
+  // An observed dividend counts as one more use, until its scale is fixed.
   std::vector<unsigned> uses(ops.size(), 0);
   for (const auto &op : ops)
     for (const Op *operand : op->operands())
       ++uses[index[operand]];
+  for (const Point &p : points)
+    ++uses[index[p.div->operand(0)]];
   struct SampleState {
     std::vector<Value> values;
     std::vector<bool> done;
@@ -361,6 +456,13 @@ calibrate(const Function &fn, llvm::ArrayRef<std::map<std::string, tensor::Tenso
         scaleT.setFloat(ch, q.scale);
         zeroT.setInt(ch, q.zero);
       }
+      // The dividends are no longer needed for observing.
+      for (const Point *p : group)
+        for (SampleState &st : states) {
+          size_t at = index[p->div->operand(0)];
+          if (--st.uses[at] == 0)
+            st.values[at] = Value();
+        }
       c.scaleValue = scaleT;
       known[scale] = detail::toValue(scaleT);
       if (!c.zero.empty()) {
@@ -374,7 +476,10 @@ calibrate(const Function &fn, llvm::ArrayRef<std::map<std::string, tensor::Tenso
       std::vector<std::string> stuck;
       for (const auto &[scale, group] : groups)
         if (!known.count(scale))
-          stuck.push_back("'" + scale + "' (quantize at " + where(*group.front()->div) + ")");
+          stuck.push_back("'" + scale + "'" +
+                          (group.front()->div->loc().known()
+                               ? " (quantize at " + group.front()->div->loc().str() + ")"
+                               : std::string()));
       return error("cannot calibrate " + llvm::join(stuck, ", ") +
                    ": the value each one quantizes depends on a scale not yet known "
                    "(itself, or another of these)");

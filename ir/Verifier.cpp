@@ -4,8 +4,12 @@
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringSet.h>
+
+#include <set>
 
 namespace lpu::ir {
 
@@ -29,6 +33,9 @@ private:
   const Function &fn_;
   llvm::DenseMap<const Op *, size_t> position_;
   llvm::StringSet<> inputNames_, paramPaths_;
+  /// The paths of every param of the function (verifyObserve's, filled on
+  /// first use).
+  std::set<std::string> paramPathsInFn_;
   /// The first param of each path: every other must read the same weight.
   llvm::StringMap<std::pair<const Op *, size_t>> firstParam_;
   std::vector<VerifyError> errors_;
@@ -243,6 +250,84 @@ private:
     }
   }
 
+  /// Whether `value` is, or is computed from, a param of `path`.
+  static bool readsParam(const Op *value, llvm::StringRef path) {
+    llvm::SmallPtrSet<const Op *, 16> seen;
+    llvm::SmallVector<const Op *, 16> work{value};
+    while (!work.empty()) {
+      const Op *op = work.pop_back_val();
+      if (!op || !seen.insert(op).second)
+        continue;
+      if (op->kind() == OpKind::Param && op->stringAttr("path") == path.str())
+        return true;
+      work.append(op->operands().begin(), op->operands().end());
+    }
+    return false;
+  }
+
+  /// A quantize's division tagged for calibration (docs/ir.md,
+  /// "Attributes"): `observe` is the path of the scale param the division
+  /// divides by, then maybe that of a zero point param; `observe_zero` a
+  /// fixed zero point of i8 (with no zero point param); `observe_axis` an
+  /// axis of the result (a per-channel scale). Called once the operands
+  /// are known to be good.
+  void verifyObserve(const Op &op) {
+    const Attr *observe = op.attr("observe");
+    const Attr *zero = op.attr("observe_zero");
+    const Attr *axis = op.attr("observe_axis");
+    if (!observe) {
+      if (zero || axis)
+        error(op, std::string("attribute '") + (zero ? "observe_zero" : "observe_axis") +
+                      "' needs an attribute 'observe'");
+      return;
+    }
+    if (op.kind() != OpKind::Div) {
+      error(op, "only a div has an attribute 'observe' (a quantize's division)");
+      return;
+    }
+    const auto *paths = std::get_if<std::vector<std::string>>(observe);
+    if (!paths || paths->empty() || paths->size() > 2) {
+      error(op, "attribute 'observe' must be one or two param paths (the scale, then the "
+                "zero point)");
+      return;
+    }
+    if (paramPathsInFn_.empty())
+      for (const auto &other : fn_.ops())
+        if (other->kind() == OpKind::Param)
+          paramPathsInFn_.insert(other->stringAttr("path").value_or(""));
+    bool ok = true;
+    for (size_t i = 0; i < paths->size(); ++i) {
+      const std::string &path = (*paths)[i];
+      const char *role = i == 0 ? "scale" : "zero point";
+      if (path.empty() || !paramPathsInFn_.count(path)) {
+        error(op, std::string("observe: the ") + role + " \"" + path +
+                      "\" is not the path of a param");
+        ok = false;
+      }
+    }
+    if (!ok)
+      return;
+    if (op.type().dtype != DType::F32)
+      error(op, "observe: a quantize divides f32, not " + op.type().str());
+    if (paths->size() == 2 && (*paths)[0] == (*paths)[1])
+      error(op, "observe: \"" + (*paths)[0] + "\" is both the scale and the zero point");
+    else if (!readsParam(op.operand(1), (*paths)[0]))
+      error(op, "observe: the divisor does not read the scale \"" + (*paths)[0] + "\"");
+    if (zero) {
+      const auto *z = std::get_if<int64_t>(zero);
+      if (!z || *z < -128 || *z > 127)
+        error(op, "attribute 'observe_zero' must be an integer from -128 to 127 (an i8 zero "
+                  "point)");
+      else if (paths->size() == 2)
+        error(op, "observe: a zero point param and an 'observe_zero' both");
+    }
+    if (axis) {
+      const auto *a = std::get_if<int64_t>(axis);
+      if (!a || *a < 0 || uint64_t(*a) >= op.type().rank())
+        error(op, "attribute 'observe_axis' must be an axis of " + op.type().str());
+    }
+  }
+
   void verifyOp(const Op &op, size_t index) {
     if (op.parent() != &fn_)
       error(op, "belongs to another function");
@@ -287,6 +372,7 @@ private:
     if (!verifyOperands(op, index))
       return;
     verifyChips(op);
+    verifyObserve(op);
     std::vector<Type> types;
     for (const Op *operand : op.operands())
       types.push_back(operand->type());

@@ -237,6 +237,34 @@ TEST(Verifier, FusionOnlyOnElementwise) {
   expectOne(s.fn, at(11), "'fusion' must be an integer");
 }
 
+TEST(Verifier, ObserveTags) {
+  // A quantize's division: x / broadcast(s), tagged for calibration.
+  auto parse = [](const std::string &tags) {
+    return parseModule("func @q {\n  %0 = input {name = \"x\"} : f32[4]\n"
+                       "  %1 = param {path = \"s\"} : f32[]\n"
+                       "  %2 = broadcast %1 : f32[4]\n"
+                       "  %3 = constant {value = 2.0} : f32[4]\n"
+                       "  %4 = div %0, " + tags + " : f32[4]\n"
+                       "  return %4 {names = [\"o\"]}\n}\n",
+                       "q.ir");
+  };
+  auto errorsOf = [&](const std::string &tags) {
+    auto m = parse(tags);
+    EXPECT_TRUE(static_cast<bool>(m));
+    return m ? formatErrors(verify(**m)) : std::string();
+  };
+  EXPECT_EQ(errorsOf("%2 {observe = [\"s\"], observe_zero = 127, observe_axis = 0}"), "");
+  EXPECT_EQ(errorsOf("%2 {observe = [\"t\"]}"),
+            "error: div: observe: the scale \"t\" is not the path of a param (in func @q)\n");
+  EXPECT_EQ(errorsOf("%3 {observe = [\"s\"]}"),
+            "error: div: observe: the divisor does not read the scale \"s\" (in func @q)\n");
+  EXPECT_EQ(errorsOf("%2 {observe = [\"s\"], observe_zero = 128}"),
+            "error: div: attribute 'observe_zero' must be an integer from -128 to 127 (an i8 "
+            "zero point) (in func @q)\n");
+  EXPECT_EQ(errorsOf("%2 {observe = [\"s\"], observe_axis = 1}"),
+            "error: div: attribute 'observe_axis' must be an axis of f32[4] (in func @q)\n");
+}
+
 TEST(Verifier, FormatErrors) {
   Sample s;
   s.y->setType(f32({2, 5}));
