@@ -24,13 +24,13 @@
 namespace lpu::interp {
 
 using detail::Value;
+using ir::paramPath;
 
 namespace {
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-std::string paramPath(const Op &op) { return op.stringAttr("path").value_or(""); }
 /// Where `op` is, for a message: " (at FILE:LINE:COL)", or nothing when
 /// the op has no location (hand-written IR).
 std::string where(const Op &op) { return op.loc().known() ? " (at " + op.loc().str() + ")" : ""; }
@@ -42,21 +42,6 @@ struct Point {
   int64_t fixedZero = 0;
   std::optional<int64_t> axis;
 };
-
-/// Whether `value` is, or is computed from, a param of `path`.
-bool readsParam(const Op *value, const std::string &path) {
-  llvm::SmallPtrSet<const Op *, 16> seen;
-  llvm::SmallVector<const Op *, 16> work{value};
-  while (!work.empty()) {
-    const Op *op = work.pop_back_val();
-    if (!op || !seen.insert(op).second)
-      continue;
-    if (op->kind() == OpKind::Param && paramPath(*op) == path)
-      return true;
-    work.append(op->operands().begin(), op->operands().end());
-  }
-  return false;
-}
 
 /// The tagged divisions of `fn`, their tags checked (the verifier checks
 /// them too, but calibration does not rely on it): `observe` one or two
@@ -94,7 +79,7 @@ llvm::Expected<std::vector<Point>> pointsOf(const Function &fn) {
       p.zero = (*paths)[1];
     if (op.type().dtype != DType::F32)
       return fail("it divides " + op.type().str() + "; calibration observes an f32 dividend");
-    if (!readsParam(op.operand(1), p.scale))
+    if (!ir::readsParam(op.operand(1), p.scale))
       return fail("it does not divide by its scale '" + p.scale + "'");
     if (const Attr *zero = op.attr("observe_zero")) {
       const auto *z = std::get_if<int64_t>(zero);

@@ -20,6 +20,7 @@
 namespace lpu::interp {
 
 using detail::Value;
+using ir::paramPath;
 
 namespace {
 llvm::Error error(const llvm::Twine &message) {
@@ -27,7 +28,6 @@ llvm::Error error(const llvm::Twine &message) {
 }
 
 std::string inputName(const Op &op) { return op.stringAttr("name").value_or(""); }
-std::string paramPath(const Op &op) { return op.stringAttr("path").value_or(""); }
 
 Type typeOf(const tensor::Tensor &t) { return Type{t.dtype(), t.shape().vec()}; }
 

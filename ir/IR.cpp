@@ -1,6 +1,7 @@
 #include "ir/IR.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
 
@@ -210,6 +211,26 @@ Type fullType(const Op &op) {
   if (std::optional<Shard> shard = shardOf(op))
     type.shape[size_t(shard->axis)] = shard->full;
   return type;
+}
+
+std::string paramPath(const Op &op) {
+  if (op.kind() != OpKind::Param)
+    return "";
+  return op.stringAttr("path").value_or("");
+}
+
+bool readsParam(const Op *value, llvm::StringRef path) {
+  llvm::SmallPtrSet<const Op *, 16> seen;
+  llvm::SmallVector<const Op *, 16> work{value};
+  while (!work.empty()) {
+    const Op *op = work.pop_back_val();
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (op->kind() == OpKind::Param && op->stringAttr("path") == path)
+      return true;
+    work.append(op->operands().begin(), op->operands().end());
+  }
+  return false;
 }
 
 std::optional<int64_t> Op::intAttr(llvm::StringRef name) const {

@@ -227,6 +227,10 @@ bool updatesInPlace(const Op &update, size_t readers, unsigned lanes, unsigned s
 /// The type of the whole weight a param reads: its own type with the
 /// shard's axis `full` long; its own type when it has no shard.
 Type fullType(const Op &op);
+/// The parameter path of a `param` op ("" for any other op).
+std::string paramPath(const Op &op);
+/// Whether `value` is, or is computed from, a param of `path`.
+bool readsParam(const Op *value, llvm::StringRef path);
 
 /// Everything lpuc compiled: every entry at every bucket, in source order.
 struct Module {

@@ -250,21 +250,6 @@ private:
     }
   }
 
-  /// Whether `value` is, or is computed from, a param of `path`.
-  static bool readsParam(const Op *value, llvm::StringRef path) {
-    llvm::SmallPtrSet<const Op *, 16> seen;
-    llvm::SmallVector<const Op *, 16> work{value};
-    while (!work.empty()) {
-      const Op *op = work.pop_back_val();
-      if (!op || !seen.insert(op).second)
-        continue;
-      if (op->kind() == OpKind::Param && op->stringAttr("path") == path.str())
-        return true;
-      work.append(op->operands().begin(), op->operands().end());
-    }
-    return false;
-  }
-
   /// A quantize's division tagged for calibration (docs/ir.md,
   /// "Attributes"): `observe` is the path of the scale param the division
   /// divides by, then maybe that of a zero point param; `observe_zero` a

@@ -97,12 +97,6 @@ bool pinMatches(const PartitionPin &pin, llvm::StringRef path) {
   return p == tokens.size();
 }
 
-std::string paramPath(const Op &op) {
-  if (op.kind() != OpKind::Param)
-    return "";
-  return op.stringAttr("path").value_or("");
-}
-
 bool pinnedAs(llvm::ArrayRef<PartitionPin> pins, const Op &op, PartitionPin::Action action) {
   if (op.kind() != OpKind::Param)
     return false;

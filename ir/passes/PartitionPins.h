@@ -43,7 +43,4 @@ bool pinMatches(const PartitionPin &pin, llvm::StringRef path);
 /// Whether `op` is a param whose path matches some pin with `action`.
 bool pinnedAs(llvm::ArrayRef<PartitionPin> pins, const Op &op, PartitionPin::Action action);
 
-/// The parameter path of a `param` op ("" for any other op).
-std::string paramPath(const Op &op);
-
 } // namespace lpu::ir
