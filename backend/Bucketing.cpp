@@ -60,7 +60,7 @@ std::vector<tensor::TensorSpec> stateSpecs(llvm::ArrayRef<Entry> entries) {
     for (const Bucket &b : e.buckets)
       for (const TensorPlacement &t : b.tensors)
         if (t.state && llvm::none_of(specs, [&](const tensor::TensorSpec &s) { return s.name == t.name; }))
-          specs.push_back({t.name, t.dtype, b.concreteShape(t)});
+          specs.push_back({t.name, t.dtype, b.fullShape(t)}); // whole, not a chip's slice
   return specs;
 }
 
@@ -133,8 +133,9 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
                                           const std::map<std::string, tensor::Tensor> &inputs) {
   const Bucket &first = entry.buckets.front();
   std::vector<std::string> names;
+  // An input every chip takes (each its copy or its slice) is named once.
   for (const TensorPlacement &t : first.tensors)
-    if (t.role == TensorRole::Input)
+    if (t.role == TensorRole::Input && std::find(names.begin(), names.end(), t.name) == names.end())
       names.push_back(t.name);
   for (const auto &[name, value] : inputs)
     if (std::find(names.begin(), names.end(), name) == names.end())
@@ -165,11 +166,32 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
       return error("input '" + t.name + "' has rank " + llvm::Twine(v.rank()) + " (shape " +
                    tensor::shapeString(v.shape()) + "), the program takes rank " +
                    llvm::Twine(t.shape.size()));
+    // A state (never padded) or an input of an entry with one bucket and
+    // no bucketed dimension has one shape: a mismatch is the input's,
+    // not a bucket's.
+    const std::vector<Dim> dims = dimsOf(t);
+    if ((t.state || entry.buckets.size() == 1) &&
+        llvm::all_of(dims, [](const Dim &d) { return d.name.empty(); })) {
+      std::vector<int64_t> shape;
+      for (const Dim &d : dims)
+        shape.push_back(d.value);
+      if (llvm::ArrayRef<int64_t>(shape) != v.shape())
+        return error(std::string(t.state ? "state" : "input") + " '" + t.name + "' has shape " +
+                     tensor::shapeString(v.shape()) + ", the program takes " +
+                     tensor::shapeString(shape));
+    }
   }
   std::optional<BucketChoice> best;
   int64_t bestElements = 0, given = 0;
+  // The padding is the inputs' (a state is never padded: it would only
+  // dilute the fraction).
+  std::set<std::string> states;
+  for (const TensorPlacement &t : first.tensors)
+    if (t.role == TensorRole::Input && t.state)
+      states.insert(t.name);
   for (const auto &[name, value] : inputs)
-    given += value.numElements();
+    if (!states.count(name))
+      given += value.numElements();
   std::string why;
   // The largest each bucketed dimension may be, for the message when an
   // input is longer than every bucket.
@@ -189,7 +211,7 @@ llvm::Expected<BucketChoice> selectBucket(const Entry &entry,
         continue;
       const tensor::Tensor &v = inputs.at(t.name);
       std::vector<int64_t> cap = b.fullShape(t);
-      if (counted.insert(t.name).second)
+      if (!t.state && counted.insert(t.name).second)
         elements += product(cap);
       const std::vector<Dim> dims = dimsOf(t);
       for (size_t i = 0; i < dims.size() && fits; ++i) {

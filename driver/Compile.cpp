@@ -114,19 +114,23 @@ llvm::Error selectBuckets(ir::Module &module, const BucketSelection &select) {
     return out;
   };
   std::vector<std::string> entries, buckets;
-  for (const auto &fn : module.functions) {
+  for (const auto &fn : module.functions)
     entries.push_back(fn->name());
-    std::vector<backend::BucketDim> dims;
-    for (const auto &[name, value] : fn->bucket())
-      dims.push_back({name, value});
-    buckets.push_back(fn->name() + " " + backend::bucketLabel(dims));
-  }
   if (llvm::Error e = entriesExist(entries, select.entries))
     return e;
   auto entrySelected = [&](const ir::Function &fn) {
     return select.entries.empty() ||
            std::find(select.entries.begin(), select.entries.end(), fn.name()) != select.entries.end();
   };
+  // The buckets a --bucket may choose from: those of the entries selected.
+  for (const auto &fn : module.functions) {
+    if (!entrySelected(*fn))
+      continue;
+    std::vector<backend::BucketDim> dims;
+    for (const auto &[name, value] : fn->bucket())
+      dims.push_back({name, value});
+    buckets.push_back(fn->name() + " " + backend::bucketLabel(dims));
+  }
   for (const std::vector<backend::BucketDim> &dims : select.buckets) {
     bool any = false;
     for (const auto &fn : module.functions)
@@ -263,6 +267,10 @@ void printScheduleReport(const CompiledProgram &compiled, const backend::ChipDes
          << (s.distinctChips < s.chips.size() ? ", the others sharing one of their schedules" : "")
          << "\n";
       for (const scheduler::ChipFigures &f : s.chips) {
+        if (f.cycles == 0 && f.sramBytes == 0 && f.linkBytesSent == 0) {
+          os << "    chip " << f.chip << ": idle\n";
+          continue;
+        }
         os << "    chip " << f.chip << ": first input at " << f.firstCycle << ", done at " << f.cycles << ", SRAM "
            << f.sramBytes << " bytes, sent " << f.linkBytesSent << " bytes";
         if (f.linkBytesSent)

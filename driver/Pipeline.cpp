@@ -310,6 +310,7 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
   const ChipsOptions &chips = options.chips;
   c.partitionChoices.assign(c.ir->functions.size(), std::nullopt);
   std::set<std::string> warned; // W0601s reported
+  std::set<std::string> warnedPartitioned; // W0602s reported
   c.schedules.clear();
   c.schedules.resize(c.ir->functions.size());
   // Functions partitioned already (IR text, lpuc FILE.ir) stay as they
@@ -355,8 +356,21 @@ bool partition(Compilation &c, const PipelineOptions &options, const support::Ti
     return false;
   for (size_t index = 0; index < c.ir->functions.size(); ++index) {
     std::unique_ptr<ir::Function> &fn = c.ir->functions[index];
-    if (scheduler::isPartitioned(*fn))
+    if (scheduler::isPartitioned(*fn)) {
+      // Its own partition is scheduled: the flags that would partition it
+      // are said to do nothing, once an entry.
+      if ((chips.chips > 1 || chips.fewest || chips.kind || !chips.pins.empty()) &&
+          warnedPartitioned.insert(fn->name()).second) {
+        unsigned placed = 1;
+        for (const auto &op : fn->ops())
+          placed = std::max(placed, unsigned(op->chip()) + 1);
+        const ir::Op *ret = fn->terminator();
+        diags.report(DiagID::PartitionedAlready,
+                     ret ? sourceRange(diags.sources(), ret->loc()) : llvm::SMRange{}, fn->name(),
+                     std::to_string(placed), "--chips, --partition and --pin");
+      }
       continue;
+    }
     const std::string title = scheduler::bucketTitle(*fn);
     const support::Progress progress = options.progress.inner();
     progress.status(title + " (" + llvm::Twine(index + 1) + " of " +
@@ -520,7 +534,18 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options,
   case Phase::Lower:
     if (options.ir.injectFault)
       breakFirstElementwiseOp(*c.ir);
-    return verifyLowered(*c.ir, diags);
+    if (!verifyLowered(*c.ir, diags))
+      return false;
+    // A plain check ends here: the entries and buckets selected must still
+    // agree on their states (E0702), as they do when compiled.
+    if (options.last == Phase::Lower) {
+      if (llvm::Error e = selectBuckets(*c.ir, options.select)) {
+        c.selectionError = llvm::toString(std::move(e));
+        return false;
+      }
+      return statesAgree(*c.ir, diags);
+    }
+    return true;
   case Phase::Passes:
     if (llvm::Error e = selectBuckets(*c.ir, options.select)) {
       c.selectionError = llvm::toString(std::move(e));

@@ -572,7 +572,9 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
               "the position is one integer (i32[] or i32[1]), not " + p.str());
         return Value::error();
       }
-    } else if (!constInt(posValue)) {
+    } else if (posValue.kind != Value::Kind::Int) {
+      // Else a number or a size (`P - 1`, a bucket's `S`), which each
+      // instantiation knows.
       error(DiagID::BadBuiltinArgument, (*a)[1]->range, name,
             "the position is one integer (i32[] or i32[1]), not " + posValue.describe());
       return Value::error();

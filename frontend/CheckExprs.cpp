@@ -879,18 +879,28 @@ Value Checker::index(const ast::IndexExpr &e, Frame &f) {
       idx.push_back(v);
     }
   }
+  // What is indexed, for E0307: "a dimension of size 4", "a tuple of 2 values".
+  const std::string indexed = base.kind == Value::Kind::List
+                                  ? (base.tuple ? "a tuple of " : "a list of ")
+                                  : base.kind == Value::Kind::ModelArray ? "an array of " : "";
   auto checkIndex = [&](const Size &i, const Size &n, llvm::SMRange at, bool inclusive) {
     auto ci = i.constantValue();
     auto over = (i - n).constantValue();
     if ((ci && *ci < 0) || (over && (inclusive ? *over > 0 : *over >= 0))) {
-      error(DiagID::IndexOutOfBounds, at, i.str(), n.str());
+      error(DiagID::IndexOutOfBounds, at, i.str(),
+            indexed.empty() ? "a dimension of size " + n.str()
+                            : indexed + n.str() +
+                                  (base.kind == Value::Kind::ModelArray ? " models" : " values"));
       return false;
     }
     return true;
   };
   if (base.kind == Value::Kind::ModelArray || base.kind == Value::Kind::List) {
     if (e.items.size() != 1 || e.items[0].isSlice) {
-      error(DiagID::BadBuiltinArgument, e.range, "[]", "an array is indexed by one integer");
+      error(DiagID::BadBuiltinArgument, e.range, "[]",
+            base.kind == Value::Kind::ModelArray ? "an array of models is indexed by one integer"
+            : base.tuple                          ? "a tuple is indexed by one integer"
+                                                  : "a list is indexed by one integer");
       return Value::error();
     }
     Size n = base.kind == Value::Kind::List ? Size::constant(base.elements.size()) : base.size;
@@ -938,7 +948,7 @@ Value Checker::index(const ast::IndexExpr &e, Frame &f) {
     if (!checkIndex(lo, n, it.range, false) || !checkIndex(hi, n, it.range, true))
       return Value::error();
     if (auto d = (hi - lo).constantValue(); d && *d <= 0) {
-      error(DiagID::IndexOutOfBounds, it.range, sourceText(it.range), n.str());
+      error(DiagID::IndexOutOfBounds, it.range, sourceText(it.range), "a dimension of size " + n.str());
       return Value::error();
     }
     out.dims.push_back(hi - lo);

@@ -202,6 +202,12 @@ std::string Checker::describeBindings(const ast::FnDecl &fn, const Env &env) con
   return out;
 }
 
+/// " with N = 4, .." for a generic fn's bindings; "" for a fn with none.
+std::string Checker::withBindings(const ast::FnDecl &fn, const Env &env) const {
+  std::string bindings = describeBindings(fn, env);
+  return bindings.empty() ? "" : " with " + bindings;
+}
+
 namespace {
 /// Where each generic got its value, for conflict notes.
 struct Source {
@@ -505,8 +511,8 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   // Each instance's expressions under a line naming it, indented below
   // its caller's, so the log reads as the call tree.
   if (f.typeLog && !label.empty())
-    f.typeLog->push_back(std::string(2 * caller.depth, ' ') + "in '" + label + "' with " +
-                         describeBindings(fn, f.env) + ":");
+    f.typeLog->push_back(std::string(2 * caller.depth, ' ') + "in '" + label + "'" +
+                         withBindings(fn, f.env) + ":");
   f.scopes.emplace_back();
   for (size_t i = 0; i < fn.params.size() && i < args.size(); ++i) {
     Value v = args[i];
@@ -524,7 +530,7 @@ bool Checker::instantiateBody(const ast::FnDecl &fn, Env env, const std::vector<
   bool nested = !label.empty();
   if (nested)
     context_.context.push_back(
-        {"in '" + label + "' with " + describeBindings(fn, f.env) + ", called here", callRange});
+        {"in '" + label + "'" + withBindings(fn, f.env) + ", called here", callRange});
   activeInstances_.push_back(&fn);
   unsigned before = inner_.errorCount();
   checkBlock(fn.body, f);

@@ -165,6 +165,8 @@ public:
                         Frame &caller, llvm::SMRange callRange, const std::string &label,
                         Value *returned = nullptr);
   std::string describeBindings(const ast::FnDecl &fn, const Env &env) const;
+  /// " with " and describeBindings, or "" when the fn has no generics.
+  std::string withBindings(const ast::FnDecl &fn, const Env &env) const;
 
   // ---- CheckExprs.cpp
   Value checkBlock(const ast::Block &block, Frame &f);

@@ -61,9 +61,8 @@ llvm::Expected<std::vector<Crossing>> crossingsOf(const ir::Function &fn, const 
     unsigned to = placed.empty() ? x.to : placed[x.to];
     std::optional<unsigned> link = topology.linkTo(from, to);
     if (!link)
-      return error("topology '" + name + "' has no link from chip " + llvm::Twine(from) +
-                   " to chip " + llvm::Twine(to) +
-                   " (routes through other chips are not scheduled yet)");
+      return refuse<Refusal::NoLink>(*op, int64_t(x.from), int64_t(x.to), name, int64_t(from),
+                                     int64_t(to));
     x.link = *link;
     x.farLink = topology.peer(from, *link)->link;
     crossings.push_back(x);
@@ -240,7 +239,12 @@ std::optional<Schedule> shifted(Schedule &from, unsigned fromChip, const ChipTra
         sendLink[fromTraffic.outgoing[i].link] != traffic.outgoing[i].link)
       return std::nullopt;
   SharedCode shared{fromChip, uint64_t(std::max<int64_t>(delta, 0)), {}};
-  bool byReference = delta >= 0;
+  // A chip with no code (an idle chip between a transfer's ends) has no
+  // queues to share: the program file names only chips with code as the
+  // ones others run.
+  bool byReference = delta >= 0 && llvm::any_of(from.queues, [](const auto &q) {
+    return !q.second.empty();
+  });
   std::map<uint16_t, uint16_t> links = sendLink;
   for (const auto &[inCode, here] : recvLink)
     byReference &= links.try_emplace(inCode, here).first->second == here;

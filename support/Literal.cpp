@@ -95,15 +95,25 @@ llvm::Error storeValue(Tensor &tensor, int64_t index, size_t tokenIndex, const s
 llvm::Expected<Tensor> parseTensorLiteral(llvm::StringRef text) {
   auto first = text.begin();
   const auto last = text.end();
-  std::vector<int64_t> shape;
+  std::vector<std::string> dims;
   std::string dtypeWord;
   // "2x3x" then "f32" then "=": the dimension list backtracks at the first
-  // element that is not "<integer>x", which leaves the dtype.
-  if (!x3::parse(first, last, *(x3::int64 >> 'x'), shape) ||
+  // element that is not "<digits>x", which leaves the dtype. Digits, not
+  // int64: a dimension too large for 64 bits is said to be, not read as
+  // part of a dtype's name.
+  if (!x3::parse(first, last, *(x3::raw[-x3::lit('-') >> +x3::digit] >> 'x'), dims) ||
       !x3::parse(first, last, +x3::alnum >> '=', dtypeWord))
     return llvm::createStringError(std::make_error_code(std::errc::invalid_argument),
                                    "expected a type such as 2x3xf32= or f32= before the "
                                    "values");
+  std::vector<int64_t> shape;
+  for (const std::string &d : dims) {
+    int64_t n = 0;
+    if (llvm::StringRef(d).getAsInteger(10, n))
+      return llvm::createStringError(std::make_error_code(std::errc::value_too_large),
+                                     "dimension " + d + " is too large");
+    shape.push_back(n);
+  }
   std::optional<DType> type = parseDTypeName(dtypeWord);
   if (!type)
     return llvm::createStringError(std::make_error_code(std::errc::invalid_argument),

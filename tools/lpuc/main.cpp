@@ -380,14 +380,23 @@ int main(int argc, char **argv) {
   // partitioned by hand) enters the pipeline at the passes, parsed and
   // verified.
   if (llvm::sys::path::extension(input) == ".ir") {
-    if (emit == "ast" || emit == "types" || emit == "params" || verify) {
-      tools::reportToolError("lpuc", (verify ? std::string("--verify") : "--emit=" + emit) +
+    if (emit == "ast" || emit == "types" || emit == "params" || verify || stats) {
+      // --stats counts from the checked source (parameters, FLOPs).
+      tools::reportToolError("lpuc", (verify  ? std::string("--verify")
+                                      : stats ? std::string("--stats")
+                                              : "--emit=" + emit) +
                                          " needs a .lpu source, not IR");
       return tools::kExitUsageError;
     }
     auto module = driver::loadModel(input, {}, errs);
     if (!module) {
       tools::reportToolError("lpuc", llvm::toString(module.takeError()));
+      return tools::kExitInputError;
+    }
+    if ((*module)->functions.empty()) {
+      // As a source without entries: nothing to compile, and a program
+      // without entries would be refused by lpurun.
+      tools::reportToolError("lpuc", input + ": the IR holds no function to compile");
       return tools::kExitInputError;
     }
     compilation.ir = std::move(*module);

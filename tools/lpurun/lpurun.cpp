@@ -108,8 +108,16 @@ int collectTensorArgs(const std::vector<std::string> &inputs,
                       const Feedback &feedback) {
   for (const std::string &arg : inputs) {
     auto named = tensor::parseInputArgument(arg);
-    if (!named)
+    if (!named) {
+      // Not NAME=... at all is a malformed flag value; a value that
+      // does not read is the tensor's error.
+      const llvm::StringRef given(arg);
+      if (!given.contains('=') || given.startswith("=")) {
+        feedback.error(llvm::toString(named.takeError()));
+        return tools::kExitUsageError;
+      }
       return tensorError(named.takeError(), feedback);
+    }
     if (inputValues.count(named->name)) {
       feedback.error("input '" + named->name + "' given twice");
       return tools::kExitUsageError;

@@ -83,3 +83,17 @@ TEST(States, ZerosForAStateNotGiven) {
   EXPECT_EQ(given.size(), 1u);
   EXPECT_EQ(given.at("cache"), ones);
 }
+
+TEST(States, ASlicedStateIsWhole) {
+  // Tensor parallelism gives each chip a slice of the cache (shard =
+  // [axis, start, full]): the state is the whole f16[8, 4], not a slice.
+  Entry decode{"decode", {Bucket{}}};
+  for (int64_t start : {0, 2}) {
+    TensorPlacement slice = placed(TensorRole::Input, "cache", DType::F16, {{8, ""}, {2, ""}}, true);
+    slice.shard = {1, start, 4};
+    decode.buckets[0].tensors.push_back(slice);
+  }
+  std::vector<tensor::TensorSpec> specs = stateSpecs({decode});
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].shape, (std::vector<int64_t>{8, 4}));
+}

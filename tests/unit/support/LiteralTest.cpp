@@ -93,6 +93,11 @@ TEST(Literal, Errors) {
   EXPECT_EQ(literalError("bf16=1e39"), "value 1 ('1e39') is out of range for bf16");
   EXPECT_EQ(literalError("1,2,3"), "expected a type such as 2x3xf32= or f32= before the values");
   EXPECT_EQ(literalError("-2x3xf32=1"), "negative dimension -2 in shape [-2, 3]");
+  // A dimension past 64 bits is said to be too large (it once read as
+  // part of an unknown dtype's name).
+  EXPECT_EQ(literalError("99999999999999999999x4xf32=1"),
+            "dimension 99999999999999999999 is too large");
+  EXPECT_EQ(literalError("2x3f32=1"), "unknown dtype '3f32'; expected one of bool i8 i16 i32 f16 bf16 f32");
   EXPECT_EQ(literalError("1000x1000x1000xf32=1"),
             "1000x1000x1000xf32 is too large for a literal; use a .npy file");
   EXPECT_EQ(literalError("100000x100000x100000xf32=1"),
