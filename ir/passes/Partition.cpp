@@ -521,6 +521,7 @@ namespace {
 struct PinnedCuts {
   std::vector<bool> forced;
   std::map<size_t, std::pair<unsigned, std::string>> chipAt; // cut -> chip, the pin
+  std::vector<std::string> stagePins;                         // the `stage` pins used
 };
 
 llvm::Expected<PinnedCuts> pinnedCuts(const Function &fn, const StageCosts &sc, std::vector<bool> &legal,
@@ -543,7 +544,15 @@ llvm::Expected<PinnedCuts> pinnedCuts(const Function &fn, const StageCosts &sc, 
     while (cut > 0 && !legal[cut])
       --cut;
     if (pin.action == PartitionPin::Action::Stage) {
+      // A stage starts at the function's first op anyway; a layer later
+      // than that with no cut before it cannot start one (ignoring the
+      // pin would compile what was not asked for).
+      if (cut == 0 && first > 0)
+        return error("pin '" + pin.text + "': no cut before the first op that reads its " +
+                     "weights (more values cross every point before it than at the cuts " +
+                     "the partition takes), so no stage can start at its layer");
       out.forced[cut] = cut > 0;
+      out.stagePins.push_back(pin.text);
       continue;
     }
     if (pin.chip >= chips)
@@ -693,6 +702,10 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
         return error(held + " need " + std::to_string(fewest.size()) +
                      " chips as pipeline stages (" + mib(fits) + of + "chip), not " +
                      std::to_string(options.chips));
+      if (pinned->chipAt.empty())
+        return error("with the stage pins ('" + llvm::join(pinned->stagePins, "', '") +
+                     "'), the layers need " + std::to_string(fewest.size()) +
+                     " chips as pipeline stages, not " + std::to_string(r.budget));
       return error("with the pins, the layers " +
                    (r.pin.empty() ? std::string("from the last pin that names a chip on")
                                   : "before pin '" + r.pin + "'") +
