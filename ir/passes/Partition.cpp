@@ -524,8 +524,11 @@ struct PinnedCuts {
   std::vector<std::string> stagePins;                         // the `stage` pins used
 };
 
+/// `unit` is what a pin's `chip:N` names: "chip", or "node" in a hybrid
+/// partition (its stages are groups of chips).
 llvm::Expected<PinnedCuts> pinnedCuts(const Function &fn, const StageCosts &sc, std::vector<bool> &legal,
-                                      llvm::ArrayRef<PartitionPin> pins, unsigned chips) {
+                                      llvm::ArrayRef<PartitionPin> pins, unsigned chips,
+                                      const std::string &unit) {
   PinnedCuts out;
   out.forced.assign(legal.size(), false);
   for (const PartitionPin &pin : pins) {
@@ -556,16 +559,18 @@ llvm::Expected<PinnedCuts> pinnedCuts(const Function &fn, const StageCosts &sc, 
       continue;
     }
     if (pin.chip >= chips)
-      return error("pin '" + pin.text + "' names chip " + llvm::Twine(pin.chip) + ", but func @" +
-                   fn.name() + " is partitioned onto " + llvm::Twine(chips) + " chips");
+      return error("pin '" + pin.text + "' names " + unit + " " + llvm::Twine(pin.chip) +
+                   ", but func @" + fn.name() + " is partitioned onto " + llvm::Twine(chips) + " " +
+                   unit + "s");
     if (pin.chip > 0 && cut == 0)
       return error("pin '" + pin.text + "': no cut before the first op that reads its weights, " +
-                   "so nothing can go on the chips before chip " + llvm::Twine(pin.chip));
+                   "so nothing can go on the " + unit + "s before " + unit + " " +
+                   llvm::Twine(pin.chip));
     // Chip 0's stage starts at the first op: a layer with work before it
     // cannot start it (the layers before it would fill no chips).
     if (pin.chip == 0 && cut > 0)
       return error("pin '" + pin.text + "': its layer does not start the function (there is work " +
-                   "before it), so it cannot start chip 0's stage");
+                   "before it), so it cannot start " + unit + " 0's stage");
     // The layer stays on its chip: no cut inside it.
     for (size_t j = cut + 1; j <= last && j < legal.size(); ++j)
       legal[j] = false;
@@ -656,7 +661,8 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
   std::vector<const Op *> body = bodyOps(fn);
   StageCosts sc = costsOf(body, options.costs);
   std::vector<bool> legal = cutsThatFit(fn, body, sc, options.costs, options.chips);
-  auto pinned = pinnedCuts(fn, sc, legal, options.pins, options.chips);
+  const std::string unit = options.costs.chipsPerStage > 1 ? "node" : "chip";
+  auto pinned = pinnedCuts(fn, sc, legal, options.pins, options.chips, unit);
   if (!pinned)
     return pinned.takeError();
   const uint64_t fits = room(options.costs);
@@ -704,13 +710,13 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
                      std::to_string(options.chips));
       if (pinned->chipAt.empty())
         return error("with the stage pins ('" + llvm::join(pinned->stagePins, "', '") +
-                     "'), the layers need " + std::to_string(fewest.size()) +
-                     " chips as pipeline stages, not " + std::to_string(r.budget));
+                     "'), the layers need " + std::to_string(fewest.size()) + " " + unit +
+                     "s as pipeline stages, not " + std::to_string(r.budget));
       return error("with the pins, the layers " +
-                   (r.pin.empty() ? std::string("from the last pin that names a chip on")
+                   (r.pin.empty() ? "from the last pin that names a " + unit + " on"
                                   : "before pin '" + r.pin + "'") +
-                   " need " + std::to_string(fewest.size()) + " chips as pipeline stages, not " +
-                   std::to_string(r.budget));
+                   " need " + std::to_string(fewest.size()) + " " + unit +
+                   "s as pipeline stages, not " + std::to_string(r.budget));
     }
     // The smallest per-stage cost whose greedy cut needs no more stages
     // than chips: stages balanced by cost (bisection over the limit).
@@ -766,7 +772,7 @@ llvm::Expected<std::vector<PipelineStage>> planPipeline(const Function &fn,
     if (!r.pin.empty() && !splitToFill(best, sc, legal, r.budget))
       return error("pin '" + r.pin + "': the layers before it cut into at most " +
                    std::to_string(best.size()) + " pipeline stages, not the " +
-                   std::to_string(r.budget) + " chips before chip " +
+                   std::to_string(r.budget) + " " + unit + "s before " + unit + " " +
                    std::to_string(r.base + r.budget));
     for (PipelineStage &st : best) {
       st.chip = r.base + unsigned(&st - best.data());
