@@ -276,10 +276,11 @@ llvm::Expected<std::string> writeProgramBinary(const Program &p, uint32_t versio
       for (const TensorPlacement &t : b.tensors) {
         if (version < 4 && t.layout != Layout::Rows)
           return fail("tensor '" + t.name + "' is packed (version 4 added the packed layout)");
-        if (version < 5 && !t.shard.empty())
-          return fail("tensor '" + t.name + "' holds a shard of its weight (version 5 added shards)");
+        // A state first: a state's slice is no weight's shard.
         if (version < 7 && t.state)
           return fail(tensorRoleName(t.role) + " '" + t.name + "' is a state (version 7 added states)");
+        if (version < 5 && !t.shard.empty())
+          return fail("tensor '" + t.name + "' holds a shard of its weight (version 5 added shards)");
       }
   if (version < 6)
     for (const Entry &e : p.entries)

@@ -756,6 +756,14 @@ TEST(ProgramFile, States) {
   EXPECT_EQ(*read, p);
   EXPECT_EQ(errorOf(writeProgramBinary(p, 6)),
             "cannot write format version 6: input 'cache' is a state (version 7 added states)");
+  // A chip's slice of a state is a state to an older version, not a
+  // shard of a weight.
+  Program sliced = p;
+  for (Bucket &each : sliced.entries[0].buckets)
+    for (TensorPlacement &t : each.tensors)
+      t.shard = t.state ? std::vector<int64_t>{1, 0, 8} : std::vector<int64_t>{};
+  EXPECT_EQ(errorOf(writeProgramBinary(sliced, 4)),
+            "cannot write format version 4: input 'cache' is a state (version 7 added states)");
 
   // The flag's byte: where the file with the input not a state differs.
   Program plain = p;
