@@ -78,8 +78,15 @@ void Checker::loadImports(ModuleInfo &m) {
     std::vector<std::string> tried;
     std::string found, name;
     if (imp->isFile) {
-      llvm::SmallString<256> p(llvm::sys::path::parent_path(m.path));
-      llvm::sys::path::append(p, imp->file);
+      // A relative path is the importing file's directory's; an absolute
+      // one is itself.
+      llvm::SmallString<256> p;
+      if (llvm::sys::path::is_absolute(imp->file))
+        p = imp->file;
+      else {
+        p = llvm::sys::path::parent_path(m.path);
+        llvm::sys::path::append(p, imp->file);
+      }
       tried.push_back(std::string(p));
       if (llvm::sys::fs::is_regular_file(p))
         found = std::string(p);
@@ -149,6 +156,8 @@ ModuleInfo *Checker::loadModuleFile(const std::string &path, const std::string &
   unsigned id = diags_.sources().AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   auto m = std::make_unique<ModuleInfo>();
   m->owned = parseModule(diags_, id, options_.parse);
+  if (!m->owned) // not a text file (E0010, reported)
+    return nullptr;
   m->owned->fileName = path;
   m->ast = m->owned.get();
   m->path = path;
