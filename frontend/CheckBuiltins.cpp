@@ -337,6 +337,12 @@ Value Checker::callBuiltin(const std::string &name, const ast::CallExpr &e, std:
         auto n = normaliseAxis(*c, *t, f, ax->range);
         if (!n)
           return Value::error();
+        // As NumPy and PyTorch: an axis reduced twice is a mistake.
+        if (llvm::is_contained(axes, *n)) {
+          error(DiagID::BadBuiltinArgument, elementRange(*ax, i), name,
+                "axis " + std::to_string(*n) + " is listed twice");
+          return Value::error();
+        }
         axes.push_back(*n);
       }
     } else {
