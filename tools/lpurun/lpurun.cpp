@@ -617,7 +617,8 @@ int runLpurun(int argc, char **argv, sim::Ranks *ranks) {
   std::optional<uint32_t> formatVersion;
   app.add_option("--format-version", formatVersion,
                  "with --emit=binary: write this older format version, for older lpuruns "
-                 "(default: the newest)");
+                 "(default: the newest)")
+      ->check(CLI::Range(backend::kOldestProgramFormatVersion, backend::kProgramFormatVersion));
   app.add_flag("--check-shifts", checkShifts,
                "a mutation test of the simulator's checks: move each instruction one cycle "
                "either way and require a violation or the same output bits (sim/ShiftCheck.h)");
