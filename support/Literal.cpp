@@ -24,6 +24,12 @@ const auto separator = x3::space | x3::char_(",[]");
 const auto valueToken = x3::lexeme[+(x3::char_ - separator)];
 const auto floatSyntax = x3::double_; // also accepts inf, infinity, nan
 const auto integerSyntax = -x3::char_("+-") >> +x3::digit;
+// A decimal number's syntax alone, whatever its size: Spirit's double_
+// fails on one past double's range (1e99999), which is out of range, not
+// "not a number".
+const auto decimalSyntax = -x3::char_("+-") >>
+                           ((+x3::digit >> -('.' >> *x3::digit)) | ('.' >> +x3::digit)) >>
+                           -(x3::char_("eE") >> -x3::char_("+-") >> +x3::digit);
 const auto inputName = (x3::alpha | x3::lit('_')) >> *(x3::alnum | x3::lit('_') | x3::lit('.'));
 
 bool matchesWhole(llvm::StringRef text, const auto &parser) {
@@ -77,14 +83,16 @@ llvm::Error storeValue(Tensor &tensor, int64_t index, size_t tokenIndex, const s
     tensor.setInt(index, value);
     return llvm::Error::success();
   }
-  if (!matchesWhole(token, floatSyntax))
+  const bool decimal = matchesWhole(token, decimalSyntax);
+  if (!decimal && !matchesWhole(token, floatSyntax))
     return valueError(tokenIndex, token, "is not a number");
   // The grammar checked the syntax; the C library converts, because it
   // rounds correctly and Spirit's own conversion does not promise to.
   const double value = std::strtod(token.c_str(), nullptr);
   const float stored = type == DType::F32 ? std::strtof(token.c_str(), nullptr)
                                           : roundToFloatType(type, roundToOddFloat(value));
-  if (std::isinf(stored) && !std::isinf(value) && !std::isnan(value))
+  // Infinite from digits (not "inf"): past the dtype's range, or double's.
+  if (std::isinf(stored) && !std::isnan(value) && (decimal || !std::isinf(value)))
     return valueError(tokenIndex, token, "is out of range for " + dtypeName(type));
   tensor.setFloat(index, stored);
   return llvm::Error::success();

@@ -90,6 +90,8 @@ TEST(Literal, Errors) {
   EXPECT_EQ(literalError("bool=2"), "value 1 ('2') is not a bool (true, false, 1 or 0)");
   EXPECT_EQ(literalError("f16=70000"), "value 1 ('70000') is out of range for f16");
   EXPECT_EQ(literalError("f32=1e39"), "value 1 ('1e39') is out of range for f32");
+  EXPECT_EQ(literalError("f32=1e99999"), "value 1 ('1e99999') is out of range for f32");
+  EXPECT_EQ(literalError("f16=-1e99999"), "value 1 ('-1e99999') is out of range for f16");
   EXPECT_EQ(literalError("bf16=1e39"), "value 1 ('1e39') is out of range for bf16");
   EXPECT_EQ(literalError("1,2,3"), "expected a type such as 2x3xf32= or f32= before the values");
   EXPECT_EQ(literalError("-2x3xf32=1"), "negative dimension -2 in shape [-2, 3]");
