@@ -113,7 +113,16 @@ int main(int argc, char **argv) {
                  "every bucket)")
       ->allow_extra_args(false)
       ->check([](const std::string &spec) -> std::string {
-        return driver::parseBucketSpec(spec) ? "" : "expected DIM=N[,DIM=N...], got '" + spec + "'";
+        auto dims = driver::parseBucketSpec(spec);
+        if (!dims)
+          return "expected DIM=N[,DIM=N...], got '" + spec + "'";
+        // A bucket has one size of a dimension: B=3,B=8 selects none.
+        for (size_t i = 0; i < dims->size(); ++i)
+          for (size_t j = 0; j < i; ++j)
+            if ((*dims)[i].name == (*dims)[j].name)
+              return "'" + spec + "' names " + (*dims)[i].name +
+                     " twice (give each size its own --bucket)";
+        return "";
       });
   driver::IROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
