@@ -214,7 +214,10 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::parse(std::unique_ptr<llvm::Mem
       return bad("'data_offsets' must be two non-negative integers [begin, end]");
     entry.begin = static_cast<uint64_t>(*begin);
     entry.end = static_cast<uint64_t>(*end);
-    if (entry.begin > entry.end || entry.end > file.data_.size())
+    if (entry.begin > entry.end)
+      return bad("data_offsets [" + llvm::Twine(entry.begin) + ", " + llvm::Twine(entry.end) +
+                 "] end before they begin");
+    if (entry.end > file.data_.size())
       return bad("data_offsets [" + llvm::Twine(entry.begin) + ", " + llvm::Twine(entry.end) +
                  "] lie outside the " + llvm::Twine(file.data_.size()) + "-byte data section");
     llvm::Expected<int64_t> count = checkedElementCount(entry.shape, entry.dtype);
