@@ -15,6 +15,13 @@ namespace lpu::driver {
 
 namespace {
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readFile(llvm::StringRef path) {
+  if (path == "-") { // standard input, as lpuc reads it
+    auto buffer = llvm::MemoryBuffer::getSTDIN();
+    if (!buffer)
+      return llvm::createStringError(buffer.getError(), "cannot read standard input: " +
+                                                            buffer.getError().message());
+    return std::move(*buffer);
+  }
   // A device (/dev/zero, a terminal) may never end: no source to read whole.
   if (support::isDevice(path))
     return llvm::createStringError(std::make_error_code(std::errc::no_such_device),
@@ -43,6 +50,7 @@ llvm::Expected<std::unique_ptr<ir::Module>> compileFileToIR(llvm::StringRef path
   // The model runs on the host: no chip's SRAM has to hold its parameters.
   pipeline.check.sramRule = false;
   pipeline.last = Phase::Lower;
+  pipeline.statesAgree = false; // one entry runs at a time
   pipeline.progress = options.progress;
   pipeline.timing = options.timing;
   Compilation c(diags, bufferId);

@@ -538,7 +538,7 @@ bool runPhase(Compilation &c, Phase phase, const PipelineOptions &options,
       return false;
     // A plain check ends here: the entries and buckets selected must still
     // agree on their states (E0702), as they do when compiled.
-    if (options.last == Phase::Lower) {
+    if (options.last == Phase::Lower && options.statesAgree) {
       if (llvm::Error e = selectBuckets(*c.ir, options.select)) {
         c.selectionError = llvm::toString(std::move(e));
         return false;

@@ -111,6 +111,11 @@ struct PipelineOptions {
   Phase first = Phase::Parse;
   /// The last phase to run.
   Phase last = Phase::Emit;
+  /// Whether a run that ends at Lower (a plain check) still requires the
+  /// entries selected to agree on their states (E0702), as one program
+  /// must; the reference interpreter, which runs an entry at a time,
+  /// does not.
+  bool statesAgree = true;
   /// Phases whose result is printed to `dumps` (stderr when null) right
   /// after they run: parse the AST, check every expression's type, lower
   /// and passes the IR text, schedule the report, emit the program text.

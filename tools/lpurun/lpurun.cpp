@@ -405,10 +405,12 @@ int calibrateReference(const ir::Module &module, const ReferenceArgs &args,
 /// lpurun --reference: compile, load weights, run the entry's best bucket,
 /// write or print the outputs; the bucket and padding go to stderr.
 int runReference(const ReferenceArgs &args, const char *argv0, const Feedback &feedback) {
-  if (auto readable = tools::readInputFile(args.model); !readable) { // missing, a directory
-    feedback.error(llvm::toString(readable.takeError()));
-    return tools::kExitUsageError;
-  }
+  // Missing, a directory; standard input ("-") is read once, by the compile.
+  if (args.model != "-")
+    if (auto readable = tools::readInputFile(args.model); !readable) {
+      feedback.error(llvm::toString(readable.takeError()));
+      return tools::kExitUsageError;
+    }
   driver::LoadModelOptions compiling;
   feedback.progress().status("compile");
   support::TimedScope compileTime(feedback.timing(), "compile");
