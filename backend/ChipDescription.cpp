@@ -242,7 +242,12 @@ llvm::Expected<ChipDescription> loadChipDescription(llvm::StringRef nameOrPath) 
   if (!buffer)
     return llvm::createStringError(buffer.getError(), "cannot read chip file '" + path +
                                                           "': " + buffer.getError().message());
-  return parseChipDescription((*buffer)->getBuffer(), path);
+  auto chip = parseChipDescription((*buffer)->getBuffer(), path);
+  if (!chip) // say what the file was read as (a model given to --chip)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::toString(chip.takeError()) + " (reading '" + path +
+                                       "' as a chip description)");
+  return chip;
 }
 
 } // namespace lpu::backend

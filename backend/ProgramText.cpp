@@ -212,7 +212,11 @@ llvm::Expected<Program> parseProgramText(llvm::StringRef text, llvm::StringRef n
     if (!sawHeader) {
       unsigned version = 0;
       if (key != "lpu-program" || words.size() != 2 || !parseNumber(words[1], version))
-        return fail("expected 'lpu-program 1' on the first line");
+        return fail("expected 'lpu-program 1' on the first line" +
+                    llvm::Twine(name.endswith(".lpu") || name.endswith(".ir")
+                                    ? " (a model runs with lpurun --reference, or compile it "
+                                      "with lpuc -o first)"
+                                    : ""));
       if (version != 1)
         return fail("program text version " + llvm::Twine(version) + ", this reader reads version 1");
       sawHeader = true;
