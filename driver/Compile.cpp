@@ -60,7 +60,7 @@ int64_t longestSpan(const scheduler::Schedule &s) {
 
 } // namespace
 
-std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec) {
+llvm::Expected<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec) {
   llvm::SmallVector<llvm::StringRef, 4> parts;
   spec.split(parts, ',');
   std::vector<backend::BucketDim> dims;
@@ -69,7 +69,13 @@ std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef s
     int64_t n = 0;
     if (name.empty() || value.getAsInteger(10, n) || n < 0 ||
         !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
-      return std::nullopt;
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "expected DIM=N[,DIM=N...], got '" + spec + "'");
+    // A bucket has one size of a dimension: B=3,B=8 would select none.
+    if (llvm::any_of(dims, [&](const backend::BucketDim &d) { return d.name == name; }))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "'" + spec + "' names " + name +
+                                         " twice (give each size its own --bucket)");
     dims.push_back({name.str(), n});
   }
   return dims;

@@ -53,9 +53,9 @@ struct BucketSelection {
   std::vector<std::vector<backend::BucketDim>> buckets;
 };
 
-/// `DIM=N[,DIM=N...]` (lpuc --bucket) as bucket sizes; nullopt when it is
-/// not that.
-std::optional<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec);
+/// `DIM=N[,DIM=N...]` (lpuc --bucket) as bucket sizes; an error saying
+/// why when it is not that (a malformed part, a dimension named twice).
+llvm::Expected<std::vector<backend::BucketDim>> parseBucketSpec(llvm::StringRef spec);
 
 /// An error naming the first of `asked` (lpuc --entry) that is not among
 /// `entries`, with those there are (each once, in order).

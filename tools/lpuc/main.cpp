@@ -114,15 +114,7 @@ int main(int argc, char **argv) {
       ->allow_extra_args(false)
       ->check([](const std::string &spec) -> std::string {
         auto dims = driver::parseBucketSpec(spec);
-        if (!dims)
-          return "expected DIM=N[,DIM=N...], got '" + spec + "'";
-        // A bucket has one size of a dimension: B=3,B=8 selects none.
-        for (size_t i = 0; i < dims->size(); ++i)
-          for (size_t j = 0; j < i; ++j)
-            if ((*dims)[i].name == (*dims)[j].name)
-              return "'" + spec + "' names " + (*dims)[i].name +
-                     " twice (give each size its own --bucket)";
-        return "";
+        return dims ? "" : llvm::toString(dims.takeError());
       });
   driver::IROptions irOptions;
   app.add_flag("--verify-roundtrip", irOptions.roundTrip,
@@ -276,7 +268,7 @@ int main(int argc, char **argv) {
   checkOptions.sramRuleEntries = entries;
   pipeline.select.entries = entries;
   for (const std::string &spec : bucketSpecs)
-    pipeline.select.buckets.push_back(*driver::parseBucketSpec(spec));
+    pipeline.select.buckets.push_back(llvm::cantFail(driver::parseBucketSpec(spec))); // checked
   for (const std::string &name : dumpAfter)
     pipeline.dumpAfter.push_back(*driver::parsePhase(name));
   // How far the pipeline runs: as far as the output asked for needs.

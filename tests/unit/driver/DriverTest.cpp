@@ -161,11 +161,13 @@ TEST(DriverTest, ASelectionThatSelectsNothingIsAUsageError) {
 TEST(DriverTest, SelectionKeepsTheBucketsAsked) {
   Source r(kModel);
   PipelineOptions options = upTo(Phase::Passes);
-  options.select.buckets = {*parseBucketSpec("B=4")};
+  options.select.buckets = {llvm::cantFail(parseBucketSpec("B=4"))};
   ASSERT_TRUE(r.run(options));
   ASSERT_EQ(r.c.ir->functions.size(), 1u);
   EXPECT_EQ(r.c.ir->functions[0]->bucket().front().second, 4);
-  EXPECT_FALSE(parseBucketSpec("B=").has_value());
+  EXPECT_EQ(llvm::toString(parseBucketSpec("B=").takeError()), "expected DIM=N[,DIM=N...], got 'B='");
+  EXPECT_EQ(llvm::toString(parseBucketSpec("B=3,B=8").takeError()),
+            "'B=3,B=8' names B twice (give each size its own --bucket)");
 }
 
 TEST(DriverTest, AnUnknownPassIsReported) {
